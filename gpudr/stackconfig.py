@@ -1,0 +1,498 @@
+"""The per-site stack configuration: everything one Pulumi stack needs, computed from the design.
+
+Values that cross stacks (the DR bucket a primary replicates into, the key alias it encrypts
+replicas with, the replication role a DR bucket trusts) are derived from the plan with
+deterministic names, never read from another stack's state: the DR stack must preview and
+update while the primary region and the primary stack's state are gone.
+
+`SiteConfig.from_dict` is what the Pulumi program reads back from `gpudr:site`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gpudr.design import Design, Pool
+from gpudr.spec import Plan, Site
+
+CONFIG_NAMESPACE = "gpudr"
+MODES = ("standby", "failover")
+KUBERNETES_VERSION = "1.33"
+
+
+def stack_name(plan: Plan, site: Site) -> str:
+    return f"{plan.name}-{site.name}"
+
+
+def bucket_name(plan: Plan, site: Site, data_class: str) -> str:
+    """Globally unique and stable: the hash binds the name to system, site and region."""
+    digest = hashlib.sha256(f"{plan.name}/{site.name}/{site.region}/{data_class}".encode())
+    return f"{plan.name}-{site.name}-{data_class}-{digest.hexdigest()[:6]}"
+
+
+def kms_alias(plan: Plan, site: Site) -> str:
+    return f"alias/gpudr/{plan.name}/{site.name}"
+
+
+def replication_role_name(plan: Plan, site: Site) -> str:
+    return f"gpudr-{plan.name}-{site.name}-replication"[:64]
+
+
+def transit_gateway_name(plan: Plan, site: Site) -> str:
+    return f"gpudr-{plan.name}-{site.name}"
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    archive_after_days: int | None  # current versions move to the archive class
+    archive_class: str | None
+    noncurrent_keep: int  # newest noncurrent versions kept (the "last N")
+    noncurrent_days: int
+    abort_multipart_days: int
+
+
+@dataclass(frozen=True)
+class ReplicationTarget:
+    site: str
+    region: str
+    account: str | None
+    bucket: str
+    kms_alias: str
+    mechanism: str  # crr-rtc | crr
+    storage_class: str
+    rule_id: str
+    latency_alarm_s: int
+
+
+@dataclass(frozen=True)
+class BucketConfig:
+    data_class: str
+    name: str
+    role: str  # source | replica
+    rpo_s: float | None
+    rto_s: float | None
+    mechanism: str
+    object_lock_days: int | None
+    lifecycle: Lifecycle
+    burst_bytes: float  # sizing inputs carried as tags, so policies can recompute the need
+    steady_gbps: float
+    required_gbps: float
+    replication: tuple[ReplicationTarget, ...] = ()
+    dual_write_buckets: tuple[str, ...] = ()  # the other copies a dual writer must write
+    source_account: str | None = None  # replica side: who replicates into this bucket
+    source_role: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str
+    kind: str  # training | service
+    gpu: str
+    instance_type: str
+    gpus_per_node: int
+    efa_interfaces: int
+    placement: bool
+    pattern: str  # primary | backup-restore | pilot-light | warm-standby | active-active
+    nodes: int  # full capacity
+    standby_nodes: int  # nodes kept at the DR site before failover
+    reserved: bool
+    rto_s: float | None
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    eks_name: str
+    kubernetes_version: str
+    pools: tuple[PoolConfig, ...]
+    standby_control_plane: bool  # False: backup/restore, created only at failover
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    site: str
+    region: str
+    role: str
+    cidr: str
+    account: str | None
+    transit_gateway_name: str
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    kind: str  # tgw-peering | direct-connect
+    peer_site: str
+    capacity_gbps: float
+    required_gbps: float
+    headroom: float
+    location: str | None = None
+    secondary_location: str | None = None
+    port_gbps: int | None = None
+    ports: int | None = None
+    cross_connect_ready: bool = False
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    system: str
+    site: str
+    cloud: str
+    region: str
+    role: str  # primary | dr
+    account: str | None
+    cidr: str
+    azs: tuple[str, ...]
+    api_public_cidrs: tuple[str, ...]
+    kms_alias: str
+    replication_role: str
+    transit_gateway_name: str
+    buckets: tuple[BucketConfig, ...]
+    clusters: tuple[ClusterConfig, ...]
+    peers: tuple[PeerConfig, ...]
+    links: tuple[LinkConfig, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(asdict(self))
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> SiteConfig:
+        """Rebuild from `gpudr:site`; a KeyError or TypeError names what is missing."""
+        d = dict(data)
+        d["azs"] = tuple(d["azs"])
+        d["api_public_cidrs"] = tuple(d.get("api_public_cidrs", ()))
+        d["buckets"] = tuple(_bucket(b) for b in d.get("buckets", ()))
+        d["clusters"] = tuple(
+            ClusterConfig(
+                **{
+                    **c,
+                    "pools": tuple(
+                        PoolConfig(
+                            **_ints(
+                                p, ("gpus_per_node", "efa_interfaces", "nodes", "standby_nodes")
+                            )
+                        )
+                        for p in c["pools"]
+                    ),
+                }
+            )
+            for c in d.get("clusters", ())
+        )
+        d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
+        d["links"] = tuple(
+            LinkConfig(**_ints(x, ("port_gbps", "ports"))) for x in d.get("links", ())
+        )
+        return SiteConfig(**d)
+
+
+def _ints(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Pulumi config round-trips numbers as floats; restore the integers."""
+    out = dict(d)
+    for k in keys:
+        if out.get(k) is not None:
+            out[k] = int(out[k])
+    return out
+
+
+def _bucket(b: dict[str, Any]) -> BucketConfig:
+    d = _ints(b, ("object_lock_days",))
+    d["lifecycle"] = Lifecycle(
+        **_ints(
+            b["lifecycle"],
+            ("archive_after_days", "noncurrent_keep", "noncurrent_days", "abort_multipart_days"),
+        )
+    )
+    d["replication"] = tuple(
+        ReplicationTarget(**_ints(t, ("latency_alarm_s",))) for t in b.get("replication", ())
+    )
+    d["dual_write_buckets"] = tuple(b.get("dual_write_buckets", ()))
+    return BucketConfig(**d)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-friendly: tuples to lists, infinities to None."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    return value
+
+
+# --- building the configs -------------------------------------------------------------------
+
+
+def _lifecycle(plan: Plan, data_class: str) -> Lifecycle:
+    if data_class == "checkpoints" and plan.checkpoints:
+        c = plan.checkpoints
+        # Current checkpoints are never expired by age: a stalled job must not lose its last
+        # good state. The training job deletes beyond N after validating checksums; the bucket
+        # keeps the newest N noncurrent versions as the safety net.
+        return Lifecycle(
+            archive_after_days=max(1, math.ceil(c.archive_after_s / 86400)),
+            archive_class="GLACIER_IR",
+            noncurrent_keep=c.keep,
+            noncurrent_days=7,
+            abort_multipart_days=2,
+        )
+    if data_class == "weights":
+        return Lifecycle(None, None, noncurrent_keep=10, noncurrent_days=30, abort_multipart_days=2)
+    return Lifecycle(
+        archive_after_days=None,
+        archive_class=None,
+        noncurrent_keep=3,
+        noncurrent_days=30,
+        abort_multipart_days=7,
+    )
+
+
+def build_site_configs(design: Design) -> dict[str, SiteConfig]:
+    """One SiteConfig per site, keyed by site name."""
+    plan = design.plan
+    out: dict[str, SiteConfig] = {}
+    for site in plan.sites.values():
+        out[site.name] = _site_config(design, site)
+    return out
+
+
+def _site_config(design: Design, site: Site) -> SiteConfig:
+    plan = design.plan
+    buckets: list[BucketConfig] = []
+    weights_lock = (
+        max(1, math.ceil(plan.weights.retention_s / 86400)) if plan.weights is not None else None
+    )
+    if site.role == "primary":
+        for cls in ("checkpoints", "weights", "datasets"):
+            spec = getattr(plan, cls)
+            if spec is None or spec.site != site.name:
+                continue
+            flows = [f for f in design.flows if f.primary == site.name and f.data_class == cls]
+            targets = []
+            dual = []
+            for f in flows:
+                dr = plan.sites[f.dr]
+                if f.mechanism == "dual-write":
+                    dual.append(bucket_name(plan, dr, cls))
+                    continue
+                lag = 900 if f.mechanism == "crr-rtc" else 3600
+                targets.append(
+                    ReplicationTarget(
+                        site=dr.name,
+                        region=dr.region,
+                        account=dr.account,
+                        bucket=bucket_name(plan, dr, cls),
+                        kms_alias=kms_alias(plan, dr),
+                        mechanism=f.mechanism,
+                        storage_class=f.replica_class,
+                        rule_id=f"{cls}-to-{dr.name}",
+                        latency_alarm_s=lag,
+                    )
+                )
+            first = flows[0] if flows else None
+            buckets.append(
+                BucketConfig(
+                    data_class=cls,
+                    name=bucket_name(plan, site, cls),
+                    role="source",
+                    rpo_s=spec.rpo_s,
+                    rto_s=spec.rto_s,
+                    mechanism=first.mechanism if first else "none",
+                    object_lock_days=weights_lock if cls == "weights" else None,
+                    lifecycle=_lifecycle(plan, cls),
+                    burst_bytes=first.flow.burst_bytes if first else 0.0,
+                    steady_gbps=first.flow.steady_gbps if first else 0.0,
+                    required_gbps=first.flow.required_gbps if first else 0.0,
+                    replication=tuple(targets),
+                    dual_write_buckets=tuple(dual),
+                )
+            )
+    else:
+        primary = plan.sites[site.protects or ""]
+        for f in design.flows:
+            if f.dr != site.name:
+                continue
+            spec = getattr(plan, f.data_class)
+            buckets.append(
+                BucketConfig(
+                    data_class=f.data_class,
+                    name=bucket_name(plan, site, f.data_class),
+                    role="replica",
+                    rpo_s=spec.rpo_s,
+                    rto_s=spec.rto_s,
+                    mechanism=f.mechanism,
+                    object_lock_days=weights_lock if f.data_class == "weights" else None,
+                    lifecycle=_lifecycle(plan, f.data_class),
+                    burst_bytes=f.flow.burst_bytes,
+                    steady_gbps=f.flow.steady_gbps,
+                    required_gbps=f.flow.required_gbps,
+                    dual_write_buckets=(bucket_name(plan, primary, f.data_class),)
+                    if f.mechanism == "dual-write"
+                    else (),
+                    source_account=primary.account,
+                    source_role=replication_role_name(plan, primary),
+                )
+            )
+    clusters = _clusters(design, site)
+    peers, links = _peers_and_links(design, site)
+    return SiteConfig(
+        system=plan.name,
+        site=site.name,
+        cloud=site.cloud,
+        region=site.region,
+        role=site.role,
+        account=site.account,
+        cidr=site.cidr,
+        azs=site.azs,
+        api_public_cidrs=site.api_public_cidrs,
+        kms_alias=kms_alias(plan, site),
+        replication_role=replication_role_name(plan, site),
+        transit_gateway_name=transit_gateway_name(plan, site),
+        buckets=tuple(buckets),
+        clusters=clusters,
+        peers=peers,
+        links=links,
+    )
+
+
+def _pool_config(p: Pool) -> PoolConfig:
+    return PoolConfig(
+        name=p.name,
+        kind=p.kind,
+        gpu=p.gpu,
+        instance_type=p.instance_type,
+        gpus_per_node=p.gpus_per_node,
+        efa_interfaces=p.efa_interfaces,
+        placement=p.kind == "training",
+        pattern=p.pattern,
+        nodes=p.nodes,
+        standby_nodes=p.standing,
+        reserved=p.reserved,
+        rto_s=p.rto_s,
+    )
+
+
+def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
+    plan = design.plan
+    out: list[ClusterConfig] = []
+    if site.role == "primary":
+        for cl in plan.clusters.values():
+            if cl.site != site.name:
+                continue
+            pools = [
+                PoolConfig(
+                    name=cl.name,
+                    kind="training",
+                    gpu=cl.gpu,
+                    instance_type=cl.instance_type,
+                    gpus_per_node=cl.gpus_per_node,
+                    efa_interfaces=cl.efa_interfaces,
+                    placement=True,
+                    pattern="primary",
+                    nodes=cl.nodes,
+                    standby_nodes=cl.nodes,
+                    reserved=False,
+                    rto_s=cl.rto_s,
+                )
+            ]
+            for svc in plan.services.values():
+                if svc.cluster == cl.name:
+                    pools.append(
+                        PoolConfig(
+                            name=f"svc-{svc.name}",
+                            kind="service",
+                            gpu=svc.gpu,
+                            instance_type=svc.instance_type,
+                            gpus_per_node=svc.gpus_per_node,
+                            efa_interfaces=0,
+                            placement=False,
+                            pattern="primary",
+                            nodes=svc.nodes,
+                            standby_nodes=svc.nodes,
+                            reserved=False,
+                            rto_s=svc.rto_s,
+                        )
+                    )
+            out.append(
+                ClusterConfig(
+                    cl.name,
+                    f"{plan.name}-{site.name}-{cl.name}",
+                    KUBERNETES_VERSION,
+                    tuple(pools),
+                    True,
+                )
+            )
+    else:
+        by_cluster: dict[str, list[Pool]] = {}
+        for p in design.pools:
+            if p.dr == site.name:
+                by_cluster.setdefault(p.cluster, []).append(p)
+        for name, pools_ in by_cluster.items():
+            standing = any(p.pattern != "backup-restore" for p in pools_)
+            out.append(
+                ClusterConfig(
+                    name,
+                    f"{plan.name}-{site.name}-{name}",
+                    KUBERNETES_VERSION,
+                    tuple(_pool_config(p) for p in pools_),
+                    standing,
+                )
+            )
+    return tuple(out)
+
+
+def _peers_and_links(
+    design: Design, site: Site
+) -> tuple[tuple[PeerConfig, ...], tuple[LinkConfig, ...]]:
+    plan = design.plan
+    peers: list[PeerConfig] = []
+    links: list[LinkConfig] = []
+    others = (
+        [plan.sites[site.protects]]
+        if site.role == "dr" and site.protects
+        else plan.dr_sites_for(site.name)
+    )
+    for other in others:
+        peers.append(
+            PeerConfig(
+                site=other.name,
+                region=other.region,
+                role=other.role,
+                cidr=other.cidr,
+                account=other.account,
+                transit_gateway_name=transit_gateway_name(plan, other),
+            )
+        )
+        primary, dr = (site, other) if site.role == "primary" else (other, site)
+        for path in design.paths.values():
+            if path.primary != primary.name or path.dr != dr.name:
+                continue
+            if path.kind not in ("tgw-peering", "direct-connect"):
+                continue
+            link = dr.link
+            links.append(
+                LinkConfig(
+                    kind=path.kind,
+                    peer_site=other.name,
+                    capacity_gbps=path.capacity_gbps,
+                    required_gbps=path.required_gbps,
+                    headroom=path.headroom,
+                    location=link.location if link else None,
+                    secondary_location=link.secondary_location if link else None,
+                    port_gbps=path.ports.port_gbps if path.ports else None,
+                    ports=path.ports.ports if path.ports else None,
+                    cross_connect_ready=link.cross_connect_ready if link else False,
+                )
+            )
+    return tuple(peers), tuple(links)
+
+
+def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
+    """The `config:` mapping of `stacks/Pulumi.<stack>.yaml` for one site."""
+    cfg = build_site_configs(design)[site.name]
+    values: dict[str, Any] = {"aws:region": site.region, f"{CONFIG_NAMESPACE}:site": cfg.to_dict()}
+    if site.role == "dr":
+        values[f"{CONFIG_NAMESPACE}:mode"] = "standby"
+    return values
