@@ -52,7 +52,6 @@ class LinkSpec:
     kind: str
     location: str | None = None
     secondary_location: str | None = None
-    cross_connect_ready: bool = False
 
 
 @dataclass(frozen=True)
@@ -534,7 +533,7 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
 
 
 def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
-    s = r.mapping(raw, path, ["kind", "location", "secondary_location", "cross_connect_ready"])
+    s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
     kind = r.choice(s, "kind", path, LINK_KINDS, "tgw-peering")
     location = r.convert(s, "location", path, str)
     secondary = r.convert(s, "secondary_location", path, str)
@@ -543,8 +542,7 @@ def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
             f"{path}.location",
             "is required for direct-connect; name the Direct Connect location code (e.g. EqDC2)",
         )
-    ready = r.convert(s, "cross_connect_ready", path, _bool, False) or False
-    return LinkSpec(kind, location, secondary, ready)
+    return LinkSpec(kind, location, secondary)
 
 
 def _bool(value: Any) -> bool:

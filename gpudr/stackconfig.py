@@ -132,7 +132,6 @@ class LinkConfig:
     secondary_location: str | None = None
     port_gbps: int | None = None
     ports: int | None = None
-    cross_connect_ready: bool = False
 
 
 @dataclass(frozen=True)
@@ -483,7 +482,6 @@ def _peers_and_links(
                     secondary_location=link.secondary_location if link else None,
                     port_gbps=path.ports.port_gbps if path.ports else None,
                     ports=path.ports.ports if path.ports else None,
-                    cross_connect_ready=link.cross_connect_ready if link else False,
                 )
             )
     return tuple(peers), tuple(links)

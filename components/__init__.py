@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources for gpudr sites: one concept per module, per cloud where they differ."""

@@ -1,0 +1,1 @@
+"""AWS components of a gpudr site."""

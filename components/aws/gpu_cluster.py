@@ -1,0 +1,248 @@
+"""An EKS cluster with GPU node pools: NVIDIA AMI, GPU taints, EFA and cluster placement through a
+launch template, optional capacity reservations, and pool sizes set by the DR pattern and mode."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from gpudr.stackconfig import ClusterConfig, PoolConfig
+
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+)
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
+    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
+    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
+    primary's size, and runs full once the DR stack is switched to failover."""
+    if pool.pattern == "primary" or failover or pool.pattern == "active-active":
+        return PoolSize(pool.nodes, pool.nodes, pool.nodes)
+    return PoolSize(pool.standby_nodes, pool.standby_nodes, max(pool.nodes, 1))
+
+
+def _assume(service: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": "sts:AssumeRole",
+                }
+            ],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class GpuClusterArgs:
+    config: ClusterConfig
+    region: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    gpu_subnet_id: pulumi.Input[str]
+    gpu_az: str
+    key_arn: pulumi.Input[str]
+    api_public_cidrs: Sequence[str]
+    failover: bool
+    tags: dict[str, str]
+    pool_tags: dict[str, dict[str, str]]
+
+
+class GpuCluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    pool_sizes: pulumi.Output[dict[str, int]]
+
+    def __init__(
+        self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:compute:GpuCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
+
+        cluster_role = aws.iam.Role(
+            f"{name}-cluster-role", assume_role_policy=_assume("eks.amazonaws.com"), tags=args.tags, opts=child
+        )
+        cluster_policy = aws.iam.RolePolicyAttachment(
+            f"{name}-cluster-policy",
+            role=cluster_role.name,
+            policy_arn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",
+            opts=child,
+        )
+        cluster = aws.eks.Cluster(
+            f"{name}-eks",
+            name=cfg.eks_name,
+            version=cfg.kubernetes_version,
+            role_arn=cluster_role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=args.subnet_ids,
+                endpoint_private_access=True,
+                # The API is private unless the plan names the networks allowed to reach it.
+                endpoint_public_access=bool(args.api_public_cidrs),
+                public_access_cidrs=list(args.api_public_cidrs) or None,
+            ),
+            encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=args.key_arn),
+                resources=["secrets"],
+            ),
+            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API"),
+            enabled_cluster_log_types=["api", "audit", "authenticator"],
+            region=args.region,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy]),
+        )
+        node_role = aws.iam.Role(
+            f"{name}-node-role", assume_role_policy=_assume("ec2.amazonaws.com"), tags=args.tags, opts=child
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-policy-{i}", role=node_role.name, policy_arn=arn, opts=child
+            )
+            for i, arn in enumerate(NODE_POLICIES)
+        ]
+        sizes: dict[str, int] = {}
+        for pool in cfg.pools:
+            size = pool_size(pool, args.failover)
+            sizes[pool.name] = size.desired_size
+            self._pool(name, pool, size, cluster, node_role, attachments, args)
+        self.cluster_name = cluster.name
+        self.pool_sizes = pulumi.Output.from_input(sizes)
+        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
+
+    def _pool(
+        self,
+        name: str,
+        pool: PoolConfig,
+        size: PoolSize,
+        cluster: aws.eks.Cluster,
+        node_role: aws.iam.Role,
+        attachments: Sequence[aws.iam.RolePolicyAttachment],
+        args: GpuClusterArgs,
+    ) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        prefix = f"{name}-{pool.name}"
+        tags = {**args.tags, **args.pool_tags.get(pool.name, {})}
+        cluster_sg = cluster.vpc_config.cluster_security_group_id
+        security_groups: list[pulumi.Input[str]] = [cluster_sg]
+        placement = None
+        if pool.efa_interfaces:
+            # EFA traffic must be allowed to and from the same security group, or NCCL hangs.
+            efa_sg = aws.ec2.SecurityGroup(
+                f"{prefix}-efa-sg",
+                description="gpudr: EFA traffic between GPU nodes of one pool",
+                vpc_id=args.vpc_id,
+                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+                egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+                region=args.region,
+                tags=tags,
+                opts=child,
+            )
+            security_groups.append(efa_sg.id)
+        if pool.placement:
+            group = aws.ec2.PlacementGroup(
+                f"{prefix}-placement", strategy="cluster", region=args.region, tags=tags, opts=child
+            )
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+        reservation = None
+        if pool.reserved:
+            # Billed whether or not instances run: this is what makes GPU capacity certain at
+            # failover, and the plan's cost includes it.
+            reservation = aws.ec2.CapacityReservation(
+                f"{prefix}-reservation",
+                instance_type=pool.instance_type,
+                instance_platform="Linux/UNIX",
+                availability_zone=args.gpu_az,
+                instance_count=pool.nodes,
+                instance_match_criteria="targeted",
+                end_date_type="unlimited",
+                region=args.region,
+                tags=tags,
+                opts=child,
+            )
+        interfaces = [
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                device_index=0 if i == 0 else 1,
+                network_card_index=i,
+                interface_type="efa",
+                delete_on_termination="true",
+                security_groups=security_groups,
+            )
+            for i in range(pool.efa_interfaces)
+        ]
+        template = aws.ec2.LaunchTemplate(
+            f"{prefix}-lt",
+            description=f"gpudr {pool.kind} pool {pool.name}: {pool.instance_type}",
+            network_interfaces=interfaces or None,
+            vpc_security_group_ids=None if interfaces else security_groups,
+            placement=placement,
+            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=reservation.id
+                )
+            )
+            if reservation
+            else None,
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        # Strings, not booleans, in this provider. The AWS-managed EBS key avoids
+                        # the key-policy grant that a customer key would need for Auto Scaling.
+                        encrypted="true",
+                        delete_on_termination="true",
+                        volume_size=500,
+                        volume_type="gp3",
+                    ),
+                )
+            ],
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_tokens="required", http_put_response_hop_limit=2
+            ),
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type="instance", tags=tags)
+            ],
+            region=args.region,
+            tags=tags,
+            opts=child,
+        )
+        aws.eks.NodeGroup(
+            f"{prefix}-nodes",
+            cluster_name=cluster.name,
+            node_group_name=pool.name,
+            node_role_arn=node_role.arn,
+            subnet_ids=[args.gpu_subnet_id],
+            instance_types=[pool.instance_type],
+            ami_type="AL2023_x86_64_NVIDIA",
+            capacity_type="ON_DEMAND",
+            # desired_size is deliberately not in ignore_changes: the failover switch sets it.
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=size.min_size, desired_size=size.desired_size, max_size=size.max_size
+            ),
+            taints=[
+                aws.eks.NodeGroupTaintArgs(key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE")
+            ],
+            labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            region=args.region,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(attachments)),
+        )

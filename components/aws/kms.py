@@ -1,0 +1,85 @@
+"""A customer-managed KMS key for a site's data, with rotation and a stable alias.
+
+The alias is how other stacks name this key without reading this stack's state: a primary
+encrypts its replicas with the DR key through `alias/gpudr/<system>/<site>`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+
+@dataclass(frozen=True)
+class DataKeyArgs:
+    region: pulumi.Input[str]
+    alias: pulumi.Input[str]
+    account_id: pulumi.Input[str]
+    tags: pulumi.Input[dict[str, str]]
+    # Another account's replication role that encrypts replicas with this key (cross-account DR).
+    replication_role_arn: pulumi.Input[str] | None = None
+
+
+class DataKey(pulumi.ComponentResource):
+    key_arn: pulumi.Output[str]
+    key_id: pulumi.Output[str]
+    alias_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: DataKeyArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:kms:DataKey", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        policy = pulumi.Output.all(args.account_id, args.replication_role_arn).apply(
+            lambda a: _key_policy(a[0], a[1])
+        )
+        # Protected and with the longest deletion window: deleting this key makes every object
+        # encrypted with it unreadable, replicas included.
+        key = aws.kms.Key(
+            f"{name}-key",
+            description="gpudr data key: checkpoints, weights and datasets at this site",
+            enable_key_rotation=True,
+            rotation_period_in_days=365,
+            deletion_window_in_days=30,
+            policy=policy,
+            region=args.region,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+        alias = aws.kms.Alias(
+            f"{name}-alias", name=args.alias, target_key_id=key.key_id, region=args.region, opts=child
+        )
+        self.key_arn = key.arn
+        self.key_id = key.key_id
+        self.alias_name = alias.name
+        self.register_outputs(
+            {"key_arn": self.key_arn, "key_id": self.key_id, "alias_name": self.alias_name}
+        )
+
+
+def _key_policy(account_id: str, replication_role_arn: str | None) -> str:
+    statements: list[dict[str, object]] = [
+        {
+            # The account keeps control of the key; IAM policies grant the rest.
+            "Sid": "AccountAdministers",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        }
+    ]
+    if replication_role_arn:
+        statements.append(
+            {
+                "Sid": "CrossAccountReplicaEncryption",
+                "Effect": "Allow",
+                "Principal": {"AWS": replication_role_arn},
+                "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
+                "Resource": "*",
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})

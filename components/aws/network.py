@@ -1,0 +1,171 @@
+"""A site's network: VPC with private subnets across AZs, one NAT for egress, an S3 gateway
+endpoint, and a transit gateway that DR links (peering, Direct Connect) attach to."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+
+@dataclass(frozen=True)
+class SiteNetworkArgs:
+    region: pulumi.Input[str]
+    cidr: str
+    azs: Sequence[str]
+    transit_gateway_name: str
+    peer_cidrs: Sequence[str]
+    tags: dict[str, str]
+
+
+def subnet_plan(cidr: str, azs: Sequence[str]) -> tuple[list[str], str]:
+    """Private /20s (for a /16) per AZ, then one public subnet for the NAT gateway."""
+    net = ipaddress.ip_network(cidr)
+    blocks = list(net.subnets(new_prefix=min(net.prefixlen + 4, 28)))
+    return [str(b) for b in blocks[: len(azs)]], str(blocks[len(azs)])
+
+
+class SiteNetwork(pulumi.ComponentResource):
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    gpu_subnet_id: pulumi.Output[str]
+    transit_gateway_id: pulumi.Output[str]
+    transit_gateway_route_table_id: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: SiteNetworkArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:network:SiteNetwork", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region = args.region
+
+        def tags(role: str) -> dict[str, str]:
+            return {**args.tags, "Name": f"{name}-{role}"}
+
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            region=region,
+            tags=tags("vpc"),
+            opts=child,
+        )
+        private_cidrs, public_cidr = subnet_plan(args.cidr, args.azs)
+        private = [
+            aws.ec2.Subnet(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                cidr_block=block,
+                availability_zone=az,
+                region=region,
+                tags={**tags(f"private-{az}"), "kubernetes.io/role/internal-elb": "1"},
+                opts=child,
+            )
+            for az, block in zip(args.azs, private_cidrs, strict=True)
+        ]
+        public = aws.ec2.Subnet(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            cidr_block=public_cidr,
+            availability_zone=args.azs[0],
+            region=region,
+            tags=tags("public"),
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, region=region, tags=tags("igw"), opts=child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            region=region,
+            tags=tags("public-rt"),
+            opts=child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-public-rta",
+            subnet_id=public.id,
+            route_table_id=public_rt.id,
+            region=region,
+            opts=child,
+        )
+        eip = aws.ec2.Eip(f"{name}-nat-ip", domain="vpc", region=region, tags=tags("nat-ip"), opts=child)
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat",
+            allocation_id=eip.allocation_id,
+            subnet_id=public.id,
+            region=region,
+            tags=tags("nat"),
+            opts=child,
+        )
+        tgw = aws.ec2transitgateway.TransitGateway(
+            f"{name}-tgw",
+            description=f"gpudr DR links for {args.transit_gateway_name}",
+            amazon_side_asn=64512,
+            default_route_table_association="enable",
+            default_route_table_propagation="enable",
+            dns_support="enable",
+            region=region,
+            # The name tag is how the peer stack finds this gateway without this stack's state.
+            tags={**args.tags, "Name": args.transit_gateway_name},
+            opts=child,
+        )
+        attachment = aws.ec2transitgateway.VpcAttachment(
+            f"{name}-tgw-vpc",
+            transit_gateway_id=tgw.id,
+            vpc_id=vpc.id,
+            subnet_ids=[s.id for s in private],
+            region=region,
+            tags=tags("tgw-vpc"),
+            opts=child,
+        )
+        private_rt = aws.ec2.RouteTable(
+            f"{name}-private-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)]
+            + [
+                # Traffic to the peer site goes over the DR link, never the internet.
+                aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
+                for peer in args.peer_cidrs
+            ],
+            region=region,
+            tags=tags("private-rt"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]),
+        )
+        for az, subnet in zip(args.azs, private, strict=True):
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-rta-{az}",
+                subnet_id=subnet.id,
+                route_table_id=private_rt.id,
+                region=region,
+                opts=child,
+            )
+        # Checkpoint reads and writes to this region's buckets stay off the NAT (and its bill).
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3-endpoint",
+            vpc_id=vpc.id,
+            service_name=pulumi.Output.from_input(region).apply(lambda r: f"com.amazonaws.{r}.s3"),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[private_rt.id],
+            region=region,
+            tags=tags("s3-endpoint"),
+            opts=child,
+        )
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
+        # One AZ for GPU pools: a cluster placement group cannot span AZs.
+        self.gpu_subnet_id = private[0].id
+        self.transit_gateway_id = tgw.id
+        self.transit_gateway_route_table_id = tgw.association_default_route_table_id
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "private_subnet_ids": self.private_subnet_ids,
+                "transit_gateway_id": self.transit_gateway_id,
+            }
+        )

@@ -1,0 +1,194 @@
+"""One gpudr site on AWS: key, network, data buckets, replication, GPU clusters and DR links.
+
+Every resource is placed with an explicit `region=`: a DR stack registers nothing in its
+primary's region, so it previews and updates while that region is down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.bucket import DataBucket, DataBucketArgs
+from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
+from components.aws.kms import DataKey, DataKeyArgs
+from components.aws.links import (
+    DirectConnectAttachment,
+    DirectConnectAttachmentArgs,
+    DirectConnectLink,
+    DirectConnectLinkArgs,
+    TgwPeering,
+    TgwPeeringArgs,
+)
+from components.aws.network import SiteNetwork, SiteNetworkArgs
+from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
+from components.tags import bucket_tags, pool_tags, site_tags
+from gpudr.stackconfig import SiteConfig
+
+
+@dataclass(frozen=True)
+class AwsSiteArgs:
+    config: SiteConfig
+    failover: bool
+
+
+class AwsSite(pulumi.ComponentResource):
+    buckets: pulumi.Output[dict[str, str]]
+    clusters: pulumi.Output[dict[str, str]]
+    transit_gateway_id: pulumi.Output[str]
+    key_arn: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:site:AwsSite", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        region = cfg.region
+        account_id: pulumi.Input[str] = (
+            cfg.account
+            or aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        )
+        # A replica bucket in another account than its source trusts the source's role by name.
+        cross_account_role = None
+        replica_sources = {b.source_account for b in cfg.buckets if b.role == "replica"}
+        source_account = next(iter(replica_sources), None)
+        if cfg.role == "dr" and source_account and source_account != cfg.account:
+            role_name = next(b.source_role for b in cfg.buckets if b.source_role)
+            cross_account_role = f"arn:aws:iam::{source_account}:role/{role_name}"
+
+        key = DataKey(
+            f"{name}-data",
+            DataKeyArgs(
+                region=region,
+                alias=cfg.kms_alias,
+                account_id=account_id,
+                tags=site_tags(cfg, "data-key"),
+                replication_role_arn=cross_account_role,
+            ),
+            opts=child,
+        )
+        network = SiteNetwork(
+            f"{name}-net",
+            SiteNetworkArgs(
+                region=region,
+                cidr=cfg.cidr,
+                azs=cfg.azs,
+                transit_gateway_name=cfg.transit_gateway_name,
+                peer_cidrs=[p.cidr for p in cfg.peers],
+                tags=site_tags(cfg, "network"),
+            ),
+            opts=child,
+        )
+        buckets: dict[str, DataBucket] = {}
+        for b in cfg.buckets:
+            buckets[b.data_class] = DataBucket(
+                f"{name}-{b.data_class}",
+                DataBucketArgs(
+                    config=b,
+                    region=region,
+                    key_arn=key.key_arn,
+                    tags=bucket_tags(cfg, b),
+                    replication_role_arn=cross_account_role,
+                ),
+                opts=child,
+            )
+        sources = [
+            SourceBucket(b, buckets[b.data_class].bucket_name, buckets[b.data_class].bucket_arn, buckets[b.data_class].versioning_id)
+            for b in cfg.buckets
+            if b.role == "source" and (b.replication or b.dual_write_buckets)
+        ]
+        if sources:
+            SiteReplication(
+                f"{name}-replication",
+                SiteReplicationArgs(
+                    region=region,
+                    account_id=account_id,
+                    role_name=cfg.replication_role,
+                    key_arn=key.key_arn,
+                    sources=sources,
+                    tags=site_tags(cfg, "replication"),
+                ),
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=[buckets[s.config.data_class] for s in sources]
+                ),
+            )
+        clusters: dict[str, pulumi.Output[str]] = {}
+        for c in cfg.clusters:
+            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
+            if not (c.standby_control_plane or args.failover):
+                continue
+            cluster = GpuCluster(
+                f"{name}-{c.name}",
+                GpuClusterArgs(
+                    config=c,
+                    region=region,
+                    vpc_id=network.vpc_id,
+                    subnet_ids=network.private_subnet_ids,
+                    gpu_subnet_id=network.gpu_subnet_id,
+                    gpu_az=cfg.azs[0],
+                    key_arn=key.key_arn,
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    failover=args.failover,
+                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
+                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                ),
+                opts=child,
+            )
+            clusters[c.name] = cluster.cluster_name
+        for link in cfg.links:
+            peer = next(p for p in cfg.peers if p.site == link.peer_site)
+            link_tags = site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
+            if link.kind == "tgw-peering" and cfg.role == "primary":
+                TgwPeering(
+                    f"{name}-to-{peer.site}",
+                    TgwPeeringArgs(
+                        region=region,
+                        cidr=cfg.cidr,
+                        transit_gateway_id=network.transit_gateway_id,
+                        transit_gateway_route_table_id=network.transit_gateway_route_table_id,
+                        peer=peer,
+                        link=link,
+                        tags=link_tags,
+                    ),
+                    opts=child,
+                )
+            elif link.kind == "direct-connect" and cfg.role == "dr":
+                DirectConnectLink(
+                    f"{name}-dx",
+                    DirectConnectLinkArgs(
+                        region=region,
+                        system=cfg.system,
+                        site=cfg.site,
+                        cidr=cfg.cidr,
+                        transit_gateway_id=network.transit_gateway_id,
+                        link=link,
+                        tags=link_tags,
+                    ),
+                    opts=child,
+                )
+            elif link.kind == "direct-connect":
+                DirectConnectAttachment(
+                    f"{name}-dx-{peer.site}",
+                    DirectConnectAttachmentArgs(
+                        system=cfg.system,
+                        dr_site=peer.site,
+                        cidr=cfg.cidr,
+                        transit_gateway_id=network.transit_gateway_id,
+                    ),
+                    opts=child,
+                )
+        self.buckets = pulumi.Output.from_input({k: v.bucket_name for k, v in buckets.items()})
+        self.clusters = pulumi.Output.from_input(clusters)
+        self.transit_gateway_id = network.transit_gateway_id
+        self.key_arn = key.key_arn
+        self.register_outputs(
+            {
+                "buckets": self.buckets,
+                "clusters": self.clusters,
+                "transit_gateway_id": self.transit_gateway_id,
+                "key_arn": self.key_arn,
+            }
+        )

@@ -1,0 +1,41 @@
+"""DR role tags on every taggable resource: for audit, and for the policy pack, which recomputes
+each data class's bandwidth need from them rather than trusting the planner's answer."""
+
+from __future__ import annotations
+
+from gpudr.stackconfig import BucketConfig, SiteConfig
+
+PREFIX = "gpudr:"
+
+
+def _seconds(value: float | None) -> str:
+    return "none" if value is None else str(int(value))
+
+
+def site_tags(site: SiteConfig, dr_role: str, **extra: str) -> dict[str, str]:
+    tags = {
+        f"{PREFIX}system": site.system,
+        f"{PREFIX}site": site.site,
+        f"{PREFIX}site-role": site.role,
+        f"{PREFIX}dr-role": dr_role,
+    }
+    tags.update({f"{PREFIX}{k.replace('_', '-')}": v for k, v in extra.items()})
+    return tags
+
+
+def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
+    return site_tags(
+        site,
+        f"data-{bucket.role}",
+        data_class=bucket.data_class,
+        rpo_s=_seconds(bucket.rpo_s),
+        rto_s=_seconds(bucket.rto_s),
+        mechanism=bucket.mechanism,
+        burst_bytes=str(int(bucket.burst_bytes)),
+        steady_mbps=f"{bucket.steady_gbps * 1000:.3f}",
+        required_mbps=f"{bucket.required_gbps * 1000:.3f}",
+    )
+
+
+def pool_tags(site: SiteConfig, pool: str, pattern: str, rto_s: float | None) -> dict[str, str]:
+    return site_tags(site, "gpu-pool", pool=pool, pattern=pattern, rto_s=_seconds(rto_s))

@@ -1,0 +1,207 @@
+"""Mocks for `pulumi.runtime.set_mocks`, and a monitor that records what the program registered.
+
+The ids and outputs are what a provider would return, made deterministic (same plan, same ids)
+so offline runs can be diffed. The account id is AWS's documented example account: nothing here
+was created anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import MockCallArgs, MockResourceArgs
+from pulumi.runtime.mocks import MockMonitor
+
+OFFLINE_ACCOUNT = "123456789012"
+
+
+class UnreachableError(RuntimeError):
+    """Raised by the mocks for anything that needs an unreachable region or another stack."""
+
+
+@dataclass
+class Registration:
+    """One resource as the program registered it, in the engine's own terms."""
+
+    urn: str
+    type: str
+    name: str
+    id: str
+    custom: bool
+    parent: str
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    protect: bool
+    retain_on_delete: bool
+    provider: str
+
+
+def _short(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
+
+
+@dataclass
+class GpudrMocks(pulumi.runtime.Mocks):
+    """Provider-like answers for the resources and data sources gpudr's program uses.
+
+    `unreachable_regions`: any resource placed in, or lookup made against, one of these regions
+    fails, as it would during a regional outage; so does any StackReference (another stack's
+    state is assumed gone)."""
+
+    default_region: str = "us-east-1"
+    unreachable_regions: frozenset[str] = frozenset()
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def _check_region(self, what: str, region: str | None) -> None:
+        if region and region in self.unreachable_regions:
+            raise UnreachableError(f"{what}: region {region} is unreachable")
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == "pulumi:pulumi:StackReference":
+            raise UnreachableError(f"StackReference {args.name}: the other stack's state is unreachable")
+        inputs = dict(args.inputs)
+        region = inputs.get("region") or self.default_region
+        self._check_region(f"{args.typ} {args.name}", inputs.get("region"))
+        if not args.custom:
+            return "", {}
+        return self._provider_answer(args.typ, args.name, inputs, str(region))
+
+    def _provider_answer(
+        self, typ: str, name: str, inputs: dict[str, Any], region: str
+    ) -> tuple[str, dict[str, Any]]:
+        state = dict(inputs)
+        rid = f"{name}-{_short(typ, name)}"
+        service = typ.split(":")[1].split("/")[0]
+        arn = f"arn:aws:{service}:{region}:{OFFLINE_ACCOUNT}:{name}"
+        if typ == "aws:s3/bucket:Bucket":
+            rid = inputs.get("bucket") or name
+            state.update(bucket=rid, arn=f"arn:aws:s3:::{rid}", region=region)
+            arn = state["arn"]
+        elif typ == "aws:kms/key:Key":
+            rid = f"mrk-{_short(typ, name)}"
+            arn = f"arn:aws:kms:{region}:{OFFLINE_ACCOUNT}:key/{rid}"
+            state.update(keyId=rid)
+        elif typ == "aws:kms/alias:Alias":
+            rid = inputs.get("name", name)
+            arn = f"arn:aws:kms:{region}:{OFFLINE_ACCOUNT}:{rid}"
+        elif typ in ("aws:iam/role:Role", "aws:iam/policy:Policy"):
+            kind = "role" if typ.endswith("Role") else "policy"
+            rname = inputs.get("name") or rid
+            rid = rname
+            arn = f"arn:aws:iam::{OFFLINE_ACCOUNT}:{kind}/{rname}"
+            state.update(name=rname)
+        elif typ == "aws:eks/cluster:Cluster":
+            rid = inputs.get("name", name)
+            vpc = dict(inputs.get("vpcConfig") or {})
+            vpc.update(clusterSecurityGroupId=f"sg-{_short(name, 'cluster')}", vpcId="")
+            state.update(vpcConfig=vpc, endpoint=f"https://{_short(name)}.eks.{region}.amazonaws.com")
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            rid = f"lt-{_short(typ, name)}"
+            state.update(latestVersion=1, defaultVersion=1)
+        elif typ == "aws:ec2transitgateway/transitGateway:TransitGateway":
+            rid = f"tgw-{_short(typ, name)}"
+            state.update(associationDefaultRouteTableId=f"tgw-rtb-{_short(name)}")
+        elif typ == "aws:ec2/eip:Eip":
+            rid = f"eipalloc-{_short(typ, name)}"
+            state.update(allocationId=rid)
+        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+            state.update(name=inputs.get("name") or rid)
+        state.setdefault("arn", arn)
+        state.setdefault("id", rid)
+        return rid, state
+
+    def call(self, args: MockCallArgs) -> dict[str, Any]:
+        self.calls.append((args.token, dict(args.args)))
+        region = args.args.get("region")
+        self._check_region(f"lookup {args.token}", region)
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": OFFLINE_ACCOUNT,
+                "arn": f"arn:aws:iam::{OFFLINE_ACCOUNT}:user/offline",
+                "userId": "OFFLINE",
+                "id": OFFLINE_ACCOUNT,
+            }
+        if args.token == "aws:ec2transitgateway/getTransitGateway:getTransitGateway":
+            name = _tag_filter(args.args.get("filters", []), "tag:Name")
+            return {
+                "id": f"tgw-{_short('lookup', name)}",
+                "associationDefaultRouteTableId": f"tgw-rtb-{_short('lookup', name)}",
+                "ownerId": OFFLINE_ACCOUNT,
+                "arn": f"arn:aws:ec2:{region}:{OFFLINE_ACCOUNT}:transit-gateway/{name}",
+            }
+        if args.token == "aws:directconnect/getGateway:getGateway":
+            name = str(args.args.get("name"))
+            return {
+                "id": f"dxgw-{_short('lookup', name)}",
+                "name": name,
+                "amazonSideAsn": "64513",
+                "ownerAccountId": OFFLINE_ACCOUNT,
+            }
+        raise NotImplementedError(
+            f"the offline mocks do not answer {args.token}; add it to offline/mocks.py"
+        )
+
+
+def _tag_filter(filters: Iterable[dict[str, Any]], name: str) -> str:
+    for f in filters:
+        if f.get("name") == name:
+            values = f.get("values") or [""]
+            return str(values[0])
+    return ""
+
+
+class RecordingMonitor(MockMonitor):  # type: ignore[misc]
+    """The SDK's mock monitor, also keeping each registration's parent, dependencies, property
+    dependencies and options: what the policy engine sees in `AnalyzeStack`."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self._by_urn: dict[str, Registration] = {}
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        from pulumi.runtime import rpc
+
+        inputs = rpc.deserialize_properties(request.object)
+        registration = self.resources.get(response.urn)
+        outputs = dict(registration.state) if registration is not None else {}
+        reg = Registration(
+            urn=response.urn,
+            type=request.type,
+            name=request.name,
+            id=response.id,
+            custom=bool(request.custom),
+            parent=request.parent,
+            inputs=_plain(inputs),
+            outputs=_plain(outputs),
+            dependencies=list(request.dependencies),
+            property_dependencies={
+                k: list(v.urns) for k, v in request.propertyDependencies.items()
+            },
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            provider=request.provider,
+        )
+        self.registrations.append(reg)
+        self._by_urn[reg.urn] = reg
+        return response
+
+
+def _plain(value: Any) -> Any:
+    """Deserialized properties as plain JSON values (unknowns become None)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
