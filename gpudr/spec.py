@@ -209,7 +209,7 @@ class _Reader:
         self.errors: list[FieldError] = []
 
     def error(self, path: str, message: str) -> None:
-        self.errors.append(FieldError(path, message))
+        self.errors.append(FieldError(path.lstrip("."), message))
 
     def mapping(self, value: Any, path: str, allowed: Iterable[str]) -> dict[str, Any]:
         if value is None:

@@ -36,11 +36,15 @@ class UnitError(ValueError):
     """A value that is not a duration, size or rate; the message says what is allowed."""
 
 
+def _show(value: object) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
 def parse_duration(value: object) -> float:
     """Seconds from `45m`, `4h`, `1h30m`, `7d`, or `0`. Bare numbers other than 0 are refused:
     `4` could mean hours or minutes, and a DR target must not be ambiguous."""
     if isinstance(value, bool):
-        raise UnitError(f"{value!r} is not a duration; use e.g. 45m, 4h, 7d or 0")
+        raise UnitError(f"{_show(value)} is not a duration; use e.g. 45m, 4h, 7d or 0")
     if isinstance(value, int | float) and value == 0:
         return 0.0
     if isinstance(value, str):
@@ -54,7 +58,7 @@ def parse_duration(value: object) -> float:
         parts = _DURATION_PART_RE.findall(compact)
         if parts and "".join(n + u for n, u in parts) == compact:
             return float(sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
-    raise UnitError(f"{value!r} is not a duration; use e.g. 45m, 4h, 1h30m, 7d or 0")
+    raise UnitError(f"{_show(value)} is not a duration; use e.g. 45m, 4h, 1h30m, 7d or 0")
 
 
 def parse_size(value: object) -> float:
@@ -63,7 +67,7 @@ def parse_size(value: object) -> float:
         match = _SIZE_RE.match(value)
         if match:
             return float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
-    raise UnitError(f"{value!r} is not a size; use e.g. 150GB, 2TB or 512GiB")
+    raise UnitError(f"{_show(value)} is not a size; use e.g. 150GB, 2TB or 512GiB")
 
 
 def parse_rate_gbps(value: object) -> float:
@@ -74,7 +78,7 @@ def parse_rate_gbps(value: object) -> float:
         match = _RATE_RE.match(value)
         if match:
             return float(match.group(1)) * _RATE_UNITS[match.group(2).upper()] / 1e9
-    raise UnitError(f"{value!r} is not a bandwidth; use e.g. 10Gbps or 500Mbps")
+    raise UnitError(f"{_show(value)} is not a bandwidth; use e.g. 10Gbps or 500Mbps")
 
 
 def gbps_to_bytes_per_s(gbps: float) -> float:

@@ -1,0 +1,394 @@
+"""The plan report: a JSON-able document (the stable contract) and its text and markdown forms.
+
+`build_report` takes the design and what each stack's program registered offline (plain
+dicts, so this module stays free of Pulumi) and assembles the document; the renderers only
+read that document, so the three formats cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gpudr.design import Design
+from gpudr.units import fmt_duration, fmt_gbps, fmt_usd
+
+SCHEMA_VERSION = 1
+
+
+def _num(value: float | None) -> float | None:
+    if value is None or (isinstance(value, float) and math.isinf(value)):
+        return None
+    return round(value, 6)
+
+
+def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`stacks`: one mapping per stack with name, site, cloud, region, role and `resources`
+    (each with type, name, urn, id, inputs, and the engine's parent/dependency fields)."""
+    plan = design.plan
+    c = design.cost
+    return {
+        "schema": SCHEMA_VERSION,
+        "plan": {"name": plan.name, "source": plan.source},
+        "meets": design.meets,
+        "stacks": [dict(s) for s in stacks],
+        "workloads": [
+            {
+                "name": w.name,
+                "kind": w.kind,
+                "pair": w.pair,
+                "rpo_s": _num(w.rpo_s),
+                "rto_s": _num(w.rto_s),
+                "pattern": w.pattern,
+                "mechanism": w.mechanism,
+                "required_gbps": _num(w.required_gbps),
+                "provisioned_gbps": _num(w.provisioned_gbps),
+                "estimated_rpo_s": _num(w.estimated_rpo_s),
+                "estimated_rto_s": _num(w.estimated_rto_s),
+                "meets": w.meets,
+                "notes": list(w.notes),
+            }
+            for w in design.workloads
+        ],
+        "paths": [
+            {
+                "key": p.key,
+                "kind": p.kind,
+                "pair": f"{p.primary}->{p.dr}",
+                "flows": list(p.flows),
+                "required_gbps": _num(p.required_gbps),
+                "headroom": p.headroom,
+                "needed_gbps": _num(p.needed_gbps),
+                "provisioned_gbps": _num(p.capacity_gbps),
+                "capacity_source": p.capacity_source,
+                "ok": p.ok,
+                "ports": None
+                if p.ports is None
+                else {"port_gbps": p.ports.port_gbps, "ports": p.ports.ports},
+            }
+            for p in design.paths.values()
+        ],
+        "pools": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "cluster": p.cluster,
+                "pair": f"{p.primary}->{p.dr}",
+                "instance_type": p.instance_type,
+                "nodes": p.nodes,
+                "pattern": p.pattern,
+                "standby_nodes": p.standing,
+                "rto_stages_s": {k: _num(v) for k, v in p.chosen.stages.items()},
+                "options": [
+                    {
+                        "pattern": o.pattern,
+                        "estimated_rto_s": _num(o.estimated_rto_s),
+                        "monthly_usd": round(o.monthly_usd, 2),
+                        "meets": o.meets,
+                    }
+                    for o in p.options
+                ],
+            }
+            for p in design.pools
+        ],
+        "cost": {
+            "monthly_usd": round(c.total(dr_only=True), 2),
+            "primary_monthly_usd": round(c.total() - c.total(dr_only=True), 2),
+            "total_monthly_usd": round(c.total(), 2),
+            "by_site": {
+                k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in c.by_site().items()
+            },
+            "by_category": {k: round(v, 2) for k, v in c.by_category().items()},
+            "alternatives": {
+                k: {"monthly_usd": round(v[0], 2), "meets_rto": v[1]}
+                for k, v in design.alternatives.items()
+            },
+            "lines": [
+                {
+                    "site": x.site,
+                    "category": x.category,
+                    "item": x.item,
+                    "quantity": round(x.quantity, 4),
+                    "unit": x.unit,
+                    "unit_usd": x.unit_usd,
+                    "monthly_usd": round(x.monthly_usd, 2),
+                    "dr": x.dr,
+                    "source": x.source,
+                }
+                for x in c.lines
+            ],
+        },
+    }
+
+
+def to_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False) + "\n"
+
+
+# --- key settings -----------------------------------------------------------------------------
+
+
+def _get(d: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _replication(i: dict[str, Any]) -> str:
+    parts = []
+    for rule in i.get("rules") or []:
+        dest = rule.get("destination") or {}
+        rtc = "RTC 15m" if _get(dest, "replicationTime", "status") == "Enabled" else "no RTC"
+        bucket = str(dest.get("bucket", "")).removeprefix("arn:aws:s3:::")
+        parts.append(f"{rule.get('id')} -> {bucket} ({rtc}, {dest.get('storageClass')})")
+    return "; ".join(parts)
+
+
+def _node_group(i: dict[str, Any]) -> str:
+    sc = i.get("scalingConfig") or {}
+    taints = ",".join(f"{t.get('key')}={t.get('value')}:{t.get('effect')}" for t in i.get("taints") or [])
+    return (
+        f"{','.join(i.get('instanceTypes') or [])} min/desired/max "
+        f"{sc.get('minSize', 0):.0f}/{sc.get('desiredSize', 0):.0f}/{sc.get('maxSize', 0):.0f} "
+        f"{i.get('amiType')} taint {taints}"
+    )
+
+
+def _launch_template(i: dict[str, Any]) -> str:
+    nics = i.get("networkInterfaces") or []
+    efa = sum(1 for n in nics if n.get("interfaceType") == "efa")
+    group = _get(i, "placement", "groupName")
+    cr = _get(i, "capacityReservationSpecification", "capacityReservationTarget")
+    return f"EFA x{efa}, placement {group or '-'}, IMDSv2 {_get(i, 'metadataOptions', 'httpTokens')}" + (
+        ", capacity reservation" if cr else ""
+    )
+
+
+def _lifecycle(i: dict[str, Any]) -> str:
+    out = []
+    for r in i.get("rules") or []:
+        if r.get("transitions"):
+            t = r["transitions"][0]
+            out.append(f"{t.get('storageClass')} after {t.get('days', 0):.0f}d")
+        if r.get("noncurrentVersionExpiration"):
+            n = r["noncurrentVersionExpiration"]
+            out.append(f"keep {n.get('newerNoncurrentVersions', 0):.0f} versions")
+    return ", ".join(out)
+
+
+_SETTINGS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "aws:s3/bucket:Bucket": lambda i: f"{i.get('bucket')} objectLock={bool(i.get('objectLockEnabled'))} forceDestroy={bool(i.get('forceDestroy'))}",
+    "aws:s3/bucketVersioning:BucketVersioning": lambda i: str(_get(i, "versioningConfiguration", "status")),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": lambda i: "; ".join(
+        f"{_get(r, 'applyServerSideEncryptionByDefault', 'sseAlgorithm')} bucketKey={r.get('bucketKeyEnabled')}"
+        for r in i.get("rules") or []
+    ),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": lambda i: "all blocked"
+    if all(i.get(k) for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    else "NOT fully blocked",
+    "aws:s3/bucketReplicationConfig:BucketReplicationConfig": _replication,
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": _lifecycle,
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": lambda i: f"{_get(i, 'rule', 'defaultRetention', 'mode')} {(_get(i, 'rule', 'defaultRetention', 'days') or 0):.0f}d",
+    "aws:kms/key:Key": lambda i: f"rotation={i.get('enableKeyRotation')} every {i.get('rotationPeriodInDays', 0):.0f}d",
+    "aws:kms/alias:Alias": lambda i: str(i.get("name")),
+    "aws:eks/cluster:Cluster": lambda i: f"{i.get('name')} v{i.get('version')} secrets encrypted, public API={_get(i, 'vpcConfig', 'endpointPublicAccess')}",
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:ec2/placementGroup:PlacementGroup": lambda i: f"strategy {i.get('strategy')}",
+    "aws:ec2/capacityReservation:CapacityReservation": lambda i: f"{i.get('instanceCount', 0):.0f} x {i.get('instanceType')} in {i.get('availabilityZone')}",
+    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda i: f"{i.get('metricName')} {i.get('statistic')} > {i.get('threshold', 0):g}",
+    "aws:directconnect/connection:Connection": lambda i: f"{i.get('bandwidth')} at {i.get('location')}",
+    "aws:directconnect/linkAggregationGroup:LinkAggregationGroup": lambda i: f"{i.get('connectionsBandwidth')} ports at {i.get('location')}",
+    "aws:ec2transitgateway/peeringAttachment:PeeringAttachment": lambda i: f"to {i.get('peerRegion')} ({_get(i, 'tags', 'gpudr:capacity-gbps')} Gbps planned)",
+    "aws:ec2/vpc:Vpc": lambda i: str(i.get("cidrBlock")),
+    "aws:ec2/subnet:Subnet": lambda i: f"{i.get('cidrBlock')} {i.get('availabilityZone')}",
+    "aws:iam/role:Role": lambda i: str(i.get("name") or ""),
+}
+
+
+def key_settings(resource_type: str, inputs: dict[str, Any]) -> str:
+    fn = _SETTINGS.get(resource_type)
+    if fn is None:
+        return ""
+    try:
+        return fn(inputs)
+    except (TypeError, ValueError, AttributeError):
+        return ""
+
+
+def short_type(resource_type: str) -> str:
+    """`aws:s3/bucket:Bucket` -> `s3.Bucket`."""
+    parts = resource_type.split(":")
+    if len(parts) == 3:
+        module = parts[1].split("/")[0]
+        return f"{module}.{parts[2]}"
+    return resource_type
+
+
+# --- text and markdown ------------------------------------------------------------------------
+
+
+def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["workload", "pair", "RPO", "RTO", "pattern", "mechanism", "required", "provisioned", "est. RPO", "est. RTO", "meets"]
+    rows = []
+    for w in report["workloads"]:
+        est_rpo = w["estimated_rpo_s"]
+        rows.append(
+            [
+                w["name"],
+                w["pair"],
+                fmt_duration(w["rpo_s"]),
+                fmt_duration(w["rto_s"]),
+                w["pattern"] or "-",
+                w["mechanism"] or "-",
+                fmt_gbps(w["required_gbps"]),
+                fmt_gbps(w["provisioned_gbps"]) if w["provisioned_gbps"] is not None else ("unbounded" if w["mechanism"] == "crr" else "-"),
+                "no guarantee" if est_rpo is None and w["mechanism"] == "crr" else fmt_duration(est_rpo),
+                fmt_duration(w["estimated_rto_s"]),
+                "yes" if w["meets"] else "NO",
+            ]
+        )
+    return head, rows
+
+
+def _rows_paths(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["path", "kind", "carries", "required", "x headroom", "provisioned", "ok"]
+    rows = [
+        [
+            p["pair"],
+            p["kind"] + (f" ({p['ports']['ports']} x {p['ports']['port_gbps']} Gbps)" if p["ports"] else ""),
+            ", ".join(p["flows"]) or "control traffic",
+            fmt_gbps(p["required_gbps"]),
+            fmt_gbps(p["needed_gbps"]),
+            fmt_gbps(p["provisioned_gbps"]) if p["provisioned_gbps"] is not None else "unbounded",
+            "yes" if p["ok"] else "NO",
+        ]
+        for p in report["paths"]
+    ]
+    return head, rows
+
+
+def _rows_cost(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["site", "DR posture / month", "primary capacity / month"]
+    rows = [
+        [site, fmt_usd(v["dr"]), fmt_usd(v["primary"])] for site, v in report["cost"]["by_site"].items()
+    ]
+    c = report["cost"]
+    rows.append(["total", fmt_usd(c["monthly_usd"]), fmt_usd(c["primary_monthly_usd"])])
+    return head, rows
+
+
+def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["every DR pool as", "GPU + control plane / month", "meets every RTO"]
+    rows = [
+        [k, fmt_usd(v["monthly_usd"]), "yes" if v["meets_rto"] else "no"]
+        for k, v in report["cost"]["alternatives"].items()
+    ]
+    chosen = ", ".join(f"{p['name']}: {p['pattern']}" for p in report["pools"])
+    gpu = sum(x["monthly_usd"] for x in report["cost"]["lines"] if x["dr"] and x["category"] in ("gpu", "control-plane"))
+    rows.append([f"chosen ({chosen})", fmt_usd(gpu), "yes" if all(w["meets"] for w in report["workloads"] if w["kind"] != "data") else "no"])
+    return head, rows
+
+
+def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["type", "name", "key settings"]
+    rows = [
+        [short_type(r["type"]), r["name"] + (" (protected)" if r.get("protect") else ""), key_settings(r["type"], r["inputs"])]
+        for r in stack["resources"]
+        if r.get("custom", True)
+    ]
+    return head, rows
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    def esc(cell: str) -> str:
+        return cell.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _stack_title(s: Mapping[str, Any]) -> str:
+    count = sum(1 for r in s["resources"] if r.get("custom", True))
+    return f"{s['name']} ({s['cloud']} {s['region']}, {s['role']}): {count} resources"
+
+
+def _verdict(report: Mapping[str, Any]) -> str:
+    failing = [w["name"] for w in report["workloads"] if not w["meets"]]
+    if not failing:
+        return "Every recovery target is met."
+    return f"NOT MET: {', '.join(failing)} (see the notes)"
+
+
+def _notes(report: Mapping[str, Any]) -> list[str]:
+    out = []
+    for w in report["workloads"]:
+        for n in w["notes"]:
+            out.append(f"{w['name']} ({w['pair']}): {n}")
+    return out
+
+
+def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
+    parts = [f"# gpudr plan: {report['plan']['name']}", "", _verdict(report), ""]
+    parts += ["## Recovery targets", "", _md_table(*_rows_workloads(report)), ""]
+    parts += ["## Replication paths", "", _md_table(*_rows_paths(report)), ""]
+    parts += ["## Monthly cost (USD, list prices)", "", _md_table(*_rows_cost(report)), ""]
+    parts += [_md_table(*_rows_alternatives(report)), ""]
+    notes = _notes(report)
+    if notes:
+        parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    for s in report["stacks"]:
+        parts += [f"## Stack {_stack_title(s)}", ""]
+        if resources:
+            type_counts = Counter(short_type(r["type"]) for r in s["resources"] if r.get("custom", True))
+            parts += [
+                "<details><summary>" + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items())) + "</summary>",
+                "",
+                _md_table(*_rows_resources(s)),
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(parts)
+
+
+def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
+    """Rich tables rendered to plain text (no colour codes when not on a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=width or 160, record=True, file=_Null(), force_terminal=False)
+
+    def table(title: str, head: list[str], rows: list[list[str]]) -> Table:
+        t = Table(title=title, title_justify="left", show_lines=False)
+        for h in head:
+            t.add_column(h, overflow="fold")
+        for row in rows:
+            t.add_row(*row)
+        return t
+
+    console.print(f"gpudr plan: {report['plan']['name']} ({report['plan']['source']})")
+    for s in report["stacks"]:
+        console.print(table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
+    console.print(table("Recovery targets", *_rows_workloads(report)))
+    console.print(table("Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report)))
+    console.print(table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report)))
+    console.print(table("DR pattern alternatives", *_rows_alternatives(report)))
+    for n in _notes(report):
+        console.print(f"- {n}")
+    console.print(_verdict(report))
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        return None

@@ -1,0 +1,120 @@
+"""The design of the example plan, and what changes when its inputs change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpudr.cost import HOURS_PER_MONTH
+from gpudr.design import design
+from gpudr.spec import load_plan, parse_plan
+from tests.conftest import EXAMPLE
+
+
+def _rows(d: Any) -> dict[str, Any]:
+    return {w.name: w for w in d.workloads}
+
+
+def test_example_meets_every_target() -> None:
+    d = design(load_plan(EXAMPLE))
+    rows = _rows(d)
+    assert d.meets
+    assert rows["checkpoints"].mechanism == "crr-rtc"
+    assert rows["checkpoints"].estimated_rpo_s == pytest.approx(3600)  # 45 min + RTC's 15 min
+    assert rows["weights"].mechanism == "dual-write" and rows["weights"].estimated_rpo_s == 0
+    assert rows["cluster-train"].pattern == "pilot-light"
+    assert rows["svc-chat"].pattern == "active-active"
+
+
+def test_default_rtc_quota_is_not_enough(example_raw: dict[str, Any]) -> None:
+    """Without the raised quota the checkpoint stream overruns S3 RTC's 1 Gbps: not met."""
+    example_raw.pop("quotas")
+    d = design(parse_plan(example_raw))
+    rows = _rows(d)
+    assert not d.meets
+    path = d.paths["use1->usw2:s3-rtc"]
+    assert path.capacity_gbps == 1 and not path.ok
+    assert path.needed_gbps == pytest.approx((0.790123 + 0.092593) * 1.25, rel=1e-4)
+    assert not rows["checkpoints"].meets
+    assert any("needs 1.10 Gbps with headroom but has 1 Gbps" in n for n in rows["checkpoints"].notes)
+
+
+def test_tight_rpo_needs_more_bandwidth(example_raw: dict[str, Any]) -> None:
+    example_raw["data"]["checkpoints"]["rpo"] = "1h"
+    d = design(parse_plan(example_raw))
+    row = _rows(d)["checkpoints"]
+    # window = min(60 - 45, 45) min = 900 s: 266.7 GB * 8 / 900 s = 2.37 Gbps
+    assert row.required_gbps == pytest.approx(2.370370, rel=1e-5)
+    assert row.meets  # 5 Gbps: 45 min + 15 min = 1 h
+
+
+def test_rpo_below_interval_plus_rtc_lag_is_not_met(example_raw: dict[str, Any]) -> None:
+    example_raw["data"]["checkpoints"]["rpo"] = "50m"
+    row = _rows(design(parse_plan(example_raw)))["checkpoints"]
+    assert row.estimated_rpo_s == pytest.approx(3600) and not row.meets
+
+
+def test_plain_crr_guarantees_nothing(example_raw: dict[str, Any]) -> None:
+    example_raw["data"]["datasets"]["replication"] = "crr"
+    row = _rows(design(parse_plan(example_raw)))["datasets"]
+    assert row.estimated_rpo_s is None and not row.meets
+
+
+def test_forced_pattern_and_warm_fraction(example_raw: dict[str, Any]) -> None:
+    example_raw["clusters"]["train"]["pattern"] = "warm-standby"
+    d = design(parse_plan(example_raw))
+    train = next(p for p in d.pools if p.name == "train")
+    assert train.pattern == "warm-standby" and train.standing == 4  # ceil(16 * 0.25)
+
+
+def test_strict_rto_picks_faster_pattern(example_raw: dict[str, Any]) -> None:
+    example_raw["clusters"]["train"]["rto"] = "1h"
+    train = next(p for p in design(parse_plan(example_raw)).pools if p.name == "train")
+    assert train.pattern == "warm-standby"
+
+
+def test_impossible_rto_is_reported(example_raw: dict[str, Any]) -> None:
+    example_raw["services"]["chat"]["rto"] = "2m"
+    d = design(parse_plan(example_raw))
+    chat = _rows(d)["svc-chat"]
+    assert not chat.meets and chat.pattern == "active-active"
+    assert any("no pattern meets the RTO" in n for n in chat.notes)
+
+
+def test_cost_lines_are_quantity_times_price() -> None:
+    d = design(load_plan(EXAMPLE))
+    standing = [x for x in d.cost.lines if x.dr and x.category == "gpu"]
+    # chat runs active-active: 4 p5.48xlarge around the clock at the DR site
+    assert [x.item for x in standing] == ["svc-chat: p5.48xlarge standing (active-active)"]
+    assert standing[0].monthly_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
+    assert d.cost.total(dr_only=True) == pytest.approx(sum(x.monthly_usd for x in d.cost.lines if x.dr))
+    assert all(x.source for x in d.cost.lines), "every price names its source"
+
+
+def test_reserved_capacity_is_billed(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["usw2"]["reserve_capacity"] = True
+    d = design(parse_plan(example_raw))
+    train = next(p for p in d.pools if p.name == "train")
+    reserved = [x for x in d.cost.lines if x.item.startswith("train:")]
+    assert train.reserved and reserved[0].quantity == 16 * HOURS_PER_MONTH
+    # no capacity wait with a reservation: 300 + 600 + 33.3 + 600
+    pilot = next(o for o in train.options if o.pattern == "pilot-light")
+    assert pilot.estimated_rto_s == pytest.approx(1533.33, abs=0.01)
+    # A reservation bills every node whether it runs or not, so running them costs nothing
+    # more: active-active is as cheap as pilot light and faster, and the planner takes it.
+    assert {o.monthly_usd for o in train.options} == {reserved[0].monthly_usd}
+    assert train.pattern == "active-active"
+
+
+def test_direct_connect_link_is_sized(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["usw2"]["link"] = {
+        "kind": "direct-connect",
+        "location": "EqSe2",
+        "secondary_location": "CSOW",
+    }
+    d = design(parse_plan(example_raw))
+    path = d.paths["use1->usw2:direct-connect"]
+    # the dual-written weights: 0.333 Gbps x 1.25 fits two diverse 1 Gbps ports
+    assert path.ports is not None and (path.ports.port_gbps, path.ports.ports) == (1, 2)
+    assert path.capacity_gbps >= path.needed_gbps
