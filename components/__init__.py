@@ -1,1 +1,1 @@
-"""Pulumi ComponentResources for gpudr sites: one concept per module, per cloud where they differ."""
+"""Pulumi ComponentResources for gpudr sites: one concept per module, per cloud where needed."""

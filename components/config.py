@@ -44,9 +44,7 @@ def load() -> StackConfig:
         ) from exc
     mode = config.get("mode") or "standby"
     if mode not in MODES:
-        raise StackConfigError(
-            f'gpudr:mode "{mode}" is not allowed; use one of {", ".join(MODES)}'
-        )
+        raise StackConfigError(f'gpudr:mode "{mode}" is not allowed; use one of {", ".join(MODES)}')
     if mode == "failover" and site.role != "dr":
         raise StackConfigError(
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"

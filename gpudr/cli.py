@@ -74,7 +74,9 @@ def plan(plan_file: str, stack: str | None, fmt: str, output: str | None) -> Non
         matches = [s.name for s in spec.sites.values() if stack in (s.name, stack_name(spec, s))]
         if not matches:
             names = ", ".join(stack_name(spec, s) for s in spec.sites.values())
-            _fail(f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT)
+            _fail(
+                f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT
+            )
         sites = matches
     from offline.plan import ProgramError, run_design  # imports Pulumi: only when running
 

@@ -726,7 +726,7 @@ def _stored(plan: Plan, site: str) -> list[tuple[str, float, str]]:
 
 
 def _replica_bytes(plan: Plan, cls: str) -> float:
-    """Bytes kept per copy: the last N checkpoints as stored (compressed), the weights, the dataset."""
+    """Bytes kept per copy: the last N checkpoints as stored (compressed), weights, dataset."""
     if cls == "checkpoints" and plan.checkpoints:
         c = plan.checkpoints
         return c.keep * c.size_b / c.compression_ratio

@@ -7,6 +7,7 @@ read that document, so the three formats cannot disagree.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections import Counter
@@ -151,7 +152,9 @@ def _replication(i: dict[str, Any]) -> str:
 
 def _node_group(i: dict[str, Any]) -> str:
     sc = i.get("scalingConfig") or {}
-    taints = ",".join(f"{t.get('key')}={t.get('value')}:{t.get('effect')}" for t in i.get("taints") or [])
+    taints = ",".join(
+        f"{t.get('key')}={t.get('value')}:{t.get('effect')}" for t in i.get("taints") or []
+    )
     return (
         f"{','.join(i.get('instanceTypes') or [])} min/desired/max "
         f"{sc.get('minSize', 0):.0f}/{sc.get('desiredSize', 0):.0f}/{sc.get('maxSize', 0):.0f} "
@@ -164,8 +167,9 @@ def _launch_template(i: dict[str, Any]) -> str:
     efa = sum(1 for n in nics if n.get("interfaceType") == "efa")
     group = _get(i, "placement", "groupName")
     cr = _get(i, "capacityReservationSpecification", "capacityReservationTarget")
-    return f"EFA x{efa}, placement {group or '-'}, IMDSv2 {_get(i, 'metadataOptions', 'httpTokens')}" + (
-        ", capacity reservation" if cr else ""
+    return (
+        f"EFA x{efa}, placement {group or '-'}, IMDSv2 {_get(i, 'metadataOptions', 'httpTokens')}"
+        + (", capacity reservation" if cr else "")
     )
 
 
@@ -181,30 +185,75 @@ def _lifecycle(i: dict[str, Any]) -> str:
     return ", ".join(out)
 
 
-_SETTINGS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "aws:s3/bucket:Bucket": lambda i: f"{i.get('bucket')} objectLock={bool(i.get('objectLockEnabled'))} forceDestroy={bool(i.get('forceDestroy'))}",
-    "aws:s3/bucketVersioning:BucketVersioning": lambda i: str(_get(i, "versioningConfiguration", "status")),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": lambda i: "; ".join(
-        f"{_get(r, 'applyServerSideEncryptionByDefault', 'sseAlgorithm')} bucketKey={r.get('bucketKeyEnabled')}"
+def _bucket(i: dict[str, Any]) -> str:
+    lock = bool(i.get("objectLockEnabled"))
+    return f"{i.get('bucket')} objectLock={lock} forceDestroy={bool(i.get('forceDestroy'))}"
+
+
+def _sse(i: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{_get(r, 'applyServerSideEncryptionByDefault', 'sseAlgorithm')} "
+        f"bucketKey={r.get('bucketKeyEnabled')}"
         for r in i.get("rules") or []
+    )
+
+
+def _public_block(i: dict[str, Any]) -> str:
+    keys = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    return "all blocked" if all(i.get(k) for k in keys) else "NOT fully blocked"
+
+
+def _object_lock(i: dict[str, Any]) -> str:
+    retention = _get(i, "rule", "defaultRetention") or {}
+    return f"{retention.get('mode')} {retention.get('days') or 0:.0f}d"
+
+
+def _eks(i: dict[str, Any]) -> str:
+    public = _get(i, "vpcConfig", "endpointPublicAccess")
+    return f"{i.get('name')} v{i.get('version')} secrets encrypted, public API={public}"
+
+
+def _peering(i: dict[str, Any]) -> str:
+    return f"to {i.get('peerRegion')} ({_get(i, 'tags', 'gpudr:capacity-gbps')} Gbps planned)"
+
+
+def _reservation(i: dict[str, Any]) -> str:
+    return (
+        f"{i.get('instanceCount', 0):.0f} x {i.get('instanceType')} in {i.get('availabilityZone')}"
+    )
+
+
+def _alarm(i: dict[str, Any]) -> str:
+    return f"{i.get('metricName')} {i.get('statistic')} > {i.get('threshold', 0):g}"
+
+
+_SETTINGS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "aws:s3/bucket:Bucket": _bucket,
+    "aws:s3/bucketVersioning:BucketVersioning": lambda i: str(
+        _get(i, "versioningConfiguration", "status")
     ),
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": lambda i: "all blocked"
-    if all(i.get(k) for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
-    else "NOT fully blocked",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": _sse,
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _public_block,
     "aws:s3/bucketReplicationConfig:BucketReplicationConfig": _replication,
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": _lifecycle,
-    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": lambda i: f"{_get(i, 'rule', 'defaultRetention', 'mode')} {(_get(i, 'rule', 'defaultRetention', 'days') or 0):.0f}d",
-    "aws:kms/key:Key": lambda i: f"rotation={i.get('enableKeyRotation')} every {i.get('rotationPeriodInDays', 0):.0f}d",
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": _object_lock,
+    "aws:kms/key:Key": lambda i: (
+        f"rotation={i.get('enableKeyRotation')} every {i.get('rotationPeriodInDays', 0):.0f}d"
+    ),
     "aws:kms/alias:Alias": lambda i: str(i.get("name")),
-    "aws:eks/cluster:Cluster": lambda i: f"{i.get('name')} v{i.get('version')} secrets encrypted, public API={_get(i, 'vpcConfig', 'endpointPublicAccess')}",
+    "aws:eks/cluster:Cluster": _eks,
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
     "aws:ec2/placementGroup:PlacementGroup": lambda i: f"strategy {i.get('strategy')}",
-    "aws:ec2/capacityReservation:CapacityReservation": lambda i: f"{i.get('instanceCount', 0):.0f} x {i.get('instanceType')} in {i.get('availabilityZone')}",
-    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda i: f"{i.get('metricName')} {i.get('statistic')} > {i.get('threshold', 0):g}",
-    "aws:directconnect/connection:Connection": lambda i: f"{i.get('bandwidth')} at {i.get('location')}",
-    "aws:directconnect/linkAggregationGroup:LinkAggregationGroup": lambda i: f"{i.get('connectionsBandwidth')} ports at {i.get('location')}",
-    "aws:ec2transitgateway/peeringAttachment:PeeringAttachment": lambda i: f"to {i.get('peerRegion')} ({_get(i, 'tags', 'gpudr:capacity-gbps')} Gbps planned)",
+    "aws:ec2/capacityReservation:CapacityReservation": _reservation,
+    "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
+    "aws:directconnect/connection:Connection": lambda i: (
+        f"{i.get('bandwidth')} at {i.get('location')}"
+    ),
+    "aws:directconnect/linkAggregationGroup:LinkAggregationGroup": lambda i: (
+        f"{i.get('connectionsBandwidth')} ports at {i.get('location')}"
+    ),
+    "aws:ec2transitgateway/peeringAttachment:PeeringAttachment": _peering,
     "aws:ec2/vpc:Vpc": lambda i: str(i.get("cidrBlock")),
     "aws:ec2/subnet:Subnet": lambda i: f"{i.get('cidrBlock')} {i.get('availabilityZone')}",
     "aws:iam/role:Role": lambda i: str(i.get("name") or ""),
@@ -234,7 +283,19 @@ def short_type(resource_type: str) -> str:
 
 
 def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["workload", "pair", "RPO", "RTO", "pattern", "mechanism", "required", "provisioned", "est. RPO", "est. RTO", "meets"]
+    head = [
+        "workload",
+        "pair",
+        "RPO",
+        "RTO",
+        "pattern",
+        "mechanism",
+        "required",
+        "provisioned",
+        "est. RPO",
+        "est. RTO",
+        "meets",
+    ]
     rows = []
     for w in report["workloads"]:
         est_rpo = w["estimated_rpo_s"]
@@ -247,8 +308,12 @@ def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str
                 w["pattern"] or "-",
                 w["mechanism"] or "-",
                 fmt_gbps(w["required_gbps"]),
-                fmt_gbps(w["provisioned_gbps"]) if w["provisioned_gbps"] is not None else ("unbounded" if w["mechanism"] == "crr" else "-"),
-                "no guarantee" if est_rpo is None and w["mechanism"] == "crr" else fmt_duration(est_rpo),
+                fmt_gbps(w["provisioned_gbps"])
+                if w["provisioned_gbps"] is not None
+                else ("unbounded" if w["mechanism"] == "crr" else "-"),
+                "no guarantee"
+                if est_rpo is None and w["mechanism"] == "crr"
+                else fmt_duration(est_rpo),
                 fmt_duration(w["estimated_rto_s"]),
                 "yes" if w["meets"] else "NO",
             ]
@@ -261,7 +326,8 @@ def _rows_paths(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = [
         [
             p["pair"],
-            p["kind"] + (f" ({p['ports']['ports']} x {p['ports']['port_gbps']} Gbps)" if p["ports"] else ""),
+            p["kind"]
+            + (f" ({p['ports']['ports']} x {p['ports']['port_gbps']} Gbps)" if p["ports"] else ""),
             ", ".join(p["flows"]) or "control traffic",
             fmt_gbps(p["required_gbps"]),
             fmt_gbps(p["needed_gbps"]),
@@ -276,7 +342,8 @@ def _rows_paths(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
 def _rows_cost(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["site", "DR posture / month", "primary capacity / month"]
     rows = [
-        [site, fmt_usd(v["dr"]), fmt_usd(v["primary"])] for site, v in report["cost"]["by_site"].items()
+        [site, fmt_usd(v["dr"]), fmt_usd(v["primary"])]
+        for site, v in report["cost"]["by_site"].items()
     ]
     c = report["cost"]
     rows.append(["total", fmt_usd(c["monthly_usd"]), fmt_usd(c["primary_monthly_usd"])])
@@ -290,15 +357,29 @@ def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[
         for k, v in report["cost"]["alternatives"].items()
     ]
     chosen = ", ".join(f"{p['name']}: {p['pattern']}" for p in report["pools"])
-    gpu = sum(x["monthly_usd"] for x in report["cost"]["lines"] if x["dr"] and x["category"] in ("gpu", "control-plane"))
-    rows.append([f"chosen ({chosen})", fmt_usd(gpu), "yes" if all(w["meets"] for w in report["workloads"] if w["kind"] != "data") else "no"])
+    gpu = sum(
+        x["monthly_usd"]
+        for x in report["cost"]["lines"]
+        if x["dr"] and x["category"] in ("gpu", "control-plane")
+    )
+    rows.append(
+        [
+            f"chosen ({chosen})",
+            fmt_usd(gpu),
+            "yes" if all(w["meets"] for w in report["workloads"] if w["kind"] != "data") else "no",
+        ]
+    )
     return head, rows
 
 
 def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["type", "name", "key settings"]
     rows = [
-        [short_type(r["type"]), r["name"] + (" (protected)" if r.get("protect") else ""), key_settings(r["type"], r["inputs"])]
+        [
+            short_type(r["type"]),
+            r["name"] + (" (protected)" if r.get("protect") else ""),
+            key_settings(r["type"], r["inputs"]),
+        ]
         for r in stack["resources"]
         if r.get("custom", True)
     ]
@@ -346,9 +427,13 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
     for s in report["stacks"]:
         parts += [f"## Stack {_stack_title(s)}", ""]
         if resources:
-            type_counts = Counter(short_type(r["type"]) for r in s["resources"] if r.get("custom", True))
+            type_counts = Counter(
+                short_type(r["type"]) for r in s["resources"] if r.get("custom", True)
+            )
             parts += [
-                "<details><summary>" + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items())) + "</summary>",
+                "<details><summary>"
+                + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items()))
+                + "</summary>",
                 "",
                 _md_table(*_rows_resources(s)),
                 "",
@@ -363,7 +448,7 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=width or 160, record=True, file=_Null(), force_terminal=False)
+    console = Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
 
     def table(title: str, head: list[str], rows: list[list[str]]) -> Table:
         t = Table(title=title, title_justify="left", show_lines=False)
@@ -377,18 +462,14 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
     for s in report["stacks"]:
         console.print(table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
     console.print(table("Recovery targets", *_rows_workloads(report)))
-    console.print(table("Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report)))
-    console.print(table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report)))
+    console.print(
+        table("Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report))
+    )
+    console.print(
+        table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report))
+    )
     console.print(table("DR pattern alternatives", *_rows_alternatives(report)))
     for n in _notes(report):
         console.print(f"- {n}")
     console.print(_verdict(report))
     return console.export_text()
-
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None

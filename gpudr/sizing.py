@@ -1,4 +1,4 @@
-"""The sizing math: replication bandwidth from the RPO, achievable RPO per mechanism, RTO per pattern.
+"""Sizing math: replication bandwidth from the RPO, achievable RPO per mechanism, RTO per pattern.
 
 Pure functions over plain numbers (bytes, seconds, Gbps). docs/sizing.md states each formula
 with a worked example; tests/gpudr/test_sizing.py checks them against hand-computed cases.

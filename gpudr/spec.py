@@ -245,6 +245,18 @@ class _Reader:
             self.error(f"{path}.{key}", str(exc))
             return default
 
+    def target(
+        self, raw: dict[str, Any], key: str, path: str, default: float | None
+    ) -> float | None:
+        """A recovery target: a duration, or `none` for no target; absent means `default`."""
+        if key not in raw or raw[key] is None:
+            return default
+        try:
+            return _target(raw[key])
+        except UnitError as exc:
+            self.error(f"{path}.{key}", str(exc))
+            return default
+
     def choice(
         self, raw: dict[str, Any], key: str, path: str, choices: Iterable[str], default: str
     ) -> str:
@@ -438,7 +450,7 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 "api_public_cidrs",
             ],
         )
-        cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS + ("gcp", "azure"), "aws")
+        cloud = r.choice(s, "cloud", path, (*SUPPORTED_CLOUDS, "gcp", "azure"), "aws")
         if cloud not in SUPPORTED_CLOUDS:
             r.error(
                 f"{path}.cloud",
@@ -638,7 +650,7 @@ def _parse_clusters(r: _Reader, raw: Any, sites: dict[str, Site]) -> dict[str, C
         drs = [x for x in sites.values() if site and x.protects == site.name]
         gpu, itype, gpn, efa = _gpu_fields(r, s, path, site, drs)
         nodes = r.convert(s, "nodes", path, _positive_int, required=True) or 1
-        rto = r.convert(s, "rto", path, _target, _default_target("clusters", "rto"))
+        rto = r.target(s, "rto", path, _default_target("clusters", "rto"))
         pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
         clusters[cname] = Cluster(
             name=cname,
@@ -692,8 +704,8 @@ def _parse_services(
                 )
         elif host not in clusters or (site and clusters[host].site != site.name):
             r.error(f"{path}.cluster", f"{_show(host)} is not a cluster on the service's site")
-        rpo = r.convert(s, "rpo", path, _target, _default_target("services", "rpo"))
-        rto = r.convert(s, "rto", path, _target, _default_target("services", "rto"))
+        rpo = r.target(s, "rpo", path, _default_target("services", "rpo"))
+        rto = r.target(s, "rto", path, _default_target("services", "rto"))
         pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
         services[sname] = Service(
             name=sname,
@@ -759,15 +771,16 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
     dedup = r.convert(s, "dedup_ratio", path, _ratio(0.0, 1.0, True), 0.0) or 0.0
     comp = r.convert(s, "compression_ratio", path, _at_least(1.0), 1.0) or 1.0
     archive = r.convert(s, "archive_after", path, parse_duration, 14 * 86400.0) or 14 * 86400.0
-    rpo = r.convert(s, "rpo", path, _target, _default_target("checkpoints", "rpo"))
-    rto = r.convert(s, "rto", path, _target, _default_target("checkpoints", "rto"))
+    rpo = r.target(s, "rpo", path, _default_target("checkpoints", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("checkpoints", "rto"))
     if interval is not None and interval <= 0:
         r.error(f"{path}.interval", "must be longer than 0; use e.g. 45m")
         interval = None
     if interval is not None and rpo is not None and rpo < interval:
         r.error(
             f"{path}.rpo",
-            f"{fmt_duration(rpo)} is shorter than the checkpoint interval {fmt_duration(interval)}: "
+            f"{fmt_duration(rpo)} is shorter than the checkpoint interval "
+            f"{fmt_duration(interval)}: "
             "work since the last checkpoint is always lost; checkpoint more often or set rpo to "
             f"at least {fmt_duration(interval)} plus the replication lag",
         )
@@ -821,8 +834,8 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
         r.error(f"{path}.publish_window", "must be longer than 0; use e.g. 1h")
         window = 3600.0
     publishes = r.convert(s, "publishes_per_month", path, _at_least(0.0), 4.0)
-    rpo = r.convert(s, "rpo", path, _target, _default_target("weights", "rpo"))
-    rto = r.convert(s, "rto", path, _target, _default_target("weights", "rto"))
+    rpo = r.target(s, "rpo", path, _default_target("weights", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("weights", "rto"))
     replication = _replication(r, s, path, rpo, "weights")
     return Weights(
         site=site.name if site else "",
@@ -846,8 +859,8 @@ def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | 
     change = r.convert(s, "daily_change", path, parse_size, 0.0) or 0.0
     if size and change > size:
         r.error(f"{path}.daily_change", "is larger than the dataset; check the units")
-    rpo = r.convert(s, "rpo", path, _target, _default_target("datasets", "rpo"))
-    rto = r.convert(s, "rto", path, _target, _default_target("datasets", "rto"))
+    rpo = r.target(s, "rpo", path, _default_target("datasets", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("datasets", "rto"))
     replication = _replication(r, s, path, rpo, "datasets")
     return Datasets(
         site=site.name if site else "",

@@ -154,7 +154,8 @@ class SiteConfig:
     links: tuple[LinkConfig, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(asdict(self))
+        cleaned: dict[str, Any] = _clean(asdict(self))
+        return cleaned
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> SiteConfig:

@@ -64,7 +64,9 @@ class GpudrMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == "pulumi:pulumi:StackReference":
-            raise UnreachableError(f"StackReference {args.name}: the other stack's state is unreachable")
+            raise UnreachableError(
+                f"StackReference {args.name}: the other stack's state is unreachable"
+            )
         inputs = dict(args.inputs)
         region = inputs.get("region") or self.default_region
         self._check_region(f"{args.typ} {args.name}", inputs.get("region"))
@@ -100,7 +102,9 @@ class GpudrMocks(pulumi.runtime.Mocks):
             rid = inputs.get("name", name)
             vpc = dict(inputs.get("vpcConfig") or {})
             vpc.update(clusterSecurityGroupId=f"sg-{_short(name, 'cluster')}", vpcId="")
-            state.update(vpcConfig=vpc, endpoint=f"https://{_short(name)}.eks.{region}.amazonaws.com")
+            state.update(
+                vpcConfig=vpc, endpoint=f"https://{_short(name)}.eks.{region}.amazonaws.com"
+            )
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             rid = f"lt-{_short(typ, name)}"
             state.update(latestVersion=1, defaultVersion=1)
@@ -116,36 +120,37 @@ class GpudrMocks(pulumi.runtime.Mocks):
         state.setdefault("id", rid)
         return rid, state
 
-    def call(self, args: MockCallArgs) -> dict[str, Any]:
+    def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         self.calls.append((args.token, dict(args.args)))
         region = args.args.get("region")
         self._check_region(f"lookup {args.token}", region)
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+        return self._lookup(args.token, args.args, region), []
+
+    def _lookup(self, token: str, args: dict[str, Any], region: str | None) -> dict[str, Any]:
+        if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": OFFLINE_ACCOUNT,
                 "arn": f"arn:aws:iam::{OFFLINE_ACCOUNT}:user/offline",
                 "userId": "OFFLINE",
                 "id": OFFLINE_ACCOUNT,
             }
-        if args.token == "aws:ec2transitgateway/getTransitGateway:getTransitGateway":
-            name = _tag_filter(args.args.get("filters", []), "tag:Name")
+        if token == "aws:ec2transitgateway/getTransitGateway:getTransitGateway":
+            name = _tag_filter(args.get("filters", []), "tag:Name")
             return {
                 "id": f"tgw-{_short('lookup', name)}",
                 "associationDefaultRouteTableId": f"tgw-rtb-{_short('lookup', name)}",
                 "ownerId": OFFLINE_ACCOUNT,
                 "arn": f"arn:aws:ec2:{region}:{OFFLINE_ACCOUNT}:transit-gateway/{name}",
             }
-        if args.token == "aws:directconnect/getGateway:getGateway":
-            name = str(args.args.get("name"))
+        if token == "aws:directconnect/getGateway:getGateway":
+            name = str(args.get("name"))
             return {
                 "id": f"dxgw-{_short('lookup', name)}",
                 "name": name,
                 "amazonSideAsn": "64513",
                 "ownerAccountId": OFFLINE_ACCOUNT,
             }
-        raise NotImplementedError(
-            f"the offline mocks do not answer {args.token}; add it to offline/mocks.py"
-        )
+        raise LookupError(f"the offline mocks do not answer {token}; add it to offline/mocks.py")
 
 
 def _tag_filter(filters: Iterable[dict[str, Any]], name: str) -> str:
@@ -156,7 +161,7 @@ def _tag_filter(filters: Iterable[dict[str, Any]], name: str) -> str:
     return ""
 
 
-class RecordingMonitor(MockMonitor):  # type: ignore[misc]
+class RecordingMonitor(MockMonitor):
     """The SDK's mock monitor, also keeping each registration's parent, dependencies, property
     dependencies and options: what the policy engine sees in `AnalyzeStack`."""
 
@@ -165,8 +170,8 @@ class RecordingMonitor(MockMonitor):  # type: ignore[misc]
         self.registrations: list[Registration] = []
         self._by_urn: dict[str, Registration] = {}
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
-        response = super().RegisterResource(request)
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             return response
         from pulumi.runtime import rpc

@@ -15,7 +15,7 @@ from pulumi.runtime.settings import SETTINGS, set_root_resource
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from offline.mocks import GpudrMocks, Registration, RecordingMonitor
+from offline.mocks import GpudrMocks, RecordingMonitor, Registration
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROJECT_NAME = "gpudr"
@@ -48,8 +48,10 @@ def run_stack(
     SETTINGS.rpc_manager.clear()
     SETTINGS.outputs.clear()
     # set_mocks creates the root Stack resource when none is active; each run is a new stack.
-    set_root_resource(None)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT_NAME, stack=stack, preview=True, monitor=monitor)
+    set_root_resource(None)  # type: ignore[arg-type]  # the SDK resets it the same way
+    pulumi.runtime.set_mocks(
+        mocks, project=PROJECT_NAME, stack=stack, preview=True, monitor=monitor
+    )
     pulumi.runtime.set_all_config(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     )

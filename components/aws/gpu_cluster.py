@@ -77,7 +77,10 @@ class GpuCluster(pulumi.ComponentResource):
         cfg = args.config
 
         cluster_role = aws.iam.Role(
-            f"{name}-cluster-role", assume_role_policy=_assume("eks.amazonaws.com"), tags=args.tags, opts=child
+            f"{name}-cluster-role",
+            assume_role_policy=_assume("eks.amazonaws.com"),
+            tags=args.tags,
+            opts=child,
         )
         cluster_policy = aws.iam.RolePolicyAttachment(
             f"{name}-cluster-policy",
@@ -108,7 +111,10 @@ class GpuCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy]),
         )
         node_role = aws.iam.Role(
-            f"{name}-node-role", assume_role_policy=_assume("ec2.amazonaws.com"), tags=args.tags, opts=child
+            f"{name}-node-role",
+            assume_role_policy=_assume("ec2.amazonaws.com"),
+            tags=args.tags,
+            opts=child,
         )
         attachments = [
             aws.iam.RolePolicyAttachment(
@@ -147,8 +153,16 @@ class GpuCluster(pulumi.ComponentResource):
                 f"{prefix}-efa-sg",
                 description="gpudr: EFA traffic between GPU nodes of one pool",
                 vpc_id=args.vpc_id,
-                ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-                egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
+                ingress=[
+                    aws.ec2.SecurityGroupIngressArgs(
+                        protocol="-1", from_port=0, to_port=0, self=True
+                    )
+                ],
+                egress=[
+                    aws.ec2.SecurityGroupEgressArgs(
+                        protocol="-1", from_port=0, to_port=0, self=True
+                    )
+                ],
                 region=args.region,
                 tags=tags,
                 opts=child,
@@ -235,7 +249,9 @@ class GpuCluster(pulumi.ComponentResource):
                 min_size=size.min_size, desired_size=size.desired_size, max_size=size.max_size
             ),
             taints=[
-                aws.eks.NodeGroupTaintArgs(key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE")
+                aws.eks.NodeGroupTaintArgs(
+                    key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE"
+                )
             ],
             labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(

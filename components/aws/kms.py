@@ -51,7 +51,11 @@ class DataKey(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
         alias = aws.kms.Alias(
-            f"{name}-alias", name=args.alias, target_key_id=key.key_id, region=args.region, opts=child
+            f"{name}-alias",
+            name=args.alias,
+            target_key_id=key.key_id,
+            region=args.region,
+            opts=child,
         )
         self.key_arn = key.arn
         self.key_id = key.key_id

@@ -94,7 +94,9 @@ class SiteNetwork(pulumi.ComponentResource):
             region=region,
             opts=child,
         )
-        eip = aws.ec2.Eip(f"{name}-nat-ip", domain="vpc", region=region, tags=tags("nat-ip"), opts=child)
+        eip = aws.ec2.Eip(
+            f"{name}-nat-ip", domain="vpc", region=region, tags=tags("nat-ip"), opts=child
+        )
         nat = aws.ec2.NatGateway(
             f"{name}-nat",
             allocation_id=eip.allocation_id,

@@ -5,7 +5,7 @@ replication falls behind, and the writer policy for data classes that are dual-w
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -84,9 +84,7 @@ class SiteReplication(pulumi.ComponentResource):
                 f"{name}-{cfg.data_class}",
                 bucket=source.bucket_id,
                 role=role.arn,
-                rules=pulumi.Output.from_input(args.account_id).apply(
-                    lambda account, cfg=cfg: _rules(cfg, account)
-                ),
+                rules=pulumi.Output.from_input(args.account_id).apply(_rules_for(cfg)),
                 region=args.region,
                 # Replication needs versioning on the source; the configuration waits for it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
@@ -100,6 +98,12 @@ class SiteReplication(pulumi.ComponentResource):
         self.role_arn = role.arn
         self.rule_ids = pulumi.Output.from_input(rule_ids)
         self.register_outputs({"role_arn": self.role_arn, "rule_ids": self.rule_ids})
+
+
+def _rules_for(
+    cfg: BucketConfig,
+) -> Callable[[str], list[aws.s3.BucketReplicationConfigRuleArgs]]:
+    return lambda account: _rules(cfg, account)
 
 
 def _rules(cfg: BucketConfig, default_account: str) -> list[aws.s3.BucketReplicationConfigRuleArgs]:
@@ -261,7 +265,9 @@ def _role_policy(
     targets = [t for s in sources for t in s.config.replication]
     dest_arns = sorted({f"arn:aws:s3:::{t.bucket}" for t in targets})
     dest_aliases = sorted({t.kms_alias for t in targets})
-    dest_key_arns = sorted({f"arn:aws:kms:{t.region}:{t.account or account}:key/*" for t in targets})
+    dest_key_arns = sorted(
+        {f"arn:aws:kms:{t.region}:{t.account or account}:key/*" for t in targets}
+    )
     statements: list[dict[str, object]] = [
         {
             "Sid": "ReadSourceConfiguration",

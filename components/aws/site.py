@@ -49,7 +49,9 @@ class AwsSite(pulumi.ComponentResource):
         region = cfg.region
         account_id: pulumi.Input[str] = (
             cfg.account
-            or aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+            or aws.get_caller_identity_output(
+                opts=pulumi.InvokeOutputOptions(parent=self)
+            ).account_id
         )
         # A replica bucket in another account than its source trusts the source's role by name.
         cross_account_role = None
@@ -96,7 +98,12 @@ class AwsSite(pulumi.ComponentResource):
                 opts=child,
             )
         sources = [
-            SourceBucket(b, buckets[b.data_class].bucket_name, buckets[b.data_class].bucket_arn, buckets[b.data_class].versioning_id)
+            SourceBucket(
+                b,
+                buckets[b.data_class].bucket_name,
+                buckets[b.data_class].bucket_arn,
+                buckets[b.data_class].versioning_id,
+            )
             for b in cfg.buckets
             if b.role == "source" and (b.replication or b.dual_write_buckets)
         ]
@@ -180,8 +187,9 @@ class AwsSite(pulumi.ComponentResource):
                     ),
                     opts=child,
                 )
-        self.buckets = pulumi.Output.from_input({k: v.bucket_name for k, v in buckets.items()})
-        self.clusters = pulumi.Output.from_input(clusters)
+        self.buckets = pulumi.Output.all(**{k: v.bucket_name for k, v in buckets.items()})
+        # Output.all() of nothing is a list; a site with no standing cluster exports {}.
+        self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.transit_gateway_id = network.transit_gateway_id
         self.key_arn = key.key_arn
         self.register_outputs(

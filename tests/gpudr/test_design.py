@@ -37,7 +37,9 @@ def test_default_rtc_quota_is_not_enough(example_raw: dict[str, Any]) -> None:
     assert path.capacity_gbps == 1 and not path.ok
     assert path.needed_gbps == pytest.approx((0.790123 + 0.092593) * 1.25, rel=1e-4)
     assert not rows["checkpoints"].meets
-    assert any("needs 1.10 Gbps with headroom but has 1 Gbps" in n for n in rows["checkpoints"].notes)
+    assert any(
+        "needs 1.10 Gbps with headroom but has 1 Gbps" in n for n in rows["checkpoints"].notes
+    )
 
 
 def test_tight_rpo_needs_more_bandwidth(example_raw: dict[str, Any]) -> None:
@@ -88,7 +90,9 @@ def test_cost_lines_are_quantity_times_price() -> None:
     # chat runs active-active: 4 p5.48xlarge around the clock at the DR site
     assert [x.item for x in standing] == ["svc-chat: p5.48xlarge standing (active-active)"]
     assert standing[0].monthly_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
-    assert d.cost.total(dr_only=True) == pytest.approx(sum(x.monthly_usd for x in d.cost.lines if x.dr))
+    assert d.cost.total(dr_only=True) == pytest.approx(
+        sum(x.monthly_usd for x in d.cost.lines if x.dr)
+    )
     assert all(x.source for x in d.cost.lines), "every price names its source"
 
 

@@ -119,7 +119,14 @@ def test_rto_stages(pattern: str, kind: str, reserved: bool, total: float) -> No
 
 @pytest.mark.parametrize(
     ("pattern", "nodes", "fraction", "standing"),
-    [("pilot-light", 16, 0.2, 0), ("warm-standby", 16, 0.2, 4), ("warm-standby", 16, 0.25, 4), ("warm-standby", 3, 0.2, 1), ("active-active", 16, 0.2, 16), ("backup-restore", 16, 0.2, 0)],
+    [
+        ("pilot-light", 16, 0.2, 0),
+        ("warm-standby", 16, 0.2, 4),
+        ("warm-standby", 16, 0.25, 4),
+        ("warm-standby", 3, 0.2, 1),
+        ("active-active", 16, 0.2, 16),
+        ("backup-restore", 16, 0.2, 0),
+    ],
 )
 def test_standing_nodes(pattern: str, nodes: int, fraction: float, standing: int) -> None:
     assert sizing.standing_nodes(pattern, nodes, fraction) == standing

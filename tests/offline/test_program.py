@@ -17,7 +17,9 @@ from offline.run import StackRun, run_stack
 from tests.conftest import EXAMPLE
 
 
-def run(plan: Plan, site: str, mode: str | None = None, mocks: GpudrMocks | None = None) -> StackRun:
+def run(
+    plan: Plan, site: str, mode: str | None = None, mocks: GpudrMocks | None = None
+) -> StackRun:
     d = design(plan)
     s = plan.sites[site]
     config = stack_config_values(d, s)
@@ -120,7 +122,9 @@ def test_buckets_encrypted_versioned_private_tls_only(site: str) -> None:
         # the `bucket` input is the id the offline run gave the bucket: follow it
         assert {x.inputs["bucket"] for x in of_type(r, typ)} == bucket_ids, typ
     key_arns = {x.outputs["arn"] for x in of_type(r, "aws:kms/key:Key")}
-    for x in of_type(r, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"):
+    for x in of_type(
+        r, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    ):
         rule = x.inputs["rules"][0]
         assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms", x.urn
         assert rule["applyServerSideEncryptionByDefault"]["kmsMasterKeyId"] in key_arns, x.urn
@@ -137,7 +141,9 @@ def test_weights_locked_in_compliance_mode(site: str) -> None:
     weights = named(r, "aws:s3/bucket:Bucket", "weights")
     assert weights.inputs["objectLockEnabled"] is True
     lock = named(r, "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration", "weights")
-    assert lock.inputs["rule"]["defaultRetention"] == {"mode": "COMPLIANCE", "days": 365.0}, lock.urn
+    assert lock.inputs["rule"]["defaultRetention"] == {"mode": "COMPLIANCE", "days": 365.0}, (
+        lock.urn
+    )
     assert lock.inputs["bucket"] == weights.id
 
 
@@ -145,7 +151,9 @@ def test_checkpoint_lifecycle_keeps_last_n_and_never_expires_current() -> None:
     r = example_run("usw2")
     lc = named(r, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", "checkpoints")
     rules = {x["id"]: x for x in lc.inputs["rules"]}
-    assert rules["keep-newest-versions"]["noncurrentVersionExpiration"]["newerNoncurrentVersions"] == 5
+    assert (
+        rules["keep-newest-versions"]["noncurrentVersionExpiration"]["newerNoncurrentVersions"] == 5
+    )
     assert rules["archive-older"]["transitions"] == [{"days": 14.0, "storageClass": "GLACIER_IR"}]
     assert all("expiration" not in x for x in lc.inputs["rules"]), lc.urn
 
@@ -157,7 +165,10 @@ def test_replication_with_rtc_metrics_and_dr_key() -> None:
     r = example_run("use1")
     configs = of_type(r, "aws:s3/bucketReplicationConfig:BucketReplicationConfig")
     # weights are dual-written (RPO 0), so only checkpoints and datasets replicate
-    assert sorted(x.name for x in configs) == ["use1-replication-checkpoints", "use1-replication-datasets"]
+    assert sorted(x.name for x in configs) == [
+        "use1-replication-checkpoints",
+        "use1-replication-datasets",
+    ]
     for x in configs:
         (rule,) = x.inputs["rules"]
         dest = rule["destination"]
@@ -240,7 +251,9 @@ def test_training_pool_has_efa_placement_and_gpu_taint() -> None:
     ng = named(r, "aws:eks/nodeGroup:NodeGroup", "-train-nodes")
     assert ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
     assert ng.inputs["instanceTypes"] == ["p5.48xlarge"]
-    assert ng.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    assert ng.inputs["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+    ]
     cluster = named(r, "aws:eks/cluster:Cluster", "eks")
     assert cluster.inputs["encryptionConfig"]["resources"] == ["secrets"]
     assert cluster.inputs["vpcConfig"]["endpointPublicAccess"] is False
@@ -262,18 +275,27 @@ def test_capacity_reservation_is_targeted(example_raw: dict[str, Any]) -> None:
 def test_tgw_peering_is_owned_by_the_primary() -> None:
     primary, dr = example_run("use1"), example_run("usw2")
     attach = of_type(primary, "aws:ec2transitgateway/peeringAttachment:PeeringAttachment")
-    accept = of_type(primary, "aws:ec2transitgateway/peeringAttachmentAccepter:PeeringAttachmentAccepter")
+    accept = of_type(
+        primary, "aws:ec2transitgateway/peeringAttachmentAccepter:PeeringAttachmentAccepter"
+    )
     assert len(attach) == 1 and attach[0].inputs["peerRegion"] == "us-west-2"
     assert accept[0].inputs["region"] == "us-west-2"
     assert not of_type(dr, "aws:ec2transitgateway/peeringAttachment:PeeringAttachment")
 
 
 def test_direct_connect_ports_match_the_plan(example_raw: dict[str, Any]) -> None:
-    example_raw["sites"]["usw2"]["link"] = {"kind": "direct-connect", "location": "EqSe2", "secondary_location": "CSOW"}
+    example_raw["sites"]["usw2"]["link"] = {
+        "kind": "direct-connect",
+        "location": "EqSe2",
+        "secondary_location": "CSOW",
+    }
     plan = parse_plan(example_raw)
     dr = run(plan, "usw2")
     ports = of_type(dr, "aws:directconnect/connection:Connection")
-    assert sorted((p.inputs["bandwidth"], p.inputs["location"]) for p in ports) == [("1Gbps", "CSOW"), ("1Gbps", "EqSe2")]
+    assert sorted((p.inputs["bandwidth"], p.inputs["location"]) for p in ports) == [
+        ("1Gbps", "CSOW"),
+        ("1Gbps", "EqSe2"),
+    ]
     assert of_type(dr, "aws:directconnect/gateway:Gateway")[0].inputs["amazonSideAsn"] == "64513"
     primary = run(plan, "use1")
     assert of_type(primary, "aws:directconnect/gatewayAssociation:GatewayAssociation")

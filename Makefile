@@ -1,0 +1,37 @@
+# gpudr: `make plan` sets up and shows the example's plan offline; `make test` runs every check.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+EXAMPLE ?= examples/aws-two-region.yaml
+
+.PHONY: setup plan generate test lint typecheck unit clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[pulumi,dev]'
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+setup: $(STAMP)
+
+plan: setup
+	$(BIN)/gpudr plan $(EXAMPLE)
+
+generate: setup
+	$(BIN)/gpudr generate $(EXAMPLE)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy gpudr components offline __main__.py
+
+unit: setup
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,68 @@
+"""DataBucket and DataKey on their own, asserted on their Outputs (Pulumi's unit-test style)."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from components.aws.bucket import DataBucket, DataBucketArgs, _bucket_policy
+from components.aws.kms import DataKey, DataKeyArgs
+from gpudr.stackconfig import BucketConfig, Lifecycle
+
+CFG = BucketConfig(
+    data_class="weights",
+    name="sys-site-weights-abc123",
+    role="source",
+    rpo_s=0,
+    rto_s=3600,
+    mechanism="dual-write",
+    object_lock_days=365,
+    lifecycle=Lifecycle(None, None, noncurrent_keep=10, noncurrent_days=30, abort_multipart_days=2),
+    burst_bytes=150e9,
+    steady_gbps=0,
+    required_gbps=0.333,
+)
+
+
+@pulumi.runtime.test
+def test_bucket_outputs_name_and_arn() -> pulumi.Output[None]:
+    bucket = DataBucket(
+        "t-weights",
+        DataBucketArgs(
+            config=CFG, region="us-east-1", key_arn="arn:aws:kms:us-east-1:1:key/k", tags={}
+        ),
+    )
+
+    def check(args: list[str]) -> None:
+        urn, name, arn = args
+        assert name == CFG.name, urn
+        assert arn == f"arn:aws:s3:::{CFG.name}", urn
+
+    return pulumi.Output.all(bucket.urn, bucket.bucket_name, bucket.bucket_arn).apply(check)
+
+
+@pulumi.runtime.test
+def test_key_alias_and_arn() -> pulumi.Output[None]:
+    key = DataKey(
+        "t-key",
+        DataKeyArgs(
+            region="us-west-2", alias="alias/gpudr/sys/site", account_id="123456789012", tags={}
+        ),
+    )
+
+    def check(args: list[str]) -> None:
+        urn, arn, alias = args
+        assert arn.startswith("arn:aws:kms:us-west-2:"), urn
+        assert alias == "alias/gpudr/sys/site", urn
+
+    return pulumi.Output.all(key.urn, key.key_arn, key.alias_name).apply(check)
+
+
+@pytest.mark.parametrize("cross_account", [None, "arn:aws:iam::111122223333:role/r"])
+def test_bucket_policy_denies_plain_http_and_old_tls(cross_account: str | None) -> None:
+    import json
+
+    doc = json.loads(_bucket_policy("arn:aws:s3:::b", cross_account))
+    sids = [s["Sid"] for s in doc["Statement"]]
+    assert sids[:2] == ["DenyInsecureTransport", "DenyOutdatedTls"]
+    assert ("AcceptReplicasFromSource" in sids) == (cross_account is not None)

@@ -1,0 +1,168 @@
+"""`gpudr` as a user runs it: exit codes, error lines, the JSON contract, generated files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gpudr.cli import main
+from tests.conftest import EXAMPLE, ROOT
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, Any]:
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_json_contract(report: dict[str, Any]) -> None:
+    assert [s["name"] for s in report["stacks"]] == ["llm-training-use1", "llm-training-usw2"]
+    for stack in report["stacks"]:
+        assert {"name", "cloud", "region", "resources"} <= stack.keys()
+        for r in stack["resources"]:
+            assert {"type", "name", "urn", "id", "inputs"} <= r.keys()
+    for w in report["workloads"]:
+        assert {
+            "name",
+            "rpo_s",
+            "rto_s",
+            "pattern",
+            "required_gbps",
+            "provisioned_gbps",
+            "estimated_rpo_s",
+            "estimated_rto_s",
+            "meets",
+        } <= w.keys()
+    assert report["cost"]["monthly_usd"] > 0
+
+
+def test_ids_can_be_followed(report: dict[str, Any]) -> None:
+    """An input that refers to another resource holds that resource's offline id."""
+    dr = next(s for s in report["stacks"] if s["site"] == "usw2")
+    ids = {r["id"]: r for r in dr["resources"] if r["custom"]}
+    versioning = [
+        r for r in dr["resources"] if r["type"] == "aws:s3/bucketVersioning:BucketVersioning"
+    ]
+    for v in versioning:
+        assert ids[v["inputs"]["bucket"]]["type"] == "aws:s3/bucket:Bucket", v["urn"]
+    node_groups = [r for r in dr["resources"] if r["type"] == "aws:eks/nodeGroup:NodeGroup"]
+    for ng in node_groups:
+        assert (
+            ids[ng["inputs"]["launchTemplate"]["id"]]["type"]
+            == "aws:ec2/launchTemplate:LaunchTemplate"
+        )
+
+
+def test_resources_listed_are_what_the_program_registered(report: dict[str, Any]) -> None:
+    from gpudr.design import design
+    from gpudr.spec import load_plan
+    from gpudr.stackconfig import stack_config_values, stack_name
+    from offline.run import run_stack
+
+    plan = load_plan(EXAMPLE)
+    d = design(plan)
+    site = plan.sites["usw2"]
+    direct = run_stack(stack_name(plan, site), stack_config_values(d, site))
+    listed = next(s for s in report["stacks"] if s["site"] == "usw2")["resources"]
+    assert sorted(r["urn"] for r in listed) == sorted(r.urn for r in direct.registrations)
+
+
+def test_text_and_markdown(tmp_path: Path) -> None:
+    text = invoke("plan", str(EXAMPLE))
+    assert text.exit_code == 0
+    assert "Every recovery target is met." in text.output
+    assert "llm-training-usw2 (aws us-west-2, dr)" in text.output
+    md = invoke(
+        "plan",
+        str(EXAMPLE),
+        "--format",
+        "markdown",
+        "--stack",
+        "usw2",
+        "-o",
+        str(tmp_path / "p.md"),
+    )
+    assert md.exit_code == 0 and md.output == ""
+    body = (tmp_path / "p.md").read_text()
+    assert body.startswith("# gpudr plan: llm-training") and "| checkpoints | use1->usw2 |" in body
+    assert "llm-training-use1 (" not in body  # --stack kept only the DR stack
+
+
+def test_not_met_exits_1(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw.pop("quotas")  # back to the default 1 Gbps RTC rate: the checkpoint stream overruns it
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    result = invoke("plan", str(plan), "--format", "json")
+    assert result.exit_code == 1
+    assert json.loads(result.output)["meets"] is False
+
+
+def test_bad_input_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["data"]["checkpoints"]["rpo"] = "4 hours"
+    raw["sites"]["usw2"]["region"] = "us-west-9"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    out_dir = tmp_path / "stacks"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpudr.cli", "generate", str(plan), "--out-dir", str(out_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert (
+        'gpudr: data.checkpoints.rpo: "4 hours" is not a duration; use e.g. 45m, 4h, 1h30m, 7d or 0'
+        in lines
+    )
+    assert any(
+        line.startswith('gpudr: sites.usw2.region: "us-west-9" is not a known aws region')
+        for line in lines
+    )
+    assert "Traceback" not in proc.stderr
+    assert not out_dir.exists(), "nothing is written for a bad plan"
+
+
+def test_unknown_stack_exits_2() -> None:
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--stack", "nope"])
+    assert result.exit_code == 2
+    assert 'gpudr: --stack "nope" is not a stack of this plan' in result.output
+
+
+def test_generate_is_idempotent_and_marked(tmp_path: Path) -> None:
+    first = invoke("generate", str(EXAMPLE), "--out-dir", str(tmp_path / "a"))
+    second = invoke("generate", str(EXAMPLE), "--out-dir", str(tmp_path / "b"))
+    assert first.exit_code == second.exit_code == 0
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == ["Pulumi.llm-training-use1.yaml", "Pulumi.llm-training-usw2.yaml"]
+    for name in names:
+        a = (tmp_path / "a" / name).read_text()
+        assert a == (tmp_path / "b" / name).read_text()
+        assert a.startswith("# Generated by `gpudr generate")
+        cfg = yaml.safe_load(a)["config"]
+        assert cfg["gpudr:site"]["site"] in name and cfg["aws:region"]
+    dr = yaml.safe_load((tmp_path / "a" / "Pulumi.llm-training-usw2.yaml").read_text())
+    assert dr["config"]["gpudr:mode"] == "standby"
+
+
+def test_committed_stack_files_match_the_example(tmp_path: Path) -> None:
+    """stacks/ holds what `gpudr generate examples/aws-two-region.yaml` renders."""
+    invoke("generate", "examples/aws-two-region.yaml", "--out-dir", str(tmp_path))
+    for path in tmp_path.iterdir():
+        committed = ROOT / "stacks" / path.name
+        assert committed.read_text() == path.read_text(), f"regenerate {committed}"
