@@ -17,3 +17,5 @@ pulumi.export("buckets", site.buckets)
 pulumi.export("clusters", site.clusters)
 pulumi.export("transit_gateway_id", site.transit_gateway_id)
 pulumi.export("key_arn", site.key_arn)
+# Dual writers at the peer site use this endpoint to write this site's copy over the DR link.
+pulumi.export("dual_write_endpoint", site.dual_write_endpoint)

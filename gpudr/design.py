@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from gpudr import cost, reference, sizing
 from gpudr.spec import Cluster, Plan, Service, Site
+from gpudr.units import fmt_duration, transfer_seconds
 
 SECONDS_PER_MONTH = cost.DAYS_PER_MONTH * 86400
 
@@ -276,7 +277,7 @@ def _plan_pool(
         monthly = _pool_cost(dr, workload.instance_type, standing, workload.nodes)
         if pattern != "backup-restore" and not control_plane_standing:
             monthly += control_plane
-        meets = workload.rto_s is None or total <= workload.rto_s
+        meets = _meets(workload.rto_s, total)
         options.append(PatternOption(pattern, total, monthly, meets, stages))
     forced = workload.pattern if workload.pattern != "auto" else dr.pattern
     notes: list[str] = []
@@ -384,13 +385,15 @@ def design(plan: Plan) -> Design:
                     others,
                 )
                 flows.append(_data_flow(plan, primary, dr, cls, mech, key, flow, est))
+        # A service at the DR site serves what was replicated there: its RPO is the weights'.
+        # Without a weights class gpudr protects none of its data, so it has no estimate.
         est_weights = next(
             (
                 f.estimate.estimated_s
                 for f in flows
                 if f.dr == dr.name and f.data_class == "weights"
             ),
-            0.0,
+            None,
         )
         pools.extend(_plan_pools(plan, primary, dr, est_weights))
     workloads = _workloads(plan, flows, paths, pools)
@@ -416,15 +419,33 @@ def _data_flow(
     ]
     assert spec is not None
     notes = [est.reason]
+    floor = reference.mechanism(mech)["lag_s"]
+    if (
+        cls == "checkpoints"
+        and plan.checkpoints
+        and spec.rpo_s is not None
+        and floor is not None
+        and spec.rpo_s - plan.checkpoints.interval_s < float(floor)
+    ):
+        notes.append(
+            "no bandwidth can meet this: the interval "
+            f"({fmt_duration(plan.checkpoints.interval_s)}) plus the {mech} lag bound "
+            f"({fmt_duration(float(floor))}) exceeds the RPO; checkpoint more often or relax "
+            "the RPO"
+        )
     if cls == "datasets" and plan.datasets:
         capacity = plan.quotas.s3_rtc_gbps if mech == "crr-rtc" else None
         if capacity:
-            from gpudr.units import fmt_duration, transfer_seconds
-
             seed = transfer_seconds(plan.datasets.size_b, capacity)
+            once = (
+                plan.datasets.size_b
+                / cost.GB
+                * reference.price("aws", "transfer_gb", "inter_region").usd
+            )
             notes.append(
                 "objects that exist before replication starts need S3 Batch Replication: "
-                f"about {fmt_duration(seed)} at {capacity:g} Gbps"
+                f"about {fmt_duration(seed)} at {capacity:g} Gbps and a one-time transfer of "
+                f"about ${once:,.0f}"
             )
     if mech == "dual-write":
         notes.append("every writer must write both copies before it reports success")
@@ -437,9 +458,9 @@ def _data_flow(
             if (cls == "checkpoints" and plan.checkpoints)
             else (flow.burst_bytes if cls == "weights" else 0.0)
         )
-        from gpudr.units import transfer_seconds as _ts
-
-        rto_est = plan.recovery.detection_s + _ts(working, plan.recovery.read_gbps_per_node)
+        rto_est = plan.recovery.detection_s + transfer_seconds(
+            working, plan.recovery.read_gbps_per_node
+        )
     replica_class = str(reference.defaults()["storage"]["replica_class"][cls])
     return DataFlow(
         data_class=cls,
@@ -476,6 +497,8 @@ def _workloads(
                 f"path {path.kind} needs {path.needed_gbps:.2f} Gbps with headroom but has "
                 f"{path.capacity_gbps:g} Gbps"
             )
+        if not path.ok and f.estimate.guaranteed:
+            notes.append("the mechanism's guarantee does not hold while the path is over capacity")
         meets = (
             _meets(f.rpo_s, f.estimate.estimated_s)
             and _meets(f.rto_s, f.estimated_rto_s)
@@ -638,14 +661,18 @@ def _cost_lines(
             )
         )
         gb = f.monthly_bytes / cost.GB
+        over_dx = paths[f.path].kind == "direct-connect"
         lines.append(
             L(
                 f.primary,
                 "replication",
-                f"{f.data_class} inter-region transfer",
+                f"{f.data_class} transfer "
+                + ("out over Direct Connect" if over_dx else "between regions"),
                 gb,
                 "GB",
-                reference.price("aws", "transfer_gb", "inter_region"),
+                reference.price("aws", "dx_transfer_out_gb")
+                if over_dx
+                else reference.price("aws", "transfer_gb", "inter_region"),
                 True,
             )
         )
@@ -663,6 +690,19 @@ def _cost_lines(
             )
         alarms = 2 if f.mechanism in ("crr-rtc", "crr") else 0
         if alarms:
+            # Each replication rule publishes four CloudWatch metrics (latency, bytes and
+            # operations pending, operations failed), billed as custom metrics.
+            lines.append(
+                L(
+                    f.primary,
+                    "monitoring",
+                    f"{f.data_class} replication metrics",
+                    4,
+                    "metric-month",
+                    reference.price("aws", "s3_replication_metrics_month"),
+                    True,
+                )
+            )
             lines.append(
                 L(
                     f.primary,
@@ -675,17 +715,54 @@ def _cost_lines(
                 )
             )
         if f.mechanism == "dual-write":
+            # The receiving site's S3 interface endpoint: per AZ-hour, and per GB it takes in.
+            azs = len(dr.azs)
+            lines.append(
+                L(
+                    f.dr,
+                    "network",
+                    f"S3 interface endpoint for {f.data_class} dual writes ({azs} AZs)",
+                    azs * hours,
+                    "endpoint-AZ-hour",
+                    reference.price("aws", "vpce_interface_az_hour"),
+                    True,
+                )
+            )
+            lines.append(
+                L(
+                    f.dr,
+                    "network",
+                    f"{f.data_class} dual writes through the interface endpoint",
+                    gb,
+                    "GB",
+                    reference.price("aws", "vpce_interface_processed_gb"),
+                    True,
+                )
+            )
             lines.append(
                 L(
                     f.primary,
                     "network",
-                    f"{f.data_class} dual write through transit gateway",
+                    f"{f.data_class} dual writes through the transit gateway",
                     gb,
                     "GB",
                     reference.price("aws", "tgw_processed_gb"),
                     True,
                 )
             )
+    for site in plan.sites.values():
+        # One NAT gateway per site for node egress; the primary's is its own running cost.
+        lines.append(
+            L(
+                site.name,
+                "network",
+                "NAT gateway",
+                hours,
+                "gateway-hour",
+                reference.price(site.cloud, "nat_gateway_hour"),
+                site.role == "dr",
+            )
+        )
     for path in paths.values():
         if path.kind == "tgw-peering":
             # One VPC attachment per site plus the peering attachment on each side.
@@ -726,12 +803,16 @@ def _stored(plan: Plan, site: str) -> list[tuple[str, float, str]]:
 
 
 def _replica_bytes(plan: Plan, cls: str) -> float:
-    """Bytes kept per copy: the last N checkpoints as stored (compressed), weights, dataset."""
+    """Bytes kept per copy: the last N checkpoints as stored (compressed, counted whole), every
+    weights version still under object lock, the dataset."""
     if cls == "checkpoints" and plan.checkpoints:
         c = plan.checkpoints
         return c.keep * c.size_b / c.compression_ratio
     if cls == "weights" and plan.weights:
-        return plan.weights.size_b
+        w = plan.weights
+        # Locked versions cannot be deleted until their retention ends.
+        months = w.retention_s / (cost.DAYS_PER_MONTH * 86400)
+        return w.size_b * max(1.0, w.publishes_per_month * months)
     if cls == "datasets" and plan.datasets:
         return plan.datasets.size_b
     return 0.0
@@ -739,7 +820,8 @@ def _replica_bytes(plan: Plan, cls: str) -> float:
 
 def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]]:
     """The DR GPU and control-plane bill if every pool used one pattern, and whether every
-    pool's RTO target would hold."""
+    pool's RTO target would hold. Timed afresh: with every pool on backup/restore, no control
+    plane stands, so each pays the infrastructure stage."""
     out: dict[str, tuple[float, bool]] = {}
     for pattern in sizing.PATTERN_ORDER:
         total = 0.0
@@ -748,7 +830,15 @@ def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]
             dr = plan.sites[p.dr]
             standing = sizing.standing_nodes(pattern, p.nodes, dr.warm_fraction)
             total += _pool_cost(dr, p.instance_type, standing, p.nodes)
-            ok = ok and next(o for o in p.options if o.pattern == pattern).meets
+            stages = sizing.rto_stages(
+                pattern,
+                p.kind,
+                p.nodes,
+                _working_set(plan, p.kind),
+                p.reserved,
+                _rto_params(plan, p.kind),
+            )
+            ok = ok and _meets(p.rto_s, sizing.rto_total(stages))
         if pattern != "backup-restore":
             for dr_name, _cluster in sorted({(p.dr, p.cluster) for p in pools}):
                 cloud = plan.sites[dr_name].cloud

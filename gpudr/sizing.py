@@ -218,7 +218,8 @@ def rto_stages(
     if pattern == "active-active":
         capacity = 0.0
     elif pattern == "warm-standby":
-        capacity = params.warm_scale_up_s
+        # With a reservation the missing nodes only boot; without, the brief's scale-up time.
+        capacity = params.gpu_node_boot_s if reserved else params.warm_scale_up_s
     else:
         capacity = params.gpu_node_boot_s + (0.0 if reserved else params.gpu_capacity_wait_s)
     stages["capacity"] = capacity

@@ -476,7 +476,10 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 "only a dr site protects another site; remove it or set role: dr",
             )
         pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
-        warm = r.convert(s, "warm_fraction", path, _ratio(0.01, 1.0, False), 0.2) or 0.2
+        warm = r.convert(
+            s, "warm_fraction", path, _ratio(0.01, 1.0, False), _spec_default("warm_fraction")
+        )
+        warm = _spec_default("warm_fraction") if warm is None else warm
         reserve = r.convert(s, "reserve_capacity", path, _bool, False) or False
         account = r.convert(s, "account", path, _account)
         default_cidr = f"10.{(10 + index * 16) % 256}.0.0/16"
@@ -722,6 +725,12 @@ def _parse_services(
     return services
 
 
+def _spec_default(name: str) -> float:
+    """A plan field's default from gpudr/data/defaults.yaml (`spec:`), where its source is."""
+    value = reference.defaults()["spec"][name]["value"]
+    return parse_duration(value) if isinstance(value, str) else float(value)
+
+
 def _default_target(kind: str, which: str) -> float | None:
     value = reference.defaults()["targets"][kind][which]
     return None if value is None else parse_duration(value)
@@ -767,10 +776,13 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
     site = _primary_site(r, s, path, sites)
     size = r.convert(s, "size", path, _size, required=True) or 0.0
     interval = r.convert(s, "interval", path, parse_duration, required=True)
-    keep = r.convert(s, "keep", path, _positive_int, 5) or 5
-    dedup = r.convert(s, "dedup_ratio", path, _ratio(0.0, 1.0, True), 0.0) or 0.0
-    comp = r.convert(s, "compression_ratio", path, _at_least(1.0), 1.0) or 1.0
-    archive = r.convert(s, "archive_after", path, parse_duration, 14 * 86400.0) or 14 * 86400.0
+    keep = r.convert(s, "keep", path, _positive_int, int(_spec_default("keep"))) or 1
+    dedup = r.convert(s, "dedup_ratio", path, _ratio(0.0, 1.0, True), _spec_default("dedup_ratio"))
+    comp = r.convert(
+        s, "compression_ratio", path, _at_least(1.0), _spec_default("compression_ratio")
+    )
+    archive = r.convert(s, "archive_after", path, parse_duration, _spec_default("archive_after"))
+    archive = _spec_default("archive_after") if archive is None else archive
     rpo = r.target(s, "rpo", path, _default_target("checkpoints", "rpo"))
     rto = r.target(s, "rto", path, _default_target("checkpoints", "rto"))
     if interval is not None and interval <= 0:
@@ -794,8 +806,8 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
         size_b=size,
         interval_s=interval or 0.0,
         keep=keep,
-        dedup_ratio=dedup,
-        compression_ratio=comp,
+        dedup_ratio=_spec_default("dedup_ratio") if dedup is None else dedup,
+        compression_ratio=_spec_default("compression_ratio") if comp is None else comp,
         archive_after_s=archive,
         rpo_s=rpo,
         rto_s=rto,
@@ -823,17 +835,19 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
     )
     site = _primary_site(r, s, path, sites)
     size = r.convert(s, "size", path, _size, required=True) or 0.0
-    retention = r.convert(s, "retention", path, parse_duration, 365 * 86400.0) or 0.0
+    retention = r.convert(s, "retention", path, parse_duration, _spec_default("retention")) or 0.0
     if retention < 86400:
         r.error(
             f"{path}.retention",
             "must be at least 1d: weights are locked (S3 Object Lock, compliance mode) for it",
         )
-    window = r.convert(s, "publish_window", path, parse_duration, 3600.0) or 3600.0
-    if window <= 0:
+    window = r.convert(s, "publish_window", path, parse_duration, _spec_default("publish_window"))
+    if window is None or window <= 0:
         r.error(f"{path}.publish_window", "must be longer than 0; use e.g. 1h")
-        window = 3600.0
-    publishes = r.convert(s, "publishes_per_month", path, _at_least(0.0), 4.0)
+        window = _spec_default("publish_window")
+    publishes = r.convert(
+        s, "publishes_per_month", path, _at_least(0.0), _spec_default("publishes_per_month")
+    )
     rpo = r.target(s, "rpo", path, _default_target("weights", "rpo"))
     rto = r.target(s, "rto", path, _default_target("weights", "rto"))
     replication = _replication(r, s, path, rpo, "weights")
@@ -842,7 +856,9 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
         size_b=size,
         retention_s=retention,
         publish_window_s=window,
-        publishes_per_month=4.0 if publishes is None else publishes,
+        publishes_per_month=_spec_default("publishes_per_month")
+        if publishes is None
+        else publishes,
         rpo_s=rpo,
         rto_s=rto,
         replication=replication,

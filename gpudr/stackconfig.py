@@ -21,6 +21,9 @@ from gpudr.spec import Plan, Site
 CONFIG_NAMESPACE = "gpudr"
 MODES = ("standby", "failover")
 KUBERNETES_VERSION = "1.33"
+# Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
+TGW_ASN_BASE = 64600
+DX_GATEWAY_ASN = 64512
 
 
 def stack_name(plan: Plan, site: Site) -> str:
@@ -148,6 +151,8 @@ class SiteConfig:
     kms_alias: str
     replication_role: str
     transit_gateway_name: str
+    transit_gateway_asn: int  # unique per site: gateways that meet on Direct Connect must differ
+    dual_write_endpoint: bool  # an S3 interface endpoint receives dual writes over the DR link
     buckets: tuple[BucketConfig, ...]
     clusters: tuple[ClusterConfig, ...]
     peers: tuple[PeerConfig, ...]
@@ -350,6 +355,10 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         kms_alias=kms_alias(plan, site),
         replication_role=replication_role_name(plan, site),
         transit_gateway_name=transit_gateway_name(plan, site),
+        transit_gateway_asn=TGW_ASN_BASE + list(plan.sites).index(site.name),
+        dual_write_endpoint=any(
+            b.role == "replica" and b.mechanism == "dual-write" for b in buckets
+        ),
         buckets=tuple(buckets),
         clusters=clusters,
         peers=peers,

@@ -114,6 +114,16 @@ class GpudrMocks(pulumi.runtime.Mocks):
         elif typ == "aws:ec2/eip:Eip":
             rid = f"eipalloc-{_short(typ, name)}"
             state.update(allocationId=rid)
+        elif (
+            typ == "aws:ec2/vpcEndpoint:VpcEndpoint"
+            and inputs.get("vpcEndpointType") == "Interface"
+        ):
+            rid = f"vpce-{_short(typ, name)}"
+            state.update(
+                dnsEntries=[
+                    {"dnsName": f"*.{rid}.s3.{region}.vpce.amazonaws.com", "hostedZoneId": "Z"}
+                ]
+            )
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             state.update(name=inputs.get("name") or rid)
         state.setdefault("arn", arn)
@@ -147,7 +157,7 @@ class GpudrMocks(pulumi.runtime.Mocks):
             return {
                 "id": f"dxgw-{_short('lookup', name)}",
                 "name": name,
-                "amazonSideAsn": "64513",
+                "amazonSideAsn": "64512",
                 "ownerAccountId": OFFLINE_ACCOUNT,
             }
         raise LookupError(f"the offline mocks do not answer {token}; add it to offline/mocks.py")

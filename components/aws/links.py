@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import LinkConfig, PeerConfig
+from gpudr.stackconfig import DX_GATEWAY_ASN, LinkConfig, PeerConfig
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class DirectConnectLink(pulumi.ComponentResource):
         gateway = aws.directconnect.Gateway(
             f"{name}-gateway",
             name=dx_gateway_name(args.system, args.site),
-            amazon_side_asn="64513",
+            amazon_side_asn=str(DX_GATEWAY_ASN),  # a string in this provider
             opts=child,
         )
         aws.directconnect.GatewayAssociation(

@@ -17,7 +17,9 @@ class SiteNetworkArgs:
     cidr: str
     azs: Sequence[str]
     transit_gateway_name: str
+    transit_gateway_asn: int
     peer_cidrs: Sequence[str]
+    dual_write_endpoint: bool
     tags: dict[str, str]
 
 
@@ -34,6 +36,7 @@ class SiteNetwork(pulumi.ComponentResource):
     gpu_subnet_id: pulumi.Output[str]
     transit_gateway_id: pulumi.Output[str]
     transit_gateway_route_table_id: pulumi.Output[str]
+    s3_interface_endpoint_dns: pulumi.Output[str | None]
 
     def __init__(
         self, name: str, args: SiteNetworkArgs, opts: pulumi.ResourceOptions | None = None
@@ -108,7 +111,7 @@ class SiteNetwork(pulumi.ComponentResource):
         tgw = aws.ec2transitgateway.TransitGateway(
             f"{name}-tgw",
             description=f"gpudr DR links for {args.transit_gateway_name}",
-            amazon_side_asn=64512,
+            amazon_side_asn=args.transit_gateway_asn,
             default_route_table_association="enable",
             default_route_table_propagation="enable",
             dns_support="enable",
@@ -158,6 +161,44 @@ class SiteNetwork(pulumi.ComponentResource):
             tags=tags("s3-endpoint"),
             opts=child,
         )
+        self.s3_interface_endpoint_dns = pulumi.Output.from_input(None)
+        if args.dual_write_endpoint:
+            # Dual writers at the peer site reach this region's buckets through this endpoint,
+            # over the DR link (their route to this CIDR is the transit gateway), not through
+            # their NAT and the public S3 endpoint. Only the peers' address space may use it.
+            endpoint_sg = aws.ec2.SecurityGroup(
+                f"{name}-s3-endpoint-sg",
+                description="gpudr: HTTPS to the S3 interface endpoint from peer sites",
+                vpc_id=vpc.id,
+                ingress=[
+                    aws.ec2.SecurityGroupIngressArgs(
+                        protocol="tcp",
+                        from_port=443,
+                        to_port=443,
+                        cidr_blocks=list(args.peer_cidrs),
+                    )
+                ],
+                region=region,
+                tags=tags("s3-endpoint-sg"),
+                opts=child,
+            )
+            interface = aws.ec2.VpcEndpoint(
+                f"{name}-s3-interface",
+                vpc_id=vpc.id,
+                service_name=pulumi.Output.from_input(region).apply(
+                    lambda r: f"com.amazonaws.{r}.s3"
+                ),
+                vpc_endpoint_type="Interface",
+                subnet_ids=[s.id for s in private],
+                security_group_ids=[endpoint_sg.id],
+                private_dns_enabled=False,
+                region=region,
+                tags=tags("s3-interface"),
+                opts=child,
+            )
+            self.s3_interface_endpoint_dns = interface.dns_entries.apply(
+                lambda entries: entries[0]["dns_name"] if entries else None
+            )
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
         # One AZ for GPU pools: a cluster placement group cannot span AZs.
@@ -169,5 +210,6 @@ class SiteNetwork(pulumi.ComponentResource):
                 "vpc_id": self.vpc_id,
                 "private_subnet_ids": self.private_subnet_ids,
                 "transit_gateway_id": self.transit_gateway_id,
+                "s3_interface_endpoint_dns": self.s3_interface_endpoint_dns,
             }
         )

@@ -39,6 +39,7 @@ class AwsSite(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
     transit_gateway_id: pulumi.Output[str]
     key_arn: pulumi.Output[str]
+    dual_write_endpoint: pulumi.Output[str | None]
 
     def __init__(
         self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -79,7 +80,9 @@ class AwsSite(pulumi.ComponentResource):
                 cidr=cfg.cidr,
                 azs=cfg.azs,
                 transit_gateway_name=cfg.transit_gateway_name,
+                transit_gateway_asn=cfg.transit_gateway_asn,
                 peer_cidrs=[p.cidr for p in cfg.peers],
+                dual_write_endpoint=cfg.dual_write_endpoint,
                 tags=site_tags(cfg, "network"),
             ),
             opts=child,
@@ -192,11 +195,13 @@ class AwsSite(pulumi.ComponentResource):
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.transit_gateway_id = network.transit_gateway_id
         self.key_arn = key.key_arn
+        self.dual_write_endpoint = network.s3_interface_endpoint_dns
         self.register_outputs(
             {
                 "buckets": self.buckets,
                 "clusters": self.clusters,
                 "transit_gateway_id": self.transit_gateway_id,
                 "key_arn": self.key_arn,
+                "dual_write_endpoint": self.dual_write_endpoint,
             }
         )

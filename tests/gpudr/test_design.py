@@ -122,3 +122,57 @@ def test_direct_connect_link_is_sized(example_raw: dict[str, Any]) -> None:
     # the dual-written weights: 0.333 Gbps x 1.25 fits two diverse 1 Gbps ports
     assert path.ports is not None and (path.ports.port_gbps, path.ports.ports) == (1, 2)
     assert path.capacity_gbps >= path.needed_gbps
+
+
+# --- regressions found in review ---------------------------------------------------------------
+
+
+def test_alternatives_time_backup_restore_without_a_standing_control_plane(
+    example_raw: dict[str, Any],
+) -> None:
+    """One service forced to pilot light keeps the control plane up, so the other service's
+    backup/restore option skips infrastructure; the "everything backup/restore" alternative
+    must not reuse that and claim a pass."""
+    example_raw.pop("clusters")
+    example_raw["clusters"] = {"serve": {"gpu": "h100", "nodes": 2, "rto": "8h"}}
+    example_raw["services"] = {
+        "api": {
+            "cluster": "serve",
+            "gpu": "h100",
+            "nodes": 2,
+            "rto": "3h",
+            "pattern": "pilot-light",
+        },
+        "batch": {"cluster": "serve", "gpu": "h100", "nodes": 2, "rto": "2h"},
+    }
+    d = design(parse_plan(example_raw))
+    b = next(p for p in d.pools if p.name == "svc-batch")
+    backup = next(o for o in b.options if o.pattern == "backup-restore")
+    assert backup.estimated_rto_s == pytest.approx(6780) and backup.meets  # 300+6000+120+300+60
+    # with no control plane standing: + 1200 s of infrastructure = 7980 s > 2 h
+    assert d.alternatives["backup-restore"] == (0.0, False)
+
+
+def test_rpo_budget_below_the_lag_bound_says_so(example_raw: dict[str, Any]) -> None:
+    example_raw["data"]["checkpoints"]["rpo"] = "50m"
+    row = _rows(design(parse_plan(example_raw)))["checkpoints"]
+    assert any(n.startswith("no bandwidth can meet this") for n in row.notes), row.notes
+
+
+def test_service_without_weights_has_no_rpo_estimate(example_raw: dict[str, Any]) -> None:
+    example_raw["data"].pop("weights")
+    chat = _rows(design(parse_plan(example_raw)))["svc-chat"]
+    assert chat.estimated_rpo_s is None and not chat.meets
+
+
+def test_locked_weight_versions_are_stored(example_raw: dict[str, Any]) -> None:
+    d = design(parse_plan(example_raw))
+    replica = next(x for x in d.cost.lines if x.item == "weights replica (STANDARD)")
+    # 4 publishes a month for 365 days of compliance lock: 48 versions of 150 GB
+    assert replica.quantity == pytest.approx(150 * 4 * 365 / (365 / 12))
+
+
+def test_every_site_pays_for_its_nat() -> None:
+    d = design(load_plan(EXAMPLE))
+    nat = [(x.site, x.dr) for x in d.cost.lines if x.item == "NAT gateway"]
+    assert nat == [("use1", False), ("usw2", True)]

@@ -105,6 +105,8 @@ WORKING = 2 * TB / 3  # latest checkpoint as stored
         # a capacity reservation removes the wait for capacity
         ("pilot-light", "training", True, 1533.33),
         ("warm-standby", "training", False, 2733.33),
+        # reserved: the missing nodes only boot (600 s), no 30 min scale-up
+        ("warm-standby", "training", True, 1533.33),
         ("active-active", "training", False, 933.33),
         # service: every node loads the whole working set itself: 150e9*8/10e9 = 120 s
         ("active-active", "service", False, 360.0),
@@ -133,7 +135,7 @@ def test_standing_nodes(pattern: str, nodes: int, fraction: float, standing: int
 
 
 PORTS = {1: 0.30, 10: 2.25, 100: 22.50, 400: 85.00}
-LAG = {1: 4, 10: 4, 100: 4, 400: 4}
+LAG = {1: 4, 10: 4, 100: 2, 400: 2}  # AWS: 4 ports below 100G, 2 at 100G and 400G
 
 
 @pytest.mark.parametrize(
@@ -143,7 +145,8 @@ LAG = {1: 4, 10: 4, 100: 4, 400: 4}
         (12, 10, 2),  # 1G would need 12 ports, 6 per location: over the LAG limit
         (45, 10, 5),  # 5 x 10G ($11.25/h) beats 2 x 100G ($45/h)
         (85, 100, 2),  # 9 x 10G is 5 per location: over the limit
-        (500, 100, 5),  # 5 x 100G ($112.50/h) beats 2 x 400G ($170/h)
+        (300, 100, 3),  # 3 x 100G, 2 at one location ($67.50/h) beats 2 x 400G ($170/h)
+        (500, 400, 2),  # 5 x 100G is 3 per location: over the 2-port LAG limit at 100G
     ],
 )
 def test_size_direct_connect(need: float, speed: int, ports: int) -> None:

@@ -166,3 +166,24 @@ def test_dual_write_accepted_when_explicit(example_raw: dict[str, Any]) -> None:
     example_raw["data"]["datasets"].update(rpo=0, replication="dual-write")
     plan = parse_plan(example_raw)
     assert plan.datasets is not None and plan.datasets.replication == "dual-write"
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("data.weights.publish_window", "data.weights.publish_window: must be longer than 0"),
+        ("data.checkpoints.archive_after", "data.checkpoints.archive_after: must be at least 1d"),
+    ],
+)
+def test_zero_is_refused_not_replaced(example_raw: dict[str, Any], path: str, message: str) -> None:
+    _set(example_raw, path, "0")
+    with pytest.raises(PlanError) as caught:
+        parse_plan(example_raw)
+    assert any(str(e).startswith(message) for e in caught.value.errors)
+
+
+def test_spec_defaults_have_sources() -> None:
+    from gpudr import reference
+
+    for name, entry in reference.defaults()["spec"].items():
+        assert entry["source"] in reference.defaults()["sources"], name

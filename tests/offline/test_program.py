@@ -296,7 +296,15 @@ def test_direct_connect_ports_match_the_plan(example_raw: dict[str, Any]) -> Non
         ("1Gbps", "CSOW"),
         ("1Gbps", "EqSe2"),
     ]
-    assert of_type(dr, "aws:directconnect/gateway:Gateway")[0].inputs["amazonSideAsn"] == "64513"
+    assert of_type(dr, "aws:directconnect/gateway:Gateway")[0].inputs["amazonSideAsn"] == "64512"
+    tgw_asns = {
+        run(plan, s).resources[0].type
+        and named(
+            run(plan, s), "aws:ec2transitgateway/transitGateway:TransitGateway", "tgw"
+        ).inputs["amazonSideAsn"]
+        for s in ("use1", "usw2")
+    }
+    assert tgw_asns == {64600.0, 64601.0}  # distinct, and distinct from the DX gateway's
     primary = run(plan, "use1")
     assert of_type(primary, "aws:directconnect/gatewayAssociation:GatewayAssociation")
 
