@@ -493,9 +493,11 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                     "distinct address space",
                 )
         used_cidrs.append((site_name, net))
+        region_known = bool(region) and (not known or region in known)
         azs = r.convert(s, "azs", path, _str_list) or (f"{region}a", f"{region}b")
         for i, az in enumerate(azs):
-            if region and not az.startswith(region):
+            # An unknown region is reported once; its AZs are not judged against it.
+            if region_known and not az.startswith(region):
                 r.error(f"{path}.azs[{i}]", f'"{az}" is not in region {region}')
         if len(azs) < 2:
             r.error(f"{path}.azs", "needs at least two availability zones (EKS requires two)")
@@ -593,7 +595,10 @@ def _gpu_fields(
             f"{', '.join(reference.gpu_types(site.cloud))}",
         )
         return gpu, "", gpus_per_node or 8, 0
+    known = reference.regions(site.cloud)
     for where in [site, *dr_sites]:
+        if where.region not in known:
+            continue  # already reported as an unknown region
         if offer.regions and where.region not in offer.regions:
             r.error(
                 f"{path}.gpu",
