@@ -330,3 +330,12 @@ def test_every_taggable_resource_carries_dr_tags(site: str) -> None:
     bucket = named(r, "aws:s3/bucket:Bucket", "checkpoints")
     assert bucket.inputs["tags"]["gpudr:rpo-s"] == "14400"
     assert bucket.inputs["tags"]["gpudr:data-class"] == "checkpoints"
+
+
+def test_a100_cluster_uses_p4d_with_its_efa_count(example_raw: dict[str, Any]) -> None:
+    example_raw["clusters"]["train"]["gpu"] = "a100"
+    r = run(parse_plan(example_raw), "usw2")
+    ng = named(r, "aws:eks/nodeGroup:NodeGroup", "-train-nodes")
+    assert ng.inputs["instanceTypes"] == ["p4d.24xlarge"]
+    lt = named(r, "aws:ec2/launchTemplate:LaunchTemplate", "-train-lt")
+    assert len(lt.inputs["networkInterfaces"]) == 4
