@@ -715,19 +715,7 @@ def _cost_lines(
                 )
             )
         if f.mechanism == "dual-write":
-            # The receiving site's S3 interface endpoint: per AZ-hour, and per GB it takes in.
-            azs = len(dr.azs)
-            lines.append(
-                L(
-                    f.dr,
-                    "network",
-                    f"S3 interface endpoint for {f.data_class} dual writes ({azs} AZs)",
-                    azs * hours,
-                    "endpoint-AZ-hour",
-                    reference.price("aws", "vpce_interface_az_hour"),
-                    True,
-                )
-            )
+            # Per GB the receiving site's S3 interface endpoint takes in (its hours: below).
             lines.append(
                 L(
                     f.dr,
@@ -750,6 +738,20 @@ def _cost_lines(
                     True,
                 )
             )
+    for site_name in sorted({f.dr for f in flows if f.mechanism == "dual-write"}):
+        # One S3 interface endpoint per receiving site, billed per AZ-hour.
+        azs = len(plan.sites[site_name].azs)
+        lines.append(
+            L(
+                site_name,
+                "network",
+                f"S3 interface endpoint for dual writes ({azs} AZs)",
+                azs * hours,
+                "endpoint-AZ-hour",
+                reference.price("aws", "vpce_interface_az_hour"),
+                True,
+            )
+        )
     for site in plan.sites.values():
         # One NAT gateway per site for node egress; the primary's is its own running cost.
         lines.append(

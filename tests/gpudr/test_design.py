@@ -176,3 +176,10 @@ def test_every_site_pays_for_its_nat() -> None:
     d = design(load_plan(EXAMPLE))
     nat = [(x.site, x.dr) for x in d.cost.lines if x.item == "NAT gateway"]
     assert nat == [("use1", False), ("usw2", True)]
+
+
+def test_one_interface_endpoint_per_receiving_site(example_raw: dict[str, Any]) -> None:
+    example_raw["data"]["datasets"].update(rpo=0, replication="dual-write")
+    d = design(parse_plan(example_raw))
+    endpoint = [x for x in d.cost.lines if x.item.startswith("S3 interface endpoint")]
+    assert [(x.site, x.quantity) for x in endpoint] == [("usw2", 2 * HOURS_PER_MONTH)]
