@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpudr.design import Design, Pool
-from gpudr.spec import Plan, Site
+from gpudr.spec import Cluster, Plan, Service, Site
 
 CONFIG_NAMESPACE = "gpudr"
 MODES = ("standby", "failover")
@@ -383,6 +383,25 @@ def _pool_config(p: Pool) -> PoolConfig:
     )
 
 
+def _primary_pool(w: Cluster | Service) -> PoolConfig:
+    """A primary's pool runs at full size; training pools get EFA and cluster placement."""
+    training = isinstance(w, Cluster)
+    return PoolConfig(
+        name=w.name if training else f"svc-{w.name}",
+        kind="training" if training else "service",
+        gpu=w.gpu,
+        instance_type=w.instance_type,
+        gpus_per_node=w.gpus_per_node,
+        efa_interfaces=w.efa_interfaces if isinstance(w, Cluster) else 0,
+        placement=training,
+        pattern="primary",
+        nodes=w.nodes,
+        standby_nodes=w.nodes,
+        reserved=False,
+        rto_s=w.rto_s,
+    )
+
+
 def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
     plan = design.plan
     out: list[ClusterConfig] = []
@@ -390,49 +409,11 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
         for cl in plan.clusters.values():
             if cl.site != site.name:
                 continue
-            pools = [
-                PoolConfig(
-                    name=cl.name,
-                    kind="training",
-                    gpu=cl.gpu,
-                    instance_type=cl.instance_type,
-                    gpus_per_node=cl.gpus_per_node,
-                    efa_interfaces=cl.efa_interfaces,
-                    placement=True,
-                    pattern="primary",
-                    nodes=cl.nodes,
-                    standby_nodes=cl.nodes,
-                    reserved=False,
-                    rto_s=cl.rto_s,
-                )
-            ]
-            for svc in plan.services.values():
-                if svc.cluster == cl.name:
-                    pools.append(
-                        PoolConfig(
-                            name=f"svc-{svc.name}",
-                            kind="service",
-                            gpu=svc.gpu,
-                            instance_type=svc.instance_type,
-                            gpus_per_node=svc.gpus_per_node,
-                            efa_interfaces=0,
-                            placement=False,
-                            pattern="primary",
-                            nodes=svc.nodes,
-                            standby_nodes=svc.nodes,
-                            reserved=False,
-                            rto_s=svc.rto_s,
-                        )
-                    )
-            out.append(
-                ClusterConfig(
-                    cl.name,
-                    f"{plan.name}-{site.name}-{cl.name}",
-                    KUBERNETES_VERSION,
-                    tuple(pools),
-                    True,
-                )
-            )
+            members: list[Cluster | Service] = [cl]
+            members += [s for s in plan.services.values() if s.cluster == cl.name]
+            pools = tuple(_primary_pool(w) for w in members)
+            eks_name = f"{plan.name}-{site.name}-{cl.name}"
+            out.append(ClusterConfig(cl.name, eks_name, KUBERNETES_VERSION, pools, True))
     else:
         by_cluster: dict[str, list[Pool]] = {}
         for p in design.pools:
