@@ -59,15 +59,35 @@ class Lifecycle:
 
 @dataclass(frozen=True)
 class ReplicationTarget:
+    """A push from this (source) bucket, owned by the source's stack."""
+
     site: str
     region: str
-    account: str | None
-    bucket: str
+    account: str | None  # AWS account of the destination
+    bucket: str  # S3 bucket, or Azure container
     kms_alias: str
-    mechanism: str  # crr-rtc | crr
+    mechanism: str  # crr-rtc | crr | azure-or
     storage_class: str
     rule_id: str
     latency_alarm_s: int
+    resource_group: str | None = None  # Azure: the destination's resource group
+    storage_account: str | None = None  # Azure: the destination storage account
+
+
+@dataclass(frozen=True)
+class InboundTransfer:
+    """A scheduled pull into this (replica) bucket, owned by the DR stack: the DR site holds
+    the job and the identity it uses, so it can run and change them with the primary gone."""
+
+    service: str  # sts (into GCS) | datasync (into S3)
+    source_cloud: str  # aws | gcp
+    source_site: str
+    source_region: str
+    source_bucket: str
+    source_account: str | None  # AWS account owning the source bucket (sts from S3)
+    source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
+    schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
+    role_name: str  # AWS IAM role the transfer assumes (sts: federated from Google)
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,17 @@ class BucketConfig:
     dual_write_buckets: tuple[str, ...] = ()  # the other copies a dual writer must write
     source_account: str | None = None  # replica side: who replicates into this bucket
     source_role: str | None = None
+    # GCS: `location` is the region, or the multi-region code of a custom dual-region whose
+    # two regions are `data_locations`; `turbo` sets rpo=ASYNC_TURBO; the CMEK key must live
+    # in `kms_location` (the bucket's location, lower case).
+    location: str | None = None
+    data_locations: tuple[str, ...] = ()
+    turbo: bool = False
+    kms_location: str | None = None
+    # Azure: the storage account holding this class's container, and its redundancy SKU.
+    storage_account: str | None = None
+    sku: str | None = None
+    inbound: tuple[InboundTransfer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +134,7 @@ class PoolConfig:
     standby_nodes: int  # nodes kept at the DR site before failover
     reserved: bool
     rto_s: float | None
+    accelerator: str | None = None  # GCP accelerator type, e.g. nvidia-h100-80gb
 
 
 @dataclass(frozen=True)
@@ -122,11 +154,15 @@ class PeerConfig:
     cidr: str
     account: str | None
     transit_gateway_name: str
+    cloud: str = "aws"
+    project: str | None = None
+    resource_group: str | None = None
+    network_name: str | None = None
 
 
 @dataclass(frozen=True)
 class LinkConfig:
-    kind: str  # tgw-peering | direct-connect
+    kind: str  # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn
     peer_site: str
     capacity_gbps: float
     required_gbps: float
@@ -151,12 +187,17 @@ class SiteConfig:
     kms_alias: str
     replication_role: str
     transit_gateway_name: str
-    transit_gateway_asn: int  # unique per site: gateways that meet on Direct Connect must differ
+    transit_gateway_asn: int  # unique per site: also the BGP ASN of GCP Cloud Routers
     dual_write_endpoint: bool  # an S3 interface endpoint receives dual writes over the DR link
     buckets: tuple[BucketConfig, ...]
     clusters: tuple[ClusterConfig, ...]
     peers: tuple[PeerConfig, ...]
     links: tuple[LinkConfig, ...]
+    network_name: str = ""  # GCP VPC network / Azure virtual network name
+    project: str | None = None  # GCP project
+    resource_group: str | None = None  # Azure resource group, created by this stack
+    key_ring: str | None = None  # GCP Cloud KMS key ring name (one per location)
+    key_vault: str | None = None  # Azure Key Vault name
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
@@ -213,6 +254,8 @@ def _bucket(b: dict[str, Any]) -> BucketConfig:
         ReplicationTarget(**_ints(t, ("latency_alarm_s",))) for t in b.get("replication", ())
     )
     d["dual_write_buckets"] = tuple(b.get("dual_write_buckets", ()))
+    d["data_locations"] = tuple(b.get("data_locations", ()))
+    d["inbound"] = tuple(InboundTransfer(**_ints(t, ("schedule_s",))) for t in b.get("inbound", ()))
     return BucketConfig(**d)
 
 

@@ -62,19 +62,46 @@ class GpudrMocks(pulumi.runtime.Mocks):
         if region and region in self.unreachable_regions:
             raise UnreachableError(f"{what}: region {region} is unreachable")
 
+    @staticmethod
+    def placed_in(inputs: dict[str, Any]) -> str | None:
+        """The region a resource is placed in: AWS `region`, Azure `location`, GCP `region`
+        or the region of a `location`/zone (`us-central1-a` -> `us-central1`)."""
+        for key in ("region", "location"):
+            value = inputs.get(key)
+            if isinstance(value, str) and value:
+                parts = value.split("-")
+                if len(parts) == 3 and len(parts[2]) == 1 and parts[2].isalpha():  # GCP zone
+                    return "-".join(parts[:2])
+                return value
+        return None
+
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == "pulumi:pulumi:StackReference":
             raise UnreachableError(
                 f"StackReference {args.name}: the other stack's state is unreachable"
             )
         inputs = dict(args.inputs)
-        region = inputs.get("region") or self.default_region
-        self._check_region(f"{args.typ} {args.name}", inputs.get("region"))
+        placed = self.placed_in(inputs)
+        region = placed or self.default_region
+        self._check_region(f"{args.typ} {args.name}", placed)
         if not args.custom:
             return "", {}
         return self._provider_answer(args.typ, args.name, inputs, str(region))
 
     def _provider_answer(
+        self, typ: str, name: str, inputs: dict[str, Any], region: str
+    ) -> tuple[str, dict[str, Any]]:
+        if typ.startswith("gcp:"):
+            from offline import mocks_gcp
+
+            return mocks_gcp.answer(typ, name, inputs)
+        if typ.startswith("azure-native:"):
+            from offline import mocks_azure
+
+            return mocks_azure.answer(typ, name, inputs)
+        return self._aws_answer(typ, name, inputs, region)
+
+    def _aws_answer(
         self, typ: str, name: str, inputs: dict[str, Any], region: str
     ) -> tuple[str, dict[str, Any]]:
         state = dict(inputs)
@@ -132,11 +159,19 @@ class GpudrMocks(pulumi.runtime.Mocks):
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         self.calls.append((args.token, dict(args.args)))
-        region = args.args.get("region")
+        region = self.placed_in(args.args)
         self._check_region(f"lookup {args.token}", region)
         return self._lookup(args.token, args.args, region), []
 
     def _lookup(self, token: str, args: dict[str, Any], region: str | None) -> dict[str, Any]:
+        if token.startswith("gcp:"):
+            from offline import mocks_gcp
+
+            return mocks_gcp.lookup(token, args)
+        if token.startswith("azure-native:"):
+            from offline import mocks_azure
+
+            return mocks_azure.lookup(token, args)
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": OFFLINE_ACCOUNT,

@@ -39,6 +39,7 @@ class AwsSite(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
     transit_gateway_id: pulumi.Output[str]
     key_arn: pulumi.Output[str]
+    key_id: pulumi.Output[str]
     dual_write_endpoint: pulumi.Output[str | None]
 
     def __init__(
@@ -195,6 +196,7 @@ class AwsSite(pulumi.ComponentResource):
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.transit_gateway_id = network.transit_gateway_id
         self.key_arn = key.key_arn
+        self.key_id = key.key_arn
         self.dual_write_endpoint = network.s3_interface_endpoint_dns
         self.register_outputs(
             {

@@ -1,0 +1,1 @@
+"""Azure components of a gpudr site."""

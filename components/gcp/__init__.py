@@ -1,0 +1,1 @@
+"""GCP components of a gpudr site."""
