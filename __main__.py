@@ -6,28 +6,24 @@ the GCP or Azure SDK.
 
 from __future__ import annotations
 
+import importlib
+
 import pulumi
 
 from components.config import load
 
+# cloud -> (module, component class, its Args class); each takes (config, failover).
+SITES = {
+    "aws": ("components.aws.site", "AwsSite", "AwsSiteArgs"),
+    "gcp": ("components.gcp.site", "GcpSite", "GcpSiteArgs"),
+    "azure": ("components.azure.site", "AzureSite", "AzureSiteArgs"),
+}
+
 stack = load()
-cloud = stack.site.cloud
-if cloud == "aws":
-    from components.aws.site import AwsSite, AwsSiteArgs
-
-    site: pulumi.ComponentResource = AwsSite(
-        stack.site.site, AwsSiteArgs(config=stack.site, failover=stack.failover)
-    )
-elif cloud == "gcp":
-    from components.gcp.site import GcpSite, GcpSiteArgs
-
-    site = GcpSite(stack.site.site, GcpSiteArgs(config=stack.site, failover=stack.failover))
-elif cloud == "azure":
-    from components.azure.site import AzureSite, AzureSiteArgs
-
-    site = AzureSite(stack.site.site, AzureSiteArgs(config=stack.site, failover=stack.failover))
-else:
-    raise ValueError(f"gpudr:site cloud {cloud!r} is not one of aws, gcp, azure")
+module_name, site_class, args_class = SITES[stack.site.cloud]
+module = importlib.import_module(module_name)
+args = getattr(module, args_class)(config=stack.site, failover=stack.failover)
+site: pulumi.ComponentResource = getattr(module, site_class)(stack.site.site, args)
 
 pulumi.export("site", stack.site.site)
 pulumi.export("role", stack.site.role)
