@@ -42,6 +42,10 @@ def load() -> StackConfig:
         raise StackConfigError(
             f"gpudr:site is malformed ({exc}); regenerate it with `gpudr generate PLAN.yaml`"
         ) from exc
+    if site.cloud not in ("aws", "gcp", "azure"):
+        raise StackConfigError(
+            f'gpudr:site cloud "{site.cloud}" is not one of aws, gcp, azure; regenerate the stack'
+        )
     mode = config.get("mode") or "standby"
     if mode not in MODES:
         raise StackConfigError(f'gpudr:mode "{mode}" is not allowed; use one of {", ".join(MODES)}')

@@ -39,3 +39,14 @@ def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
 
 def pool_tags(site: SiteConfig, pool: str, pattern: str, rto_s: float | None) -> dict[str, str]:
     return site_tags(site, "gpu-pool", pool=pool, pattern=pattern, rto_s=_seconds(rto_s))
+
+
+def gcp_labels(tags: dict[str, str]) -> dict[str, str]:
+    """GCP labels from gpudr tags: keys and values lowercase, only letters, digits, `_` and
+    `-`, at most 63 characters (`gpudr:rpo-s` becomes `gpudr-rpo-s`)."""
+
+    def clean(text: str) -> str:
+        out = "".join(c if c.isalnum() or c in "_-" else "-" for c in text.lower())
+        return out[:63]
+
+    return {clean(k): clean(v) for k, v in tags.items()}
