@@ -57,6 +57,7 @@ def storage_month(cloud: str, storage_class: str) -> reference.Price:
 @dataclass(frozen=True)
 class CostReport:
     lines: tuple[CostLine, ...]
+    unpriced: tuple[str, ...] = ()  # items whose price is missing from prices.yaml
 
     def total(self, dr_only: bool = False) -> float:
         return sum(x.monthly_usd for x in self.lines if x.dr or not dr_only)
@@ -75,5 +76,5 @@ class CostReport:
         return dict(out)
 
 
-def report(lines: Iterable[CostLine]) -> CostReport:
-    return CostReport(tuple(lines))
+def report(lines: Iterable[CostLine], unpriced: Iterable[str] = ()) -> CostReport:
+    return CostReport(tuple(lines), tuple(unpriced))

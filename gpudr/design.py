@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from gpudr import cost, reference, sizing
-from gpudr.spec import Cluster, Plan, Service, Site
+from gpudr.spec import PAIRS, Cluster, Plan, Service, Site, gcs_dual_region
 from gpudr.units import fmt_duration, transfer_seconds
 
 SECONDS_PER_MONTH = cost.DAYS_PER_MONTH * 86400
@@ -32,6 +32,7 @@ class DataFlow:
     monthly_bytes: float
     replica_class: str
     notes: tuple[str, ...]
+    schedule: sizing.Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -132,23 +133,43 @@ class Design:
 # --- mechanisms -------------------------------------------------------------------------------
 
 
-def choose_mechanism(requested: str, rpo_s: float | None) -> str:
-    """`auto`: dual write for RPO 0, RTC for any other target, plain CRR when there is none."""
+def choose_mechanism(requested: str, rpo_s: float | None, primary: Site, dr: Site) -> str:
+    """`auto`: dual write for RPO 0; otherwise the pair's managed mechanism with a time bound
+    where there is one (S3 RTC; GCS turbo on a same-continent dual-region), else the pair's
+    scheduled or best-effort mechanism, whose RPO the plan then computes or reports as unmet."""
     if requested != "auto":
         return requested
     if rpo_s == 0:
         return "dual-write"
-    if rpo_s is None:
-        return "crr"
-    return "crr-rtc"
+    pair = (primary.cloud, dr.cloud)
+    if pair == ("aws", "aws"):
+        return "crr" if rpo_s is None else "crr-rtc"
+    if pair == ("gcp", "gcp"):
+        if gcs_dual_region(primary.region, dr.region):
+            return "gcs-dual-region" if rpo_s is None else "gcs-turbo"
+        return "sts"
+    if pair == ("azure", "azure"):
+        return "azure-or"
+    return "sts"  # aws -> gcp
 
 
-def _path_kind(mechanism: str, dr: Site) -> str:
-    if mechanism == "crr-rtc":
-        return "s3-rtc"
-    if mechanism == "crr":
-        return "s3-crr"
-    return dr.link.kind if dr.link else "tgw-peering"
+def link_kind(primary: Site, dr: Site) -> str:
+    """The DR link between two sites: the one the spec names, else the pair's default."""
+    if dr.link is not None:
+        return dr.link.kind
+    return PAIRS[(primary.cloud, dr.cloud)][1][0]
+
+
+def _path_kind(mechanism: str, primary: Site, dr: Site) -> str:
+    """Managed mechanisms travel on their service's own path; dual writes on the DR link."""
+    return {
+        "crr-rtc": "s3-rtc",
+        "crr": "s3-crr",
+        "gcs-turbo": "gcs-turbo",
+        "gcs-dual-region": "gcs-dual-region",
+        "sts": "sts",
+        "azure-or": "azure-or",
+    }.get(mechanism) or link_kind(primary, dr)
 
 
 def _monthly_bytes(plan: Plan, data_class: str) -> float:
@@ -167,18 +188,18 @@ def _flows_for_pair(plan: Plan, primary: Site, dr: Site) -> list[tuple[str, str,
     out: list[tuple[str, str, sizing.Flow]] = []
     c, w, d = plan.checkpoints, plan.weights, plan.datasets
     if c and c.site == primary.name:
-        mech = choose_mechanism(c.replication, c.rpo_s)
+        mech = choose_mechanism(c.replication, c.rpo_s, primary, dr)
         flow = sizing.checkpoint_flow(
             mech, c.size_b, c.interval_s, c.dedup_ratio, c.compression_ratio, c.rpo_s
         )
         out.append(("checkpoints", mech, flow))
     if w and w.site == primary.name:
-        mech = choose_mechanism(w.replication, w.rpo_s)
+        mech = choose_mechanism(w.replication, w.rpo_s, primary, dr)
         out.append(
             ("weights", mech, sizing.weights_flow(mech, w.size_b, w.rpo_s, w.publish_window_s))
         )
     if d and d.site == primary.name:
-        mech = choose_mechanism(d.replication, d.rpo_s)
+        mech = choose_mechanism(d.replication, d.rpo_s, primary, dr)
         out.append(("datasets", mech, sizing.dataset_flow(mech, d.daily_change_b)))
     return out
 
@@ -198,6 +219,27 @@ def _path_capacity(
         return plan.quotas.s3_rtc_gbps, src, None
     if kind == "s3-crr":
         return math.inf, "S3 CRR without RTC has no rate quota (and no time guarantee)", None
+    if kind in ("gcs-turbo", "gcs-dual-region"):
+        return math.inf, "one dual-region bucket; no published replication rate limit", None
+    if kind == "azure-or":
+        return math.inf, "standard object replication has no rate limit (and no SLA)", None
+    if kind == "sts":
+        src = (
+            "quotas.sts_gbps (spec)"
+            if "sts_gbps" in plan.quotas.overridden
+            else "quotas.sts_gbps default (assumption: Google publishes no transfer rate)"
+        )
+        return plan.quotas.sts_gbps, src, None
+    if kind == "ha-vpn":
+        vpn = reference.defaults()["links"]["ha-vpn"]
+        per_tunnel = min(float(v) for v in vpn["tunnel_gbps"].values())
+        return (
+            int(vpn["tunnels"]) * per_tunnel,
+            f"{vpn['tunnels']} HA VPN tunnels x {per_tunnel:g} Gbps (slower end)",
+            None,
+        )
+    if kind in ("vpc-peering", "vnet-peering"):
+        return math.inf, f"{kind}: no provisioned capacity (VM egress bounds it)", None
     if kind == "tgw-peering":
         src = (
             "quotas.tgw_peering_gbps (spec)"
@@ -265,7 +307,10 @@ def _plan_pool(
     params = _rto_params(plan, kind)
     if control_plane_standing:
         params = replace(params, infra_create_s=0.0)
-    control_plane = reference.price(dr.cloud, "eks_cluster_hour").usd * cost.HOURS_PER_MONTH
+    control_plane = (
+        reference.price(dr.cloud, *_SITE_PRICES[dr.cloud]["control_plane"]).usd
+        * cost.HOURS_PER_MONTH
+    )
     working = _working_set(plan, kind)
     options: list[PatternOption] = []
     for pattern in sizing.PATTERN_ORDER:
@@ -353,10 +398,10 @@ def design(plan: Plan) -> Design:
         pair_flows = _flows_for_pair(plan, primary, dr)
         grouped: dict[str, list[tuple[str, str, sizing.Flow]]] = {}
         for cls, mech, flow in pair_flows:
-            grouped.setdefault(_path_kind(mech, dr), []).append((cls, mech, flow))
+            grouped.setdefault(_path_kind(mech, primary, dr), []).append((cls, mech, flow))
         if plan.clusters or plan.services:
-            # GPU sites are peered for control traffic and failback even without data on it.
-            grouped.setdefault(dr.link.kind if dr.link else "tgw-peering", [])
+            # GPU sites are linked for control traffic and failback even without data on it.
+            grouped.setdefault(link_kind(primary, dr), [])
         for kind, members in grouped.items():
             required = sum(f.required_gbps for _, _, f in members)
             capacity, source, ports = _path_capacity(plan, kind, required * plan.headroom)
@@ -377,14 +422,34 @@ def design(plan: Plan) -> Design:
                 others = sum(f.steady_gbps for c, _, f in members if c != cls)
                 mech_facts = reference.mechanism(mech)
                 floor = mech_facts["lag_s"]
-                est = sizing.achieved_rpo(
-                    flow,
-                    None if floor is None else float(floor),
-                    bool(mech_facts["synchronous"]),
-                    capacity,
-                    others,
-                )
-                flows.append(_data_flow(plan, primary, dr, cls, mech, key, flow, est))
+                schedule = None
+                if mech_facts.get("scheduled"):
+                    spec = getattr(plan, cls)
+                    schedule = sizing.scheduled_transfer(
+                        flow,
+                        spec.rpo_s,
+                        capacity,
+                        others,
+                        min_interval_s=int(mech_facts["min_interval_s"]),
+                    )
+                    est = sizing.RpoEstimate(
+                        schedule.estimated_rpo_s,
+                        schedule.interval_s + schedule.transfer_s,
+                        schedule.transfer_s,
+                        False,
+                        f"scheduled every {fmt_duration(schedule.interval_s)}: the interval plus "
+                        f"one run's transfer ({fmt_duration(schedule.transfer_s)}); no SLA on "
+                        "transfer speed",
+                    )
+                else:
+                    est = sizing.achieved_rpo(
+                        flow,
+                        None if floor is None else float(floor),
+                        bool(mech_facts["synchronous"]),
+                        capacity,
+                        others,
+                    )
+                flows.append(_data_flow(plan, primary, dr, cls, mech, key, flow, est, schedule))
         # A service at the DR site serves what was replicated there: its RPO is the weights'.
         # Without a weights class gpudr protects none of its data, so it has no estimate.
         est_weights = next(
@@ -397,10 +462,16 @@ def design(plan: Plan) -> Design:
         )
         pools.extend(_plan_pools(plan, primary, dr, est_weights))
     workloads = _workloads(plan, flows, paths, pools)
-    lines = _cost_lines(plan, flows, paths, pools)
+    priced = _cost_lines(plan, flows, paths, pools)
     alternatives = _alternatives(plan, pools)
     return Design(
-        plan, tuple(flows), paths, tuple(pools), tuple(workloads), cost.report(lines), alternatives
+        plan,
+        tuple(flows),
+        paths,
+        tuple(pools),
+        tuple(workloads),
+        cost.report(priced.lines, priced.unpriced),
+        alternatives,
     )
 
 
@@ -413,6 +484,7 @@ def _data_flow(
     key: str,
     flow: sizing.Flow,
     est: sizing.RpoEstimate,
+    schedule: sizing.Schedule | None = None,
 ) -> DataFlow:
     spec = {"checkpoints": plan.checkpoints, "weights": plan.weights, "datasets": plan.datasets}[
         cls
@@ -449,6 +521,33 @@ def _data_flow(
             )
     if mech == "dual-write":
         notes.append("every writer must write both copies before it reports success")
+    if schedule is not None and not schedule.fits:
+        notes.append(
+            "even the shortest schedule the service allows "
+            f"({fmt_duration(schedule.interval_s)}) misses the RPO: relax it, or use "
+            "dual-write for this class"
+        )
+    if mech == "gcs-turbo" or mech == "gcs-dual-region":
+        notes.append(
+            f"one dual-region bucket spans {primary.region} and {dr.region}, owned by the DR "
+            "site's stack"
+        )
+    if mech == "azure-or":
+        facts = reference.mechanism("azure-or")
+        cap = float(facts["priority_max_gbps"])
+        lag = float(facts["priority_lag_s"])
+        why = []
+        if spec.rpo_s is not None and spec.rpo_s < lag + flow.base_rpo_s:
+            why.append(f"its {fmt_duration(lag)} bound is above this RPO")
+        if flow.required_gbps > cap:
+            why.append(
+                f"this class needs {flow.required_gbps:.2f} Gbps of ingress, above the "
+                f"{cap:g} Gbps where that SLA is void"
+            )
+        notes.append(
+            "priority replication (99.9% in 15 min) is not settable through azure-native 3.29"
+            + (" and would not help: " + "; ".join(why) if why else "")
+        )
     # Data-class RTO: the data is already at the DR site; it is usable after detection and the
     # read of its working set by one node.
     rto_est: float | None = None
@@ -461,7 +560,7 @@ def _data_flow(
         rto_est = plan.recovery.detection_s + transfer_seconds(
             working, plan.recovery.read_gbps_per_node
         )
-    replica_class = str(reference.defaults()["storage"]["replica_class"][cls])
+    replica_class = str(reference.defaults()["storage"]["replica_class"][dr.cloud][cls])
     return DataFlow(
         data_class=cls,
         primary=primary.name,
@@ -476,6 +575,7 @@ def _data_flow(
         monthly_bytes=_monthly_bytes(plan, cls),
         replica_class=replica_class,
         notes=tuple(notes),
+        schedule=schedule,
     )
 
 
@@ -547,252 +647,340 @@ def _workloads(
 # --- cost -------------------------------------------------------------------------------------
 
 
+# Price keys per cloud (prices.yaml) for the items every site has.
+_SITE_PRICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "aws": {
+        "control_plane": ("eks_cluster_hour",),
+        "key": ("kms_key_month",),
+        "nat": ("nat_gateway_hour",),
+    },
+    "gcp": {
+        "control_plane": ("gke_cluster_hour",),
+        "key": ("kms_key_version_month",),
+        "nat": ("cloud_nat_gateway_hour",),
+    },
+    "azure": {"control_plane": ("aks_cluster_hour",), "key": ("keyvault_key_month",)},
+}
+# Per-GB price of moving a class's bytes from the primary's cloud, by path kind.
+_TRANSFER_PRICE: dict[tuple[str, str], tuple[str, ...]] = {
+    ("aws", "aws"): ("transfer_gb", "inter_region"),
+    ("gcp", "gcp"): ("transfer_gb", "inter_region_same_continent"),
+    ("azure", "azure"): ("transfer_gb", "inter_region"),
+    ("aws", "gcp"): ("transfer_gb", "internet_egress"),
+}
+# Extra per-GB fee of a mechanism, charged by the cloud that runs it.
+_MECHANISM_FEE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "crr-rtc": ("aws", ("s3_rtc_gb",)),
+    "gcs-turbo": ("gcp", ("turbo_replication_gb",)),
+    "gcs-dual-region": ("gcp", ("dual_region_replication_gb",)),
+    "sts": ("gcp", ("storage_transfer_service_gb",)),
+}
+
+
+class _Lines:
+    """Collects cost lines; a price missing from prices.yaml is listed, never invented."""
+
+    def __init__(self) -> None:
+        self.lines: list[cost.CostLine] = []
+        self.unpriced: list[str] = []
+
+    def add(
+        self,
+        site: str,
+        category: str,
+        item: str,
+        quantity: float,
+        unit: str,
+        cloud: str,
+        key: tuple[str, ...],
+        dr: bool,
+    ) -> None:
+        try:
+            price = reference.price(cloud, *key)
+        except reference.ReferenceError:
+            self.unpriced.append(f"{site}: {item} ({cloud}.{'.'.join(key)} is not in prices.yaml)")
+            return
+        self.lines.append(cost.line(site, category, item, quantity, unit, price, dr))
+
+
 def _cost_lines(
     plan: Plan, flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]
-) -> list[cost.CostLine]:
-    lines: list[cost.CostLine] = []
+) -> _Lines:
+    out = _Lines()
     hours = cost.HOURS_PER_MONTH
-    L = cost.line
+    storage = reference.defaults()["storage"]
     for site in plan.sites.values():
-        cloud = site.cloud
-        is_dr = site.role == "dr"
-        lines.append(
-            L(
-                site.name,
-                "keys",
-                "KMS key",
-                1,
-                "key-month",
-                reference.price(cloud, "kms_key_month"),
-                is_dr,
-            )
-        )
-        if not is_dr:
-            for cl in plan.clusters.values():
-                if cl.site == site.name:
-                    lines.append(
-                        L(
-                            site.name,
-                            "gpu",
-                            f"{cl.name}: {cl.instance_type} (primary)",
-                            cl.nodes * hours,
-                            "node-hour",
-                            cost.gpu_hour(cloud, cl.instance_type),
-                            False,
-                        )
-                    )
-                    lines.append(
-                        L(
-                            site.name,
-                            "control-plane",
-                            f"EKS {cl.name}",
-                            hours,
-                            "cluster-hour",
-                            reference.price(cloud, "eks_cluster_hour"),
-                            False,
-                        )
-                    )
-            for svc in plan.services.values():
-                if svc.site == site.name:
-                    lines.append(
-                        L(
-                            site.name,
-                            "gpu",
-                            f"svc-{svc.name}: {svc.instance_type} (primary)",
-                            svc.nodes * hours,
-                            "node-hour",
-                            cost.gpu_hour(cloud, svc.instance_type),
-                            False,
-                        )
-                    )
-            for cls, stored, sclass in _stored(plan, site.name):
-                lines.append(
-                    L(
-                        site.name,
-                        "storage",
-                        f"{cls} ({sclass})",
-                        stored / cost.GB,
-                        "GB-month",
-                        cost.storage_month(cloud, sclass),
-                        False,
-                    )
-                )
-    for p in pools:
-        dr = plan.sites[p.dr]
-        billed = p.nodes if p.reserved else p.standing
-        what = "reserved" if p.reserved else f"standing ({p.pattern})"
-        if billed:
-            lines.append(
-                L(
-                    p.dr,
-                    "gpu",
-                    f"{p.name}: {p.instance_type} {what}",
-                    billed * hours,
-                    "node-hour",
-                    cost.gpu_hour(dr.cloud, p.instance_type),
-                    True,
-                )
-            )
-    standing_clusters = {(p.dr, p.cluster) for p in pools if p.pattern != "backup-restore"}
-    for dr_name, cluster in sorted(standing_clusters):
-        lines.append(
-            L(
-                dr_name,
-                "control-plane",
-                f"EKS {cluster}",
-                hours,
-                "cluster-hour",
-                reference.price(plan.sites[dr_name].cloud, "eks_cluster_hour"),
-                True,
-            )
-        )
-    for f in flows:
-        dr = plan.sites[f.dr]
-        stored = _replica_bytes(plan, f.data_class)
-        lines.append(
-            L(
-                f.dr,
-                "storage",
-                f"{f.data_class} replica ({f.replica_class})",
-                stored / cost.GB,
-                "GB-month",
-                cost.storage_month(dr.cloud, f.replica_class),
-                True,
-            )
-        )
-        gb = f.monthly_bytes / cost.GB
-        over_dx = paths[f.path].kind == "direct-connect"
-        lines.append(
-            L(
-                f.primary,
-                "replication",
-                f"{f.data_class} transfer "
-                + ("out over Direct Connect" if over_dx else "between regions"),
-                gb,
-                "GB",
-                reference.price("aws", "dx_transfer_out_gb")
-                if over_dx
-                else reference.price("aws", "transfer_gb", "inter_region"),
-                True,
-            )
-        )
-        if f.mechanism == "crr-rtc":
-            lines.append(
-                L(
-                    f.primary,
-                    "replication",
-                    f"{f.data_class} RTC",
-                    gb,
-                    "GB",
-                    reference.price("aws", "s3_rtc_gb"),
-                    True,
-                )
-            )
-        alarms = 2 if f.mechanism in ("crr-rtc", "crr") else 0
-        if alarms:
-            # Each replication rule publishes four CloudWatch metrics (latency, bytes and
-            # operations pending, operations failed), billed as custom metrics.
-            lines.append(
-                L(
-                    f.primary,
-                    "monitoring",
-                    f"{f.data_class} replication metrics",
-                    4,
-                    "metric-month",
-                    reference.price("aws", "s3_replication_metrics_month"),
-                    True,
-                )
-            )
-            lines.append(
-                L(
-                    f.primary,
-                    "monitoring",
-                    f"{f.data_class} replication alarms",
-                    alarms,
-                    "alarm-month",
-                    reference.price("aws", "cloudwatch_alarm_month"),
-                    True,
-                )
-            )
-        if f.mechanism == "dual-write":
-            # Per GB the receiving site's S3 interface endpoint takes in (its hours: below).
-            lines.append(
-                L(
-                    f.dr,
-                    "network",
-                    f"{f.data_class} dual writes through the interface endpoint",
-                    gb,
-                    "GB",
-                    reference.price("aws", "vpce_interface_processed_gb"),
-                    True,
-                )
-            )
-            lines.append(
-                L(
-                    f.primary,
-                    "network",
-                    f"{f.data_class} dual writes through the transit gateway",
-                    gb,
-                    "GB",
-                    reference.price("aws", "tgw_processed_gb"),
-                    True,
-                )
-            )
-    for site_name in sorted({f.dr for f in flows if f.mechanism == "dual-write"}):
-        # One S3 interface endpoint per receiving site, billed per AZ-hour.
-        azs = len(plan.sites[site_name].azs)
-        lines.append(
-            L(
-                site_name,
-                "network",
-                f"S3 interface endpoint for dual writes ({azs} AZs)",
-                azs * hours,
-                "endpoint-AZ-hour",
-                reference.price("aws", "vpce_interface_az_hour"),
-                True,
-            )
-        )
-    for site in plan.sites.values():
-        # One NAT gateway per site for node egress; the primary's is its own running cost.
-        lines.append(
-            L(
+        cloud, is_dr = site.cloud, site.role == "dr"
+        prices = _SITE_PRICES[cloud]
+        out.add(site.name, "keys", "data key", 1, "key-month", cloud, prices["key"], is_dr)
+        if "nat" in prices:
+            # One NAT per site for node egress; the primary's is its own running cost.
+            out.add(
                 site.name,
                 "network",
                 "NAT gateway",
                 hours,
                 "gateway-hour",
-                reference.price(site.cloud, "nat_gateway_hour"),
-                site.role == "dr",
+                cloud,
+                prices["nat"],
+                is_dr,
             )
+        if is_dr:
+            continue
+        for cl in plan.clusters.values():
+            if cl.site == site.name:
+                out.add(
+                    site.name,
+                    "gpu",
+                    f"{cl.name}: {cl.instance_type} (primary)",
+                    cl.nodes * hours,
+                    "node-hour",
+                    cloud,
+                    ("instance_hour", cl.instance_type),
+                    False,
+                )
+                out.add(
+                    site.name,
+                    "control-plane",
+                    f"cluster {cl.name}",
+                    hours,
+                    "cluster-hour",
+                    cloud,
+                    prices["control_plane"],
+                    False,
+                )
+        for svc in plan.services.values():
+            if svc.site == site.name:
+                out.add(
+                    site.name,
+                    "gpu",
+                    f"svc-{svc.name}: {svc.instance_type} (primary)",
+                    svc.nodes * hours,
+                    "node-hour",
+                    cloud,
+                    ("instance_hour", svc.instance_type),
+                    False,
+                )
+        dual_region = {
+            f.data_class for f in flows if f.primary == site.name and f.mechanism.startswith("gcs-")
+        }
+        for cls in ("checkpoints", "weights", "datasets"):
+            spec = getattr(plan, cls)
+            if spec is None or spec.site != site.name or cls in dual_region:
+                continue  # a dual-region bucket is priced once, at the DR site that owns it
+            sclass = str(storage["primary_class"][cloud])
+            out.add(
+                site.name,
+                "storage",
+                f"{cls} ({sclass})",
+                _replica_bytes(plan, cls) / cost.GB,
+                "GB-month",
+                cloud,
+                ("storage_gb_month", sclass),
+                False,
+            )
+    for p in pools:
+        dr = plan.sites[p.dr]
+        billed = p.nodes if p.reserved else p.standing
+        what = "reserved" if p.reserved else f"standing ({p.pattern})"
+        if billed:
+            out.add(
+                p.dr,
+                "gpu",
+                f"{p.name}: {p.instance_type} {what}",
+                billed * hours,
+                "node-hour",
+                dr.cloud,
+                ("instance_hour", p.instance_type),
+                True,
+            )
+    for dr_name, cluster in sorted(
+        {(p.dr, p.cluster) for p in pools if p.pattern != "backup-restore"}
+    ):
+        cloud = plan.sites[dr_name].cloud
+        out.add(
+            dr_name,
+            "control-plane",
+            f"cluster {cluster}",
+            hours,
+            "cluster-hour",
+            cloud,
+            _SITE_PRICES[cloud]["control_plane"],
+            True,
+        )
+    for f in flows:
+        primary, dr = plan.sites[f.primary], plan.sites[f.dr]
+        gb = f.monthly_bytes / cost.GB
+        stored_gb = _replica_bytes(plan, f.data_class) / cost.GB
+        if f.mechanism.startswith("gcs-"):
+            sclass = str(storage["dual_region_class"]["gcp"])
+            out.add(
+                f.dr,
+                "storage",
+                f"{f.data_class} dual-region bucket ({sclass})",
+                stored_gb,
+                "GB-month",
+                "gcp",
+                ("storage_gb_month", sclass),
+                True,
+            )
+        else:
+            out.add(
+                f.dr,
+                "storage",
+                f"{f.data_class} replica ({f.replica_class})",
+                stored_gb,
+                "GB-month",
+                dr.cloud,
+                ("storage_gb_month", f.replica_class),
+                True,
+            )
+        path = paths[f.path]
+        if path.kind == "direct-connect":
+            out.add(
+                f.primary,
+                "replication",
+                f"{f.data_class} transfer out over Direct Connect",
+                gb,
+                "GB",
+                "aws",
+                ("dx_transfer_out_gb",),
+                True,
+            )
+        elif not f.mechanism.startswith("gcs-"):
+            # (a dual-region bucket's replication is priced by its own fee below)
+            key = _TRANSFER_PRICE[(primary.cloud, dr.cloud)]
+            out.add(
+                f.primary,
+                "replication",
+                f"{f.data_class} transfer {primary.cloud} -> {dr.cloud}",
+                gb,
+                "GB",
+                primary.cloud,
+                key,
+                True,
+            )
+        if f.mechanism in _MECHANISM_FEE:
+            fee_cloud, fee_key = _MECHANISM_FEE[f.mechanism]
+            out.add(
+                f.dr if fee_cloud == dr.cloud else f.primary,
+                "replication",
+                f"{f.data_class} {f.mechanism} fee",
+                gb,
+                "GB",
+                fee_cloud,
+                fee_key,
+                True,
+            )
+        if f.mechanism in ("crr-rtc", "crr"):
+            # Each replication rule publishes four CloudWatch metrics (latency, bytes and
+            # operations pending, operations failed), billed as custom metrics, plus two alarms.
+            out.add(
+                f.primary,
+                "monitoring",
+                f"{f.data_class} replication metrics",
+                4,
+                "metric-month",
+                "aws",
+                ("s3_replication_metrics_month",),
+                True,
+            )
+            out.add(
+                f.primary,
+                "monitoring",
+                f"{f.data_class} replication alarms",
+                2,
+                "alarm-month",
+                "aws",
+                ("cloudwatch_alarm_month",),
+                True,
+            )
+        if f.mechanism == "dual-write" and dr.cloud == "aws":
+            # Per GB the receiving site's S3 interface endpoint takes in (its hours: below).
+            out.add(
+                f.dr,
+                "network",
+                f"{f.data_class} dual writes through the interface endpoint",
+                gb,
+                "GB",
+                "aws",
+                ("vpce_interface_processed_gb",),
+                True,
+            )
+            if primary.cloud == "aws":
+                out.add(
+                    f.primary,
+                    "network",
+                    f"{f.data_class} dual writes through the transit gateway",
+                    gb,
+                    "GB",
+                    "aws",
+                    ("tgw_processed_gb",),
+                    True,
+                )
+    for site_name in sorted(
+        {f.dr for f in flows if f.mechanism == "dual-write" and plan.sites[f.dr].cloud == "aws"}
+    ):
+        # One S3 interface endpoint per receiving site, billed per AZ-hour.
+        azs = len(plan.sites[site_name].azs)
+        out.add(
+            site_name,
+            "network",
+            f"S3 interface endpoint for dual writes ({azs} AZs)",
+            azs * hours,
+            "endpoint-AZ-hour",
+            "aws",
+            ("vpce_interface_az_hour",),
+            True,
         )
     for path in paths.values():
         if path.kind == "tgw-peering":
             # One VPC attachment per site plus the peering attachment on each side.
             for site_name in (path.primary, path.dr):
-                lines.append(
-                    L(
-                        site_name,
-                        "network",
-                        "transit gateway attachments (VPC + peering)",
-                        2 * hours,
-                        "attachment-hour",
-                        reference.price("aws", "tgw_attachment_hour"),
-                        True,
-                    )
-                )
-        if path.kind == "direct-connect" and path.ports:
-            lines.append(
-                L(
-                    path.dr,
+                out.add(
+                    site_name,
                     "network",
-                    f"Direct Connect {path.ports.ports} x {path.ports.port_gbps} Gbps ports",
-                    path.ports.ports * hours,
-                    "port-hour",
-                    reference.price("aws", "dx_port_hour", f"{path.ports.port_gbps}Gbps"),
+                    "transit gateway attachments (VPC + peering)",
+                    2 * hours,
+                    "attachment-hour",
+                    "aws",
+                    ("tgw_attachment_hour",),
                     True,
                 )
+        if path.kind == "direct-connect" and path.ports:
+            out.add(
+                path.dr,
+                "network",
+                f"Direct Connect {path.ports.ports} x {path.ports.port_gbps} Gbps ports",
+                path.ports.ports * hours,
+                "port-hour",
+                "aws",
+                ("dx_port_hour", f"{path.ports.port_gbps}Gbps"),
+                True,
             )
-    return lines
+        if path.kind == "ha-vpn":
+            tunnels = int(reference.defaults()["links"]["ha-vpn"]["tunnels"])
+            out.add(
+                path.dr,
+                "network",
+                f"HA VPN tunnels ({tunnels})",
+                tunnels * hours,
+                "tunnel-hour",
+                "gcp",
+                ("ha_vpn_tunnel_hour",),
+                True,
+            )
+            out.add(
+                path.primary,
+                "network",
+                "AWS VPN connections (2)",
+                2 * hours,
+                "connection-hour",
+                "aws",
+                ("vpn_connection_hour",),
+                True,
+            )
+    return out
 
 
 def _stored(plan: Plan, site: str) -> list[tuple[str, float, str]]:
@@ -844,6 +1032,7 @@ def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]
         if pattern != "backup-restore":
             for dr_name, _cluster in sorted({(p.dr, p.cluster) for p in pools}):
                 cloud = plan.sites[dr_name].cloud
-                total += reference.price(cloud, "eks_cluster_hour").usd * cost.HOURS_PER_MONTH
+                key = _SITE_PRICES[cloud]["control_plane"]
+                total += reference.price(cloud, *key).usd * cost.HOURS_PER_MONTH
         out[pattern] = (total, ok)
     return out

@@ -96,6 +96,8 @@ class GpuOffer:
     gpus_per_node: int
     efa_interfaces: int
     regions: frozenset[str]
+    zones: frozenset[str] = frozenset()
+    accelerator: str | None = None
 
 
 def gpu_offer(cloud: str, gpu: str) -> GpuOffer | None:
@@ -110,6 +112,8 @@ def gpu_offer(cloud: str, gpu: str) -> GpuOffer | None:
         gpus_per_node=int(entry.get("gpus_per_node", 8)),
         efa_interfaces=int(entry.get("efa_interfaces", 0) or 0),
         regions=frozenset(str(r) for r in entry.get("regions", [])),
+        zones=frozenset(str(z) for z in entry.get("zones", [])),
+        accelerator=entry.get("accelerator_type"),
     )
 
 

@@ -163,6 +163,56 @@ def achieved_rpo(
     return RpoEstimate(flow.base_rpo_s + lag, lag, transfer, guaranteed, reason)
 
 
+@dataclass(frozen=True)
+class Schedule:
+    interval_s: int  # the repeat interval the RPO implies
+    run_bytes: float  # bytes one run copies
+    transfer_s: float  # time one run takes at the available capacity
+    estimated_rpo_s: float  # base + interval + transfer
+    fits: bool  # False: even the shortest allowed interval misses the RPO
+
+
+def scheduled_transfer(
+    flow: Flow,
+    rpo_s: float | None,
+    capacity_gbps: float,
+    other_steady_gbps: float,
+    min_interval_s: int = 3600,
+    max_interval_s: int = 86400,
+    step_s: int = 3600,
+) -> Schedule:
+    """The longest whole-step repeat interval whose worst case still meets the RPO.
+
+    run bytes = steady rate x interval (or the burst, for a flow with no steady load)
+    transfer  = run bytes / (capacity - other flows' steady load)
+    RPO       = base + interval + transfer   (written just after a run starts, it waits a
+                                               whole interval, then one run's transfer)
+
+    The longest such interval means fewer, larger runs for the same guarantee. With no RPO
+    target the interval is the maximum (a daily copy). When even the shortest allowed
+    interval misses the RPO, the shortest is returned with fits=False.
+    """
+    available = capacity_gbps - other_steady_gbps
+
+    def at(interval: int) -> Schedule:
+        run = flow.steady_gbps * 1e9 / 8 * interval if flow.steady_gbps else flow.burst_bytes
+        transfer = transfer_seconds(run, available) if available > 0 else math.inf
+        rpo = flow.base_rpo_s + interval + transfer
+        return Schedule(interval, run, transfer, rpo, rpo_s is None or rpo <= rpo_s + 1e-6)
+
+    if rpo_s is None:
+        return at(max_interval_s)
+    best = at(min_interval_s)
+    interval = min_interval_s + step_s
+    while interval <= max_interval_s:
+        candidate = at(interval)
+        if not candidate.fits:
+            break
+        best = candidate
+        interval += step_s
+    return best
+
+
 # --- RTO ------------------------------------------------------------------------------------
 
 PATTERN_ORDER = ("backup-restore", "pilot-light", "warm-standby", "active-active")

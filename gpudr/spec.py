@@ -22,10 +22,29 @@ import yaml
 from gpudr import reference
 from gpudr.units import UnitError, fmt_duration, parse_duration, parse_rate_gbps, parse_size
 
-SUPPORTED_CLOUDS = ("aws",)
+SUPPORTED_CLOUDS = ("aws", "gcp", "azure")
 PATTERNS = ("backup-restore", "pilot-light", "warm-standby", "active-active")
-REPLICATION_CHOICES = ("auto", "crr-rtc", "crr", "dual-write")
-LINK_KINDS = ("tgw-peering", "direct-connect")
+REPLICATION_CHOICES = (
+    "auto",
+    "crr-rtc",
+    "crr",
+    "gcs-turbo",
+    "gcs-dual-region",
+    "sts",
+    "azure-or",
+    "dual-write",
+)
+LINK_KINDS = ("tgw-peering", "direct-connect", "vpc-peering", "vnet-peering", "ha-vpn")
+# (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
+# links that can join them; the first link is the default. Pairs not listed are refused.
+PAIRS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("aws", "aws"): (("crr-rtc", "crr"), ("tgw-peering", "direct-connect")),
+    ("gcp", "gcp"): (("gcs-turbo", "gcs-dual-region", "sts"), ("vpc-peering",)),
+    ("azure", "azure"): (("azure-or",), ("vnet-peering",)),
+    ("aws", "gcp"): (("sts",), ("ha-vpn",)),
+}
+# Continents for GCS custom dual-regions: both regions must be on the same one.
+GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
 
@@ -69,6 +88,7 @@ class Site:
     azs: tuple[str, ...]
     link: LinkSpec | None
     api_public_cidrs: tuple[str, ...]
+    project: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +174,7 @@ class Recovery:
 class Quotas:
     s3_rtc_gbps: float
     tgw_peering_gbps: float
+    sts_gbps: float
     overridden: frozenset[str] = frozenset()
 
 
@@ -372,6 +393,9 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     if headroom is None:
         headroom = float(reference.defaults()["headroom"]["factor"])
 
+    _check_mechanisms(
+        r, sites, {"checkpoints": checkpoints, "weights": weights, "datasets": datasets}
+    )
     if not checkpoints and not weights and not datasets and not clusters and not services:
         r.error("data", "the plan protects nothing; declare data classes, clusters or services")
 
@@ -444,18 +468,14 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 "warm_fraction",
                 "reserve_capacity",
                 "account",
+                "project",
                 "cidr",
                 "azs",
                 "link",
                 "api_public_cidrs",
             ],
         )
-        cloud = r.choice(s, "cloud", path, (*SUPPORTED_CLOUDS, "gcp", "azure"), "aws")
-        if cloud not in SUPPORTED_CLOUDS:
-            r.error(
-                f"{path}.cloud",
-                f'"{cloud}" is not supported yet; supported clouds: {", ".join(SUPPORTED_CLOUDS)}',
-            )
+        cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, "aws")
         region = r.convert(s, "region", path, str, required=True) or ""
         known = reference.regions(cloud)
         if region and known and region not in known:
@@ -481,7 +501,14 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
         )
         warm = _spec_default("warm_fraction") if warm is None else warm
         reserve = r.convert(s, "reserve_capacity", path, _bool, False) or False
-        account = r.convert(s, "account", path, _account)
+        account = r.convert(s, "account", path, _account) if cloud == "aws" else None
+        if cloud != "aws" and "account" in s:
+            r.error(f"{path}.account", f"is an AWS account id; a {cloud} site does not take one")
+        project = r.convert(s, "project", path, _project) if cloud == "gcp" else None
+        if cloud == "gcp" and project is None and "project" not in s:
+            r.error(f"{path}.project", "is required on a gcp site; name the GCP project id")
+        if cloud != "gcp" and "project" in s:
+            r.error(f"{path}.project", f"is a GCP project id; a {cloud} site does not take one")
         default_cidr = f"10.{(10 + index * 16) % 256}.0.0/16"
         cidr = r.convert(s, "cidr", path, _cidr, default_cidr) or default_cidr
         net = ipaddress.ip_network(cidr)
@@ -494,13 +521,13 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 )
         used_cidrs.append((site_name, net))
         region_known = bool(region) and (not known or region in known)
-        azs = r.convert(s, "azs", path, _str_list) or (f"{region}a", f"{region}b")
+        azs = r.convert(s, "azs", path, _str_list) or _default_zones(cloud, region)
         for i, az in enumerate(azs):
-            # An unknown region is reported once; its AZs are not judged against it.
-            if region_known and not az.startswith(region):
-                r.error(f"{path}.azs[{i}]", f'"{az}" is not in region {region}')
+            # An unknown region is reported once; its zones are not judged against it.
+            if region_known and not _zone_ok(cloud, region, az):
+                r.error(f"{path}.azs[{i}]", f'"{az}" is not a zone of {cloud} region {region}')
         if len(azs) < 2:
-            r.error(f"{path}.azs", "needs at least two availability zones (EKS requires two)")
+            r.error(f"{path}.azs", "needs at least two zones (the cluster spreads over two)")
         link = _parse_link(r, s.get("link"), f"{path}.link") if "link" in s else None
         if link is not None and role != "dr":
             r.error(f"{path}.link", "a DR link is declared on the dr site that uses it")
@@ -520,6 +547,7 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
             warm_fraction=warm,
             reserve_capacity=reserve,
             account=account,
+            project=project,
             cidr=cidr,
             azs=tuple(azs),
             link=link,
@@ -540,13 +568,91 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 f'"{site.region}" is the region of the site it protects; a regional disaster '
                 "takes both down, choose another region",
             )
-        elif primary.cloud != site.cloud:
-            r.error(path, "cross-cloud protection is not supported yet; use the same cloud")
+        elif (primary.cloud, site.cloud) not in PAIRS:
+            supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
+            r.error(
+                path,
+                f"protecting a {primary.cloud} site from {site.cloud} is not supported yet "
+                f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
+                f"cross-cloud pairs supported: {supported}",
+            )
+        else:
+            _, links = PAIRS[(primary.cloud, site.cloud)]
+            if site.link is not None and site.link.kind not in links:
+                r.error(
+                    f"sites.{site.name}.link.kind",
+                    f'"{site.link.kind}" cannot join {primary.cloud} and {site.cloud}; use '
+                    + " or ".join(links),
+                )
     if sites and not any(s.role == "primary" for s in sites.values()):
         r.error("sites", "has no primary site; mark the site you protect with role: primary")
     if sites and not any(s.role == "dr" for s in sites.values()):
         r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
     return sites
+
+
+def gcs_dual_region(a: str, b: str) -> str | None:
+    """The multi-region code of a custom dual-region of GCP regions a and b, if one exists."""
+    ca, cb = GCS_CONTINENT.get(a.split("-")[0]), GCS_CONTINENT.get(b.split("-")[0])
+    return ca if ca is not None and ca == cb else None
+
+
+def _check_mechanisms(
+    r: _Reader, sites: dict[str, Site], classes: dict[str, Checkpoints | Weights | Datasets | None]
+) -> None:
+    """A mechanism named in the spec must be one the site pair can run."""
+    for cls, spec in classes.items():
+        if spec is None or spec.replication in ("auto", "dual-write"):
+            continue
+        primary = sites.get(spec.site)
+        if primary is None:
+            continue
+        for dr in sites.values():
+            pair = (primary.cloud, dr.cloud)
+            if dr.protects != primary.name or pair not in PAIRS:
+                continue
+            allowed = PAIRS[pair][0]
+            path = f"data.{cls}.replication"
+            if spec.replication not in allowed:
+                r.error(
+                    path,
+                    f'"{spec.replication}" cannot replicate {primary.cloud} to {dr.cloud} '
+                    f"(site {dr.name}); use {', '.join((*allowed, 'dual-write', 'auto'))}",
+                )
+            elif spec.replication.startswith("gcs-") and not gcs_dual_region(
+                primary.region, dr.region
+            ):
+                r.error(
+                    path,
+                    f"{spec.replication} needs a dual-region bucket, and {primary.region} and "
+                    f"{dr.region} are not on one continent; use sts, or a DR region on the same "
+                    "continent",
+                )
+
+
+def _default_zones(cloud: str, region: str) -> tuple[str, ...]:
+    if cloud == "azure":
+        return ("1", "2")
+    if cloud == "gcp":
+        return (f"{region}-a", f"{region}-b")
+    return (f"{region}a", f"{region}b")
+
+
+def _zone_ok(cloud: str, region: str, zone: str) -> bool:
+    if cloud == "azure":
+        return zone in ("1", "2", "3")
+    if cloud == "gcp":
+        return zone.startswith(f"{region}-") and len(zone) == len(region) + 2
+    return zone.startswith(region) and len(zone) == len(region) + 1
+
+
+def _project(value: Any) -> str:
+    text = str(value)
+    if not re.match(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", text):
+        raise ValueError(
+            f"{_show(value)} is not a GCP project id (6-30 lowercase letters, digits, -)"
+        )
+    return text
 
 
 def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
@@ -607,6 +713,17 @@ def _gpu_fields(
                 f"{', '.join(sorted(offer.regions))}. If your account has it there, add the "
                 "region to gpudr/data/catalog.yaml with its source",
             )
+    if site.cloud == "gcp":
+        for where in [site, *dr_sites]:
+            zone = where.azs[0] if where.azs else ""
+            if offer.zones and where.region in offer.regions and zone not in offer.zones:
+                in_region = sorted(z for z in offer.zones if z.startswith(f"{where.region}-"))
+                r.error(
+                    f"sites.{where.name}.azs[0]",
+                    f'"{zone}" has no {offer.instance_type} as far as gpudr\'s catalog knows; '
+                    f"GPU pools go in the first zone; zones with it in {where.region}: "
+                    f"{', '.join(in_region) or 'none listed'}",
+                )
     if gpus_per_node is not None and gpus_per_node != offer.gpus_per_node:
         r.error(
             f"{path}.gpus_per_node",
@@ -743,11 +860,11 @@ def _default_target(kind: str, which: str) -> float | None:
 
 def _replication(r: _Reader, s: dict[str, Any], path: str, rpo: float | None, cls: str) -> str:
     choice = r.choice(s, "replication", path, REPLICATION_CHOICES, "auto")
-    if rpo == 0 and choice in ("crr", "crr-rtc"):
+    if rpo == 0 and choice not in ("auto", "dual-write"):
         r.error(
             f"{path}.rpo",
             f"0 needs synchronous replication, but replication: {choice} is asynchronous "
-            "(RTC guarantees 15m); set replication: dual-write, or rpo: 15m or more",
+            "(the best managed bound is 15m); set replication: dual-write, or rpo: 15m or more",
         )
     if rpo == 0 and choice == "auto" and cls != "weights":
         r.error(
@@ -917,11 +1034,10 @@ def _positive_rate(value: Any) -> float:
 
 
 def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
-    s = r.mapping(raw, "quotas", ["s3_rtc_gbps", "tgw_peering_gbps"])
-    rtc = r.convert(s, "s3_rtc_gbps", "quotas", _positive_rate, None)
-    tgw = r.convert(s, "tgw_peering_gbps", "quotas", _positive_rate, None)
-    return Quotas(
-        s3_rtc_gbps=rtc if rtc is not None else reference.quota_default("s3_rtc_gbps"),
-        tgw_peering_gbps=tgw if tgw is not None else reference.quota_default("tgw_peering_gbps"),
-        overridden=frozenset(k for k in ("s3_rtc_gbps", "tgw_peering_gbps") if k in s),
-    )
+    keys = ("s3_rtc_gbps", "tgw_peering_gbps", "sts_gbps")
+    s = r.mapping(raw, "quotas", keys)
+    values: dict[str, float] = {}
+    for key in keys:
+        value = r.convert(s, key, "quotas", _positive_rate, None)
+        values[key] = value if value is not None else reference.quota_default(key)
+    return Quotas(**values, overridden=frozenset(k for k in keys if k in s))

@@ -15,8 +15,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gpudr.design import Design, Pool
-from gpudr.spec import Cluster, Plan, Service, Site
+from gpudr import reference
+from gpudr.design import DataFlow, Design, Pool
+from gpudr.spec import Cluster, Plan, Service, Site, gcs_dual_region
 
 CONFIG_NAMESPACE = "gpudr"
 MODES = ("standby", "failover")
@@ -174,6 +175,16 @@ class LinkConfig:
 
 
 @dataclass(frozen=True)
+class StsReader:
+    """An AWS role that Storage Transfer Service (a GCP DR site's jobs) assumes through web
+    identity federation to read these buckets: no access keys anywhere."""
+
+    role_name: str
+    gcp_project: str  # the project whose transfer service agent may assume the role
+    buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     system: str
     site: str
@@ -198,6 +209,7 @@ class SiteConfig:
     resource_group: str | None = None  # Azure resource group, created by this stack
     key_ring: str | None = None  # GCP Cloud KMS key ring name (one per location)
     key_vault: str | None = None  # Azure Key Vault name
+    sts_readers: tuple[StsReader, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
@@ -229,6 +241,9 @@ class SiteConfig:
         d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
         d["links"] = tuple(
             LinkConfig(**_ints(x, ("port_gbps", "ports"))) for x in d.get("links", ())
+        )
+        d["sts_readers"] = tuple(
+            StsReader(**{**x, "buckets": tuple(x["buckets"])}) for x in d.get("sts_readers", ())
         )
         return SiteConfig(**d)
 
@@ -273,7 +288,7 @@ def _clean(value: Any) -> Any:
 # --- building the configs -------------------------------------------------------------------
 
 
-def _lifecycle(plan: Plan, data_class: str) -> Lifecycle:
+def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
     if data_class == "checkpoints" and plan.checkpoints:
         c = plan.checkpoints
         # Current checkpoints are never expired by age: a stalled job must not lose its last
@@ -281,7 +296,7 @@ def _lifecycle(plan: Plan, data_class: str) -> Lifecycle:
         # keeps the newest N noncurrent versions as the safety net.
         return Lifecycle(
             archive_after_days=max(1, math.ceil(c.archive_after_s / 86400)),
-            archive_class="GLACIER_IR",
+            archive_class=str(reference.defaults()["storage"]["archive_class"][cloud]),
             noncurrent_keep=c.keep,
             noncurrent_days=7,
             abort_multipart_days=2,
@@ -306,81 +321,145 @@ def build_site_configs(design: Design) -> dict[str, SiteConfig]:
     return out
 
 
+def storage_account_name(plan: Plan, site: Site, data_class: str) -> str:
+    """Azure storage accounts: 3-24 lowercase letters and digits, globally unique."""
+    digest = hashlib.sha256(f"{plan.name}/{site.name}/{site.region}/{data_class}".encode())
+    return f"gpudr{digest.hexdigest()[:19]}"
+
+
+def key_vault_name(plan: Plan, site: Site) -> str:
+    """Azure Key Vault names: 3-24 letters, digits and hyphens, globally unique."""
+    digest = hashlib.sha256(f"{plan.name}/{site.name}/{site.region}/vault".encode())
+    return f"gpudr-{digest.hexdigest()[:18]}"
+
+
+def network_name(plan: Plan, site: Site) -> str:
+    return f"gpudr-{plan.name}-{site.name}"
+
+
+def resource_group_name(plan: Plan, site: Site) -> str | None:
+    return f"gpudr-{plan.name}-{site.name}" if site.cloud == "azure" else None
+
+
+def sts_reader_role_name(plan: Plan, dr: Site) -> str:
+    """The AWS role Storage Transfer Service assumes (by federation) to read the primary."""
+    return f"gpudr-{plan.name}-{dr.name}-sts-reader"[:64]
+
+
+def _container_or_bucket(plan: Plan, site: Site, data_class: str) -> str:
+    # Azure: the container inside the class's own storage account carries the class name.
+    return data_class if site.cloud == "azure" else bucket_name(plan, site, data_class)
+
+
 def _site_config(design: Design, site: Site) -> SiteConfig:
     plan = design.plan
     buckets: list[BucketConfig] = []
     weights_lock = (
         max(1, math.ceil(plan.weights.retention_s / 86400)) if plan.weights is not None else None
     )
+    skus = reference.defaults()["storage"]["azure_sku"]
+
+    def base(cls: str, role: str, f: DataFlow | None, owner: Site) -> dict[str, Any]:
+        spec = getattr(plan, cls)
+        return {
+            "data_class": cls,
+            "name": _container_or_bucket(plan, owner, cls),
+            "role": role,
+            "rpo_s": spec.rpo_s,
+            "rto_s": spec.rto_s,
+            "mechanism": f.mechanism if f else "none",
+            "object_lock_days": weights_lock if cls == "weights" else None,
+            "lifecycle": _lifecycle(plan, cls, owner.cloud),
+            "burst_bytes": f.flow.burst_bytes if f else 0.0,
+            "steady_gbps": f.flow.steady_gbps if f else 0.0,
+            "required_gbps": f.flow.required_gbps if f else 0.0,
+            "location": owner.region.upper() if owner.cloud == "gcp" else None,
+            "kms_location": owner.region if owner.cloud == "gcp" else None,
+            "storage_account": storage_account_name(plan, owner, cls)
+            if owner.cloud == "azure"
+            else None,
+            "sku": skus["primary" if role == "source" else "replica"]
+            if owner.cloud == "azure"
+            else None,
+        }
+
     if site.role == "primary":
         for cls in ("checkpoints", "weights", "datasets"):
             spec = getattr(plan, cls)
             if spec is None or spec.site != site.name:
                 continue
             flows = [f for f in design.flows if f.primary == site.name and f.data_class == cls]
+            if flows and all(f.mechanism.startswith("gcs-") for f in flows):
+                continue  # one dual-region bucket, owned by the DR site's stack
             targets = []
             dual = []
             for f in flows:
                 dr = plan.sites[f.dr]
                 if f.mechanism == "dual-write":
-                    dual.append(bucket_name(plan, dr, cls))
+                    dual.append(_container_or_bucket(plan, dr, cls))
                     continue
-                lag = 900 if f.mechanism == "crr-rtc" else 3600
+                if f.mechanism not in ("crr-rtc", "crr", "azure-or"):
+                    continue  # pulled by the DR site (scheduled transfers)
                 targets.append(
                     ReplicationTarget(
                         site=dr.name,
                         region=dr.region,
                         account=dr.account,
-                        bucket=bucket_name(plan, dr, cls),
+                        bucket=_container_or_bucket(plan, dr, cls),
                         kms_alias=kms_alias(plan, dr),
                         mechanism=f.mechanism,
                         storage_class=f.replica_class,
                         rule_id=f"{cls}-to-{dr.name}",
-                        latency_alarm_s=lag,
+                        latency_alarm_s=900 if f.mechanism == "crr-rtc" else 3600,
+                        resource_group=resource_group_name(plan, dr),
+                        storage_account=storage_account_name(plan, dr, cls)
+                        if dr.cloud == "azure"
+                        else None,
                     )
                 )
-            first = flows[0] if flows else None
+            fields = base(cls, "source", flows[0] if flows else None, site)
             buckets.append(
-                BucketConfig(
-                    data_class=cls,
-                    name=bucket_name(plan, site, cls),
-                    role="source",
-                    rpo_s=spec.rpo_s,
-                    rto_s=spec.rto_s,
-                    mechanism=first.mechanism if first else "none",
-                    object_lock_days=weights_lock if cls == "weights" else None,
-                    lifecycle=_lifecycle(plan, cls),
-                    burst_bytes=first.flow.burst_bytes if first else 0.0,
-                    steady_gbps=first.flow.steady_gbps if first else 0.0,
-                    required_gbps=first.flow.required_gbps if first else 0.0,
-                    replication=tuple(targets),
-                    dual_write_buckets=tuple(dual),
-                )
+                BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual))
             )
     else:
         primary = plan.sites[site.protects or ""]
         for f in design.flows:
             if f.dr != site.name:
                 continue
-            spec = getattr(plan, f.data_class)
+            fields = base(f.data_class, "replica", f, site)
+            inbound: tuple[InboundTransfer, ...] = ()
+            if f.mechanism.startswith("gcs-"):
+                continent = gcs_dual_region(primary.region, site.region) or ""
+                fields.update(
+                    role="dual-region",
+                    location=continent,
+                    data_locations=(primary.region.upper(), site.region.upper()),
+                    turbo=f.mechanism == "gcs-turbo",
+                    kms_location=continent.lower(),
+                )
+            if f.mechanism == "sts" and f.schedule is not None:
+                inbound = (
+                    InboundTransfer(
+                        service="sts",
+                        source_cloud=primary.cloud,
+                        source_site=primary.name,
+                        source_region=primary.region,
+                        source_bucket=_container_or_bucket(plan, primary, f.data_class),
+                        source_account=primary.account,
+                        source_project=primary.project,
+                        schedule_s=f.schedule.interval_s,
+                        role_name=sts_reader_role_name(plan, site),
+                    ),
+                )
             buckets.append(
                 BucketConfig(
-                    data_class=f.data_class,
-                    name=bucket_name(plan, site, f.data_class),
-                    role="replica",
-                    rpo_s=spec.rpo_s,
-                    rto_s=spec.rto_s,
-                    mechanism=f.mechanism,
-                    object_lock_days=weights_lock if f.data_class == "weights" else None,
-                    lifecycle=_lifecycle(plan, f.data_class),
-                    burst_bytes=f.flow.burst_bytes,
-                    steady_gbps=f.flow.steady_gbps,
-                    required_gbps=f.flow.required_gbps,
-                    dual_write_buckets=(bucket_name(plan, primary, f.data_class),)
+                    **fields,
+                    dual_write_buckets=(_container_or_bucket(plan, primary, f.data_class),)
                     if f.mechanism == "dual-write"
                     else (),
                     source_account=primary.account,
                     source_role=replication_role_name(plan, primary),
+                    inbound=inbound,
                 )
             )
     clusters = _clusters(design, site)
@@ -399,18 +478,45 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         replication_role=replication_role_name(plan, site),
         transit_gateway_name=transit_gateway_name(plan, site),
         transit_gateway_asn=TGW_ASN_BASE + list(plan.sites).index(site.name),
-        dual_write_endpoint=any(
-            b.role == "replica" and b.mechanism == "dual-write" for b in buckets
-        ),
+        dual_write_endpoint=site.cloud == "aws"
+        and any(b.role == "replica" and b.mechanism == "dual-write" for b in buckets),
         buckets=tuple(buckets),
         clusters=clusters,
         peers=peers,
         links=links,
+        network_name=network_name(plan, site),
+        project=site.project,
+        resource_group=resource_group_name(plan, site),
+        key_ring=f"gpudr-{plan.name}-{site.name}" if site.cloud == "gcp" else None,
+        key_vault=key_vault_name(plan, site) if site.cloud == "azure" else None,
+        sts_readers=_sts_readers(design, site),
     )
 
 
-def _pool_config(p: Pool) -> PoolConfig:
+def _sts_readers(design: Design, site: Site) -> tuple[StsReader, ...]:
+    """On an AWS primary: the roles Storage Transfer Service jobs at GCP DR sites assume."""
+    plan = design.plan
+    out: dict[str, StsReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "aws":
+            continue
+        dr = plan.sites[f.dr]
+        bucket = bucket_name(plan, site, f.data_class)
+        role = sts_reader_role_name(plan, dr)
+        previous = out.get(role)
+        buckets = (*previous.buckets, bucket) if previous else (bucket,)
+        out[role] = StsReader(role_name=role, gcp_project=dr.project or "", buckets=buckets)
+    return tuple(out.values())
+
+
+def _accelerator(cloud: str, gpu: str) -> str | None:
+    offer = reference.gpu_offer(cloud, gpu)
+    return offer.accelerator if offer else None
+
+
+def _pool_config(p: Pool, cloud: str) -> PoolConfig:
     return PoolConfig(
+        accelerator=_accelerator(cloud, p.gpu),
         name=p.name,
         kind=p.kind,
         gpu=p.gpu,
@@ -426,10 +532,11 @@ def _pool_config(p: Pool) -> PoolConfig:
     )
 
 
-def _primary_pool(w: Cluster | Service) -> PoolConfig:
+def _primary_pool(w: Cluster | Service, cloud: str) -> PoolConfig:
     """A primary's pool runs at full size; training pools get EFA and cluster placement."""
     training = isinstance(w, Cluster)
     return PoolConfig(
+        accelerator=_accelerator(cloud, w.gpu),
         name=w.name if training else f"svc-{w.name}",
         kind="training" if training else "service",
         gpu=w.gpu,
@@ -454,7 +561,7 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
                 continue
             members: list[Cluster | Service] = [cl]
             members += [s for s in plan.services.values() if s.cluster == cl.name]
-            pools = tuple(_primary_pool(w) for w in members)
+            pools = tuple(_primary_pool(w, site.cloud) for w in members)
             eks_name = f"{plan.name}-{site.name}-{cl.name}"
             out.append(ClusterConfig(cl.name, eks_name, KUBERNETES_VERSION, pools, True))
     else:
@@ -469,7 +576,7 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
                     name,
                     f"{plan.name}-{site.name}-{name}",
                     KUBERNETES_VERSION,
-                    tuple(_pool_config(p) for p in pools_),
+                    tuple(_pool_config(p, site.cloud) for p in pools_),
                     standing,
                 )
             )
@@ -496,13 +603,23 @@ def _peers_and_links(
                 cidr=other.cidr,
                 account=other.account,
                 transit_gateway_name=transit_gateway_name(plan, other),
+                cloud=other.cloud,
+                project=other.project,
+                resource_group=resource_group_name(plan, other),
+                network_name=network_name(plan, other),
             )
         )
         primary, dr = (site, other) if site.role == "primary" else (other, site)
         for path in design.paths.values():
             if path.primary != primary.name or path.dr != dr.name:
                 continue
-            if path.kind not in ("tgw-peering", "direct-connect"):
+            if path.kind not in (
+                "tgw-peering",
+                "direct-connect",
+                "vpc-peering",
+                "vnet-peering",
+                "ha-vpn",
+            ):
                 continue
             link = dr.link
             links.append(

@@ -86,7 +86,12 @@ BAD = [
         'clusters.train.gpu: "h100" (p5.48xlarge) is not offered in eu-south-1 (site usw2)',
     ),
     ("sites.usw2.protects", "nowhere", 'sites.usw2.protects: "nowhere" is not a site in this plan'),
-    ("sites.usw2.cloud", "gcp", 'sites.usw2.cloud: "gcp" is not supported yet'),
+    (
+        "data.datasets.replication",
+        "gcs-turbo",
+        'data.datasets.replication: "gcs-turbo" cannot replicate aws to aws (site usw2)',
+    ),
+    ("sites.usw2.cloud", "oracle", 'sites.usw2.cloud: "oracle" is not allowed; use one of aws'),
     ("sites.usw2.cidr", "10.10.0.0/16", 'sites.usw2.cidr: "10.10.0.0/16" overlaps sites.use1.cidr'),
     (
         "sites.usw2.pattern",
@@ -188,3 +193,31 @@ def test_spec_defaults_have_sources() -> None:
 
     for name, entry in reference.defaults()["spec"].items():
         assert entry["source"] in reference.defaults()["sources"], name
+
+
+def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
+    with pytest.raises(PlanError) as caught:
+        parse_plan(example_raw)
+    lines = [str(e) for e in caught.value.errors]
+    assert any(
+        line.startswith("sites.usw2.protects: protecting a aws site from azure is not supported")
+        for line in lines
+    ), lines
+
+
+def test_gcp_site_needs_project_and_zones(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["usw2"].update(cloud="gcp", region="us-east4", azs=["us-east4a", "x"])
+    with pytest.raises(PlanError) as caught:
+        parse_plan(example_raw)
+    lines = [str(e) for e in caught.value.errors]
+    assert "sites.usw2.project: is required on a gcp site; name the GCP project id" in lines
+    assert 'sites.usw2.azs[0]: "us-east4a" is not a zone of gcp region us-east4' in lines
+
+
+def test_gcs_dual_region_needs_one_continent() -> None:
+    from gpudr.spec import gcs_dual_region
+
+    assert gcs_dual_region("us-central1", "us-east4") == "US"
+    assert gcs_dual_region("northamerica-northeast1", "us-east4") == "US"
+    assert gcs_dual_region("us-central1", "europe-west4") is None
