@@ -304,6 +304,11 @@ def _plan_pool(
     backup/restore creates no infrastructure at failover and no pattern pays for the control
     plane on this pool's account.
     """
+    # The same GPU as the DR cloud sells it (p5.48xlarge at AWS is a3-highgpu-8g at GCP).
+    offer = reference.gpu_offer(dr.cloud, workload.gpu)
+    if offer is None:
+        raise ValueError(f"{dr.cloud} offers no {workload.gpu}; the spec check should have said so")
+    instance_type = offer.instance_type
     params = _rto_params(plan, kind)
     if control_plane_standing:
         params = replace(params, infra_create_s=0.0)
@@ -319,7 +324,7 @@ def _plan_pool(
         )
         total = sizing.rto_total(stages)
         standing = sizing.standing_nodes(pattern, workload.nodes, dr.warm_fraction)
-        monthly = _pool_cost(dr, workload.instance_type, standing, workload.nodes)
+        monthly = _pool_cost(dr, instance_type, standing, workload.nodes)
         if pattern != "backup-restore" and not control_plane_standing:
             monthly += control_plane
         meets = _meets(workload.rto_s, total)
@@ -349,9 +354,9 @@ def _plan_pool(
         primary=primary.name,
         dr=dr.name,
         gpu=workload.gpu,
-        instance_type=workload.instance_type,
-        gpus_per_node=workload.gpus_per_node,
-        efa_interfaces=workload.efa_interfaces if isinstance(workload, Cluster) else 0,
+        instance_type=instance_type,
+        gpus_per_node=offer.gpus_per_node,
+        efa_interfaces=offer.efa_interfaces if isinstance(workload, Cluster) else 0,
         nodes=workload.nodes,
         pattern=pattern,
         standing=sizing.standing_nodes(pattern, workload.nodes, dr.warm_fraction),
@@ -431,6 +436,7 @@ def design(plan: Plan) -> Design:
                         capacity,
                         others,
                         min_interval_s=int(mech_facts["min_interval_s"]),
+                        headroom=plan.headroom,
                     )
                     est = sizing.RpoEstimate(
                         schedule.estimated_rpo_s,

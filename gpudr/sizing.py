@@ -180,6 +180,7 @@ def scheduled_transfer(
     min_interval_s: int = 3600,
     max_interval_s: int = 86400,
     step_s: int = 3600,
+    headroom: float = 1.0,
 ) -> Schedule:
     """The longest whole-step repeat interval whose worst case still meets the RPO.
 
@@ -188,7 +189,8 @@ def scheduled_transfer(
     RPO       = base + interval + transfer   (written just after a run starts, it waits a
                                                whole interval, then one run's transfer)
 
-    The longest such interval means fewer, larger runs for the same guarantee. With no RPO
+    An interval fits when base + interval + transfer x headroom meets the RPO: the same margin
+    every other path keeps. The longest such interval means fewer, larger runs. With no RPO
     target the interval is the maximum (a daily copy). When even the shortest allowed
     interval misses the RPO, the shortest is returned with fits=False.
     """
@@ -198,7 +200,8 @@ def scheduled_transfer(
         run = flow.steady_gbps * 1e9 / 8 * interval if flow.steady_gbps else flow.burst_bytes
         transfer = transfer_seconds(run, available) if available > 0 else math.inf
         rpo = flow.base_rpo_s + interval + transfer
-        return Schedule(interval, run, transfer, rpo, rpo_s is None or rpo <= rpo_s + 1e-6)
+        margin = flow.base_rpo_s + interval + transfer * headroom
+        return Schedule(interval, run, transfer, rpo, rpo_s is None or margin <= rpo_s + 1e-6)
 
     if rpo_s is None:
         return at(max_interval_s)

@@ -577,6 +577,12 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 f"cross-cloud pairs supported: {supported}",
             )
         else:
+            if (primary.cloud, site.cloud) == ("aws", "gcp") and primary.account is None:
+                r.error(
+                    f"sites.{primary.name}.account",
+                    "is required when a gcp site protects this aws site: Storage Transfer "
+                    "Service assumes a role in this account by its ARN",
+                )
             _, links = PAIRS[(primary.cloud, site.cloud)]
             if site.link is not None and site.link.kind not in links:
                 r.error(
@@ -701,26 +707,34 @@ def _gpu_fields(
             f"{', '.join(reference.gpu_types(site.cloud))}",
         )
         return gpu, "", gpus_per_node or 8, 0
-    known = reference.regions(site.cloud)
     for where in [site, *dr_sites]:
-        if where.region not in known:
-            continue  # already reported as an unknown region
-        if offer.regions and where.region not in offer.regions:
+        # Each site runs the GPU as its own cloud sells it.
+        here = reference.gpu_offer(where.cloud, gpu)
+        if here is None:
             r.error(
                 f"{path}.gpu",
-                f'"{gpu}" ({offer.instance_type}) is not offered in {where.region} '
+                f'"{gpu}" is not a GPU type gpudr knows on {where.cloud} (site {where.name}); '
+                f"use one of {', '.join(reference.gpu_types(where.cloud))}",
+            )
+            continue
+        if where.region not in reference.regions(where.cloud):
+            continue  # already reported as an unknown region
+        if here.regions and where.region not in here.regions:
+            r.error(
+                f"{path}.gpu",
+                f'"{gpu}" ({here.instance_type}) is not offered in {where.region} '
                 f"(site {where.name}) as far as gpudr's catalog knows; regions that offer it: "
-                f"{', '.join(sorted(offer.regions))}. If your account has it there, add the "
+                f"{', '.join(sorted(here.regions))}. If your account has it there, add the "
                 "region to gpudr/data/catalog.yaml with its source",
             )
-    if site.cloud == "gcp":
-        for where in [site, *dr_sites]:
+            continue
+        if where.cloud == "gcp":
             zone = where.azs[0] if where.azs else ""
-            if offer.zones and where.region in offer.regions and zone not in offer.zones:
-                in_region = sorted(z for z in offer.zones if z.startswith(f"{where.region}-"))
+            if here.zones and zone not in here.zones:
+                in_region = sorted(z for z in here.zones if z.startswith(f"{where.region}-"))
                 r.error(
                     f"sites.{where.name}.azs[0]",
-                    f'"{zone}" has no {offer.instance_type} as far as gpudr\'s catalog knows; '
+                    f'"{zone}" has no {here.instance_type} as far as gpudr\'s catalog knows; '
                     f"GPU pools go in the first zone; zones with it in {where.region}: "
                     f"{', '.join(in_region) or 'none listed'}",
                 )

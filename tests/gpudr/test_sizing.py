@@ -169,3 +169,24 @@ def test_cheapest_prefers_cost_then_speed_then_more_standing() -> None:
     ]
     assert sizing.cheapest(options) == "pilot-light"
     assert sizing.cheapest([("warm-standby", 1.0, False, 1.0)]) is None
+
+
+def test_scheduled_transfer_picks_the_longest_interval_that_keeps_headroom() -> None:
+    # 0.790 Gbps of checkpoints on a 10 Gbps transfer path, others 0.0926 Gbps: 9.907 Gbps free.
+    # 3 h: 2700 + 10800 + (0.790e9/8*10800*8/9.907e9 = 861 s) x 1.25 = 14576 s > 4 h
+    # 2 h: 2700 + 7200 + 574 x 1.25 = 10618 s <= 4 h
+    s = sizing.scheduled_transfer(CKPT, 4 * 3600, 10.0, 0.0926, headroom=1.25)
+    assert s.interval_s == 7200 and s.fits
+    assert s.transfer_s == pytest.approx(0.790123e9 / 8 * 7200 * 8 / 9.9074e9, rel=1e-4)
+    assert s.estimated_rpo_s == pytest.approx(2700 + 7200 + s.transfer_s)
+
+
+def test_scheduled_transfer_edges() -> None:
+    # no RPO target: a daily copy
+    assert sizing.scheduled_transfer(CKPT, None, 10.0, 0.0).interval_s == 86400
+    # even 1 h misses a 1 h RPO after a 45 min interval: shortest interval, fits=False
+    tight = sizing.scheduled_transfer(CKPT, 3600, 10.0, 0.0)
+    assert tight.interval_s == 3600 and not tight.fits
+    # weights have no steady load: one run carries one publish
+    w = sizing.weights_flow("sts", 150e9, 6 * 3600, 3600)
+    assert sizing.scheduled_transfer(w, 6 * 3600, 10.0, 0.0).run_bytes == 150e9
