@@ -103,6 +103,8 @@ def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[st
                 k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in c.by_site().items()
             },
             "by_category": {k: round(v, 2) for k, v in c.by_category().items()},
+            # Items the totals leave out because prices.yaml has no price for them.
+            "unpriced": list(c.unpriced),
             "alternatives": {
                 k: {"monthly_usd": round(v[0], 2), "meets_rto": v[1]}
                 for k, v in design.alternatives.items()
@@ -412,6 +414,8 @@ def _notes(report: Mapping[str, Any]) -> list[str]:
     for w in report["workloads"]:
         for n in w["notes"]:
             out.append(f"{w['name']} ({w['pair']}): {n}")
+    for item in report["cost"]["unpriced"]:
+        out.append(f"not in the cost totals, no price: {item}")
     return out
 
 

@@ -159,6 +159,7 @@ class PeerConfig:
     project: str | None = None
     resource_group: str | None = None
     network_name: str | None = None
+    asn: int = 0  # the peer's transit gateway / Cloud Router ASN
 
 
 @dataclass(frozen=True)
@@ -607,6 +608,7 @@ def _peers_and_links(
                 project=other.project,
                 resource_group=resource_group_name(plan, other),
                 network_name=network_name(plan, other),
+                asn=TGW_ASN_BASE + list(plan.sites).index(other.name),
             )
         )
         primary, dr = (site, other) if site.role == "primary" else (other, site)
@@ -641,7 +643,13 @@ def _peers_and_links(
 def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
     """The `config:` mapping of `stacks/Pulumi.<stack>.yaml` for one site."""
     cfg = build_site_configs(design)[site.name]
-    values: dict[str, Any] = {"aws:region": site.region, f"{CONFIG_NAMESPACE}:site": cfg.to_dict()}
+    # The provider's own defaults; every resource also names its region/location itself.
+    provider: dict[str, Any] = {
+        "aws": {"aws:region": site.region},
+        "gcp": {"gcp:project": site.project, "gcp:region": site.region},
+        "azure": {"azure-native:location": site.region},
+    }[site.cloud]
+    values: dict[str, Any] = {**provider, f"{CONFIG_NAMESPACE}:site": cfg.to_dict()}
     if site.role == "dr":
         values[f"{CONFIG_NAMESPACE}:mode"] = "standby"
     return values

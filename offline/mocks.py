@@ -151,6 +151,21 @@ class GpudrMocks(pulumi.runtime.Mocks):
                     {"dnsName": f"*.{rid}.s3.{region}.vpce.amazonaws.com", "hostedZoneId": "Z"}
                 ]
             )
+        elif typ == "aws:ec2/vpnConnection:VpnConnection":
+            # Documentation address space (RFC 5737) and link-local /30s, as AWS assigns them.
+            n = int(_short(typ, name), 16) % 200
+            state.update(
+                {
+                    f"tunnel{t}{k}": v
+                    for t in (1, 2)
+                    for k, v in (
+                        ("Address", f"203.0.113.{n + t}"),
+                        ("PresharedKey", f"offline-psk-{_short(name, str(t))}"),
+                        ("CgwInsideAddress", f"169.254.{n}.{4 * t - 2}"),
+                        ("VgwInsideAddress", f"169.254.{n}.{4 * t - 3}"),
+                    )
+                }
+            )
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             state.update(name=inputs.get("name") or rid)
         state.setdefault("arn", arn)

@@ -180,6 +180,23 @@ class AwsSite(pulumi.ComponentResource):
                     ),
                     opts=child,
                 )
+            elif link.kind == "ha-vpn" and cfg.role == "primary":
+                # Imported here: only a site joined to GCP loads the GCP SDK.
+                from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs
+
+                GcpHaVpn(
+                    f"{name}-to-{peer.site}",
+                    GcpHaVpnArgs(
+                        region=region,
+                        transit_gateway_id=network.transit_gateway_id,
+                        transit_gateway_asn=cfg.transit_gateway_asn,
+                        peer=peer,
+                        peer_router_asn=peer.asn,
+                        link=link,
+                        tags=link_tags,
+                    ),
+                    opts=child,
+                )
             elif link.kind == "direct-connect":
                 DirectConnectAttachment(
                     f"{name}-dx-{peer.site}",
@@ -188,6 +205,17 @@ class AwsSite(pulumi.ComponentResource):
                         dr_site=peer.site,
                         cidr=cfg.cidr,
                         transit_gateway_id=network.transit_gateway_id,
+                    ),
+                    opts=child,
+                )
+        if cfg.sts_readers:
+            from components.aws.cross_cloud import StsReadRole, StsReadRoleArgs
+
+            for reader in cfg.sts_readers:
+                StsReadRole(
+                    f"{name}-{reader.role_name.rsplit('-', 2)[-2]}-reader",
+                    StsReadRoleArgs(
+                        reader=reader, key_arn=key.key_arn, tags=site_tags(cfg, "transfer-reader")
                     ),
                     opts=child,
                 )

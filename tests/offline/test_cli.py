@@ -160,9 +160,10 @@ def test_generate_is_idempotent_and_marked(tmp_path: Path) -> None:
     assert dr["config"]["gpudr:mode"] == "standby"
 
 
-def test_committed_stack_files_match_the_example(tmp_path: Path) -> None:
-    """stacks/ holds what `gpudr generate examples/aws-two-region.yaml` renders."""
-    invoke("generate", "examples/aws-two-region.yaml", "--out-dir", str(tmp_path))
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")))
+def test_committed_stack_files_match_the_examples(tmp_path: Path, example: str) -> None:
+    """stacks/ holds what `gpudr generate examples/<plan>.yaml` renders for every example."""
+    invoke("generate", f"examples/{example}", "--out-dir", str(tmp_path))
     for path in tmp_path.iterdir():
         committed = ROOT / "stacks" / path.name
         assert committed.read_text() == path.read_text(), f"regenerate {committed}"
