@@ -644,12 +644,12 @@ def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
     """The `config:` mapping of `stacks/Pulumi.<stack>.yaml` for one site."""
     cfg = build_site_configs(design)[site.name]
     # The provider's own defaults; every resource also names its region/location itself.
-    provider: dict[str, Any] = {
+    providers: dict[str, dict[str, Any]] = {
         "aws": {"aws:region": site.region},
         "gcp": {"gcp:project": site.project, "gcp:region": site.region},
         "azure": {"azure-native:location": site.region},
-    }[site.cloud]
-    values: dict[str, Any] = {**provider, f"{CONFIG_NAMESPACE}:site": cfg.to_dict()}
+    }
+    values: dict[str, Any] = {**providers[site.cloud], f"{CONFIG_NAMESPACE}:site": cfg.to_dict()}
     if site.role == "dr":
         values[f"{CONFIG_NAMESPACE}:mode"] = "standby"
     return values
