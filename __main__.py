@@ -22,7 +22,12 @@ SITES = {
 stack = load()
 module_name, site_class, args_class = SITES[stack.site.cloud]
 module = importlib.import_module(module_name)
-args = getattr(module, args_class)(config=stack.site, failover=stack.failover)
+extra = {}
+if stack.site.cloud == "azure":
+    # Azure creates account immutability policies unlocked; locking is a second, irreversible
+    # step (`gpudr:lock_weights`), taken once the first deployment has succeeded.
+    extra["immutability_state"] = "Locked" if stack.lock_weights else "Unlocked"
+args = getattr(module, args_class)(config=stack.site, failover=stack.failover, **extra)
 site: pulumi.ComponentResource = getattr(module, site_class)(stack.site.site, args)
 
 pulumi.export("site", stack.site.site)

@@ -22,6 +22,7 @@ class StackConfigError(ValueError):
 class StackConfig:
     site: SiteConfig
     mode: str
+    lock_weights: bool = False  # Azure: lock the weights accounts' immutability (irreversible)
 
     @property
     def failover(self) -> bool:
@@ -53,4 +54,5 @@ def load() -> StackConfig:
         raise StackConfigError(
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"
         )
-    return StackConfig(site=site, mode=mode)
+    lock = config.get_bool("lock_weights") or False
+    return StackConfig(site=site, mode=mode, lock_weights=lock)

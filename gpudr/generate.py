@@ -36,7 +36,12 @@ def render_stack_files(design: Design, command: str) -> dict[str, str]:
             width=100,
         )
         files[f"Pulumi.{name}.yaml"] = template.render(
-            command=command, plan_name=plan.name, stack=name, role=site.role, body=body.rstrip()
+            command=command,
+            plan_name=plan.name,
+            stack=name,
+            role=site.role,
+            cloud=site.cloud,
+            body=body.rstrip(),
         )
     return files
 

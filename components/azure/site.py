@@ -1,0 +1,215 @@
+"""One gpudr site on Azure: resource group, Key Vault key, network, data accounts, object
+replication and GPU clusters.
+
+Every resource that has a location is placed with an explicit `location=cfg.region`: a DR stack
+registers nothing in its primary's region, so it previews and updates while that region is
+down. The one exception is by design and lives in the primary's stack: object replication
+policies are written on the DR account too (see replication.py), so the DR stack never needs
+the primary's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_azure_native import authorization, resources
+
+from components.azure.bucket import AzureDataBucket, AzureDataBucketArgs
+from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
+from components.azure.key_vault import AzureDataKey, AzureDataKeyArgs
+from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs, VnetPeer
+from components.azure.replication import (
+    AzureSiteReplication,
+    AzureSiteReplicationArgs,
+    ReplicationSource,
+)
+from components.tags import bucket_tags, pool_tags, site_tags
+from gpudr.stackconfig import SiteConfig
+
+
+@dataclass(frozen=True)
+class AzureSiteArgs:
+    config: SiteConfig
+    failover: bool
+    # The weights accounts' immutability policy. Azure creates an account-level policy only
+    # "Unlocked" (or "Disabled"); only an unlocked policy can be locked, and a locked one never
+    # unlocks. A real first deployment of a new weights account therefore runs with "Unlocked"
+    # and locks on the next update; the offline run shows the steady state.
+    immutability_state: str = "Unlocked"
+
+
+def _require(cfg: SiteConfig) -> tuple[str, str]:
+    missing = [
+        field
+        for field, value in (("resource_group", cfg.resource_group), ("key_vault", cfg.key_vault))
+        if not value
+    ]
+    if not cfg.network_name:
+        missing.append("network_name")
+    if missing:
+        raise ValueError(
+            f"site {cfg.site}: an Azure site needs {', '.join(missing)} in gpudr:site; "
+            "regenerate the stack with `gpudr generate`"
+        )
+    return cfg.resource_group or "", cfg.key_vault or ""
+
+
+class AzureSite(pulumi.ComponentResource):
+    buckets: pulumi.Output[dict[str, str]]
+    clusters: pulumi.Output[dict[str, str]]
+    key_id: pulumi.Output[str]
+    dual_write_endpoint: pulumi.Output[str | None]
+
+    def __init__(
+        self, name: str, args: AzureSiteArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:site:AzureSite", name, None, opts)
+        cfg = args.config
+        resource_group, vault_name = _require(cfg)
+        child = pulumi.ResourceOptions(parent=self)
+        location = cfg.region
+        client = authorization.get_client_config_output(
+            opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        subscription_id = client.subscription_id
+        peers = _peers(cfg)
+
+        # Holds the data accounts and the vault: protected, and kept if removed from the program.
+        group = resources.ResourceGroup(
+            f"{name}-rg",
+            resource_group_name=resource_group,
+            location=location,
+            tags=site_tags(cfg, "resource-group"),
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+        key = AzureDataKey(
+            f"{name}-data",
+            AzureDataKeyArgs(
+                resource_group_name=group.name,
+                location=location,
+                vault_name=vault_name,
+                identity_name=f"{vault_name}-storage",
+                tenant_id=client.tenant_id,
+                subscription_id=subscription_id,
+                tags=site_tags(cfg, "data-key"),
+            ),
+            opts=child,
+        )
+        network = AzureSiteNetwork(
+            f"{name}-net",
+            AzureSiteNetworkArgs(
+                resource_group_name=group.name,
+                location=location,
+                network_name=cfg.network_name,
+                cidr=cfg.cidr,
+                subscription_id=subscription_id,
+                peers=peers,
+                tags=site_tags(cfg, "network"),
+            ),
+            opts=child,
+        )
+        buckets: dict[str, AzureDataBucket] = {}
+        for b in cfg.buckets:
+            buckets[b.data_class] = AzureDataBucket(
+                f"{name}-{b.data_class}",
+                AzureDataBucketArgs(
+                    config=b,
+                    resource_group_name=group.name,
+                    location=location,
+                    identity_id=key.identity_id,
+                    key_name=key.key_name,
+                    vault_uri=key.vault_uri,
+                    key_access=key.storage_access,
+                    tags=bucket_tags(cfg, b),
+                    immutability_state=args.immutability_state,
+                ),
+                opts=child,
+            )
+        # A DR site's accounts are destinations: their policies are written by the primary.
+        # Dual-written classes need no policy: the writer's own identity writes both copies.
+        sources = [
+            ReplicationSource(
+                b,
+                buckets[b.data_class].account_name,
+                buckets[b.data_class].account_id,
+                [buckets[b.data_class].blob_service],
+            )
+            for b in cfg.buckets
+            if cfg.role == "primary" and b.role == "source" and b.replication
+        ]
+        if sources:
+            AzureSiteReplication(
+                f"{name}-replication",
+                AzureSiteReplicationArgs(
+                    resource_group_name=group.name,
+                    subscription_id=subscription_id,
+                    sources=sources,
+                ),
+                opts=child,
+            )
+        clusters: dict[str, pulumi.Output[str]] = {}
+        for c in cfg.clusters:
+            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
+            if not (c.standby_control_plane or args.failover):
+                continue
+            cluster = AzureGpuCluster(
+                f"{name}-{c.name}",
+                AzureGpuClusterArgs(
+                    config=c,
+                    resource_group_name=group.name,
+                    location=location,
+                    subscription_id=subscription_id,
+                    tenant_id=client.tenant_id,
+                    nodes_subnet_id=network.nodes_subnet_id,
+                    zones=cfg.azs,
+                    gpu_zone=cfg.azs[0],
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    networks=[cfg.cidr, *(p.cidr for p in cfg.peers)],
+                    failover=args.failover,
+                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
+                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                ),
+                opts=child,
+            )
+            clusters[c.name] = cluster.cluster_name
+        paths = {k: v.path for k, v in buckets.items()}
+        # Output.all() of nothing is a list; a site with nothing to export exports {}.
+        self.buckets = pulumi.Output.all(**paths) if paths else pulumi.Output.from_input({})
+        self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
+        # The versionless key identifier: it names the current version after every rotation.
+        self.key_id = key.key_uri
+        # Dual writes reach Azure Storage over its regional endpoint with Entra ID auth; there
+        # is no site-side endpoint resource to export (AWS exports its S3 interface endpoint).
+        self.dual_write_endpoint = pulumi.Output.from_input(None)
+        self.register_outputs(
+            {
+                "buckets": self.buckets,
+                "clusters": self.clusters,
+                "key_id": self.key_id,
+                "dual_write_endpoint": self.dual_write_endpoint,
+            }
+        )
+
+
+def _peers(cfg: SiteConfig) -> list[VnetPeer]:
+    """This site's half of each VNet peering; other link kinds have no Azure implementation."""
+    out = []
+    for link in cfg.links:
+        if link.kind != "vnet-peering":
+            raise ValueError(
+                f'site {cfg.site}: link kind "{link.kind}" to {link.peer_site} is not supported '
+                "on an Azure site; Azure sites link by vnet-peering"
+            )
+        out.append(_vnet_peer(cfg, link.peer_site))
+    return out
+
+
+def _vnet_peer(cfg: SiteConfig, peer_site: str) -> VnetPeer:
+    peer = next((p for p in cfg.peers if p.site == peer_site), None)
+    if peer is None or not peer.resource_group or not peer.network_name:
+        raise ValueError(
+            f"site {cfg.site}: the vnet-peering link to {peer_site} needs the peer's "
+            "resource_group and network_name in gpudr:site peers; regenerate the stack"
+        )
+    return VnetPeer(peer.site, peer.resource_group, peer.network_name)

@@ -1,0 +1,210 @@
+"""A regional GKE cluster with GPU node pools: private nodes, secrets encrypted with the site's
+key, Workload Identity, GPU drivers installed by GKE, the GPU taint, compact placement, optional
+reservations, and pool sizes set by the DR pattern and mode."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from gpudr.stackconfig import ClusterConfig, PoolConfig
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    min_nodes: int
+    max_nodes: int
+
+
+def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
+    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
+    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
+    primary's size, and runs full once the DR stack is switched to failover."""
+    if pool.pattern in ("primary", "active-active") or failover:
+        return PoolSize(pool.nodes, pool.nodes)
+    return PoolSize(pool.standby_nodes, max(pool.nodes, 1))
+
+
+@dataclass(frozen=True)
+class GpuClusterArgs:
+    config: ClusterConfig
+    project: str
+    region: str
+    gpu_zone: str  # GPU pools (and their compact placement) live in one zone
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    pods_range: str
+    services_range: str
+    master_cidr: str
+    key_id: pulumi.Input[str]  # the site's regional key
+    # The GKE service agent's grant on that key: the cluster must wait for it.
+    key_grant: pulumi.Resource
+    api_public_cidrs: Sequence[str]
+    failover: bool
+    labels: Mapping[str, str]
+    pool_labels: Mapping[str, Mapping[str, str]]
+
+
+class GpuCluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    pool_sizes: pulumi.Output[dict[str, int]]
+
+    def __init__(
+        self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:compute:GpuCluster", name, None, opts)
+        cfg = args.config
+        for pool in cfg.pools:
+            if not pool.accelerator:
+                raise ValueError(
+                    f"cluster {cfg.name} pool {pool.name}: no GCP accelerator type (e.g. "
+                    f"nvidia-h100-80gb) for {pool.gpu} on {pool.instance_type}; regenerate the "
+                    "stack with `gpudr generate`"
+                )
+
+        cluster = gcp.container.Cluster(
+            f"{name}-gke",
+            name=cfg.eks_name,
+            project=args.project,
+            # Regional: the control plane is replicated across the region's zones.
+            location=args.region,
+            network=args.network,
+            subnetwork=args.subnetwork,
+            # GPU pools are declared below; the default pool exists only during creation.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range,
+                services_secondary_range_name=args.services_range,
+            ),
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True,
+                # The API is private unless the plan names the networks allowed to reach it.
+                enable_private_endpoint=not args.api_public_cidrs,
+                master_ipv4_cidr_block=args.master_cidr,
+            ),
+            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                        cidr_block=c, display_name=f"gpudr-api-{i}"
+                    )
+                    for i, c in enumerate(args.api_public_cidrs)
+                ],
+                # Not "any Google Cloud address": only the networks listed.
+                gcp_public_cidrs_access_enabled=False,
+            ),
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{args.project}.svc.id.goog"
+            ),
+            # Kubernetes secrets encrypted at the application layer with the site's key.
+            database_encryption=gcp.container.ClusterDatabaseEncryptionArgs(
+                state="ENCRYPTED", key_name=args.key_id
+            ),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
+            # The control plane holds no data; backup/restore recreates it from the program.
+            deletion_protection=False,
+            resource_labels=dict(args.labels),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.key_grant]),
+        )
+        sizes: dict[str, int] = {}
+        for pool in cfg.pools:
+            size = pool_size(pool, args.failover)
+            sizes[pool.name] = size.min_nodes
+            self._pool(name, pool, size, cluster, args)
+        self.cluster_name = cluster.name
+        self.pool_sizes = pulumi.Output.from_input(sizes)
+        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
+
+    def _pool(
+        self,
+        name: str,
+        pool: PoolConfig,
+        size: PoolSize,
+        cluster: gcp.container.Cluster,
+        args: GpuClusterArgs,
+    ) -> None:
+        prefix = f"{name}-{pool.name}"
+        labels = {**args.labels, **args.pool_labels.get(pool.name, {})}
+        affinity = None
+        if pool.reserved:
+            # Billed whether or not nodes run: this is what makes GPU capacity certain at
+            # failover, and the plan's cost includes it. Specific-only: nothing else consumes it.
+            reservation = gcp.compute.Reservation(
+                f"{prefix}-reservation",
+                name=f"{args.config.eks_name}-{pool.name}"[:63],
+                project=args.project,
+                zone=args.gpu_zone,
+                specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
+                    count=pool.nodes,
+                    instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
+                        machine_type=pool.instance_type,
+                        guest_accelerators=[
+                            gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
+                                accelerator_type=str(pool.accelerator),
+                                accelerator_count=pool.gpus_per_node,
+                            )
+                        ],
+                    ),
+                ),
+                specific_reservation_required=True,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key="compute.googleapis.com/reservation-name",
+                values=[reservation.name],
+            )
+        gcp.container.NodePool(
+            f"{prefix}-nodes",
+            name=pool.name,
+            project=args.project,
+            cluster=cluster.name,
+            location=args.region,
+            # One zone: compact placement cannot span zones, and NCCL wants the nodes close.
+            node_locations=[args.gpu_zone],
+            # Totals across the pool's zones. The failover switch moves the floor to full size.
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=size.min_nodes, total_max_node_count=size.max_nodes
+            ),
+            initial_node_count=size.min_nodes,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=pool.instance_type,
+                guest_accelerators=[
+                    gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+                        type=str(pool.accelerator),
+                        count=pool.gpus_per_node,
+                        # GKE installs the NVIDIA driver: no driver DaemonSet to keep in step.
+                        gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                            gpu_driver_version="LATEST"
+                        ),
+                    )
+                ],
+                taints=[
+                    gcp.container.NodePoolNodeConfigTaintArgs(
+                        key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE"
+                    )
+                ],
+                labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
+                resource_labels=labels,
+                # gVNIC: the high-bandwidth virtual NIC GPU machine types need.
+                gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+                # Pods get their Workload Identity, never the node's metadata credentials.
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+                reservation_affinity=affinity,
+            ),
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
+            if pool.placement
+            else None,
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            # initial_node_count forces a new pool when it changes: a failover must resize the
+            # pool (through its autoscaling floor above), not delete and re-create it.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initial_node_count"]),
+        )

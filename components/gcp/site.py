@@ -1,0 +1,269 @@
+"""One gpudr site on GCP: keys, network, data buckets, scheduled transfers, GKE GPU clusters and
+DR links.
+
+Every regional resource is placed with an explicit `region=`/`location=`/`zone=` and every
+resource names its `project=`: a DR stack registers nothing in its primary's region (a
+dual-region bucket and its `us`/`eu`/`asia` key ring span regions by design), so it previews
+and updates while that region is down. Nothing is read from another stack's state: the peer's
+network is named by its deterministic path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp.bucket import DataBucket, DataBucketArgs
+from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
+from components.gcp.kms import DataKey, DataKeyArgs
+from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
+from components.gcp.network import SiteNetwork, SiteNetworkArgs
+from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
+from components.tags import bucket_tags, gcp_labels, pool_tags, site_tags
+from gpudr.stackconfig import BucketConfig, SiteConfig
+
+LINK_KINDS = ("vpc-peering", "ha-vpn")
+
+
+@dataclass(frozen=True)
+class GcpSiteArgs:
+    config: SiteConfig
+    failover: bool
+
+
+def bucket_location(cfg: SiteConfig, b: BucketConfig) -> str:
+    """As GCS reports it: upper case (`US`, `US-EAST4`); the site's region by default."""
+    return (b.location or cfg.region).upper()
+
+
+def key_location(cfg: SiteConfig, b: BucketConfig) -> str:
+    """A CMEK key must be in the bucket's location: `us` for a US dual-region."""
+    return (b.kms_location or bucket_location(cfg, b)).lower()
+
+
+class GcpSite(pulumi.ComponentResource):
+    buckets: pulumi.Output[dict[str, str]]
+    clusters: pulumi.Output[dict[str, str]]
+    key_id: pulumi.Output[str]
+    dual_write_endpoint: pulumi.Output[str | None]
+
+    def __init__(
+        self, name: str, args: GcpSiteArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:site:GcpSite", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+        project, key_ring = _required(cfg)
+        region = cfg.region
+        for b in cfg.buckets:
+            if b.replication:
+                raise ValueError(
+                    f"bucket {b.name}: push replication ({b.replication[0].mechanism}) does not "
+                    "exist on Cloud Storage; use a dual-region bucket or an inbound transfer"
+                )
+
+        # Service agents. Looked up, not spelled out, for Cloud Storage and Storage Transfer:
+        # the lookup also makes sure the agent exists before it is granted anything.
+        storage_agent = gcp.storage.get_project_service_account_output(
+            project=project, opts=invoke
+        ).email_address.apply(lambda e: f"serviceAccount:{e}")
+        inbound = [b for b in cfg.buckets if b.inbound]
+        transfer_agent = (
+            gcp.storage.get_transfer_project_service_account_output(
+                project=project, opts=invoke
+            ).email.apply(lambda e: f"serviceAccount:{e}")
+            if inbound
+            else None
+        )
+        # GKE's agent has no lookup; its address is fixed by the project number.
+        gke_agent = (
+            gcp.organizations.get_project_output(project_id=project, opts=invoke).number.apply(
+                lambda n: (
+                    f"serviceAccount:service-{n}@container-engine-robot.iam.gserviceaccount.com"
+                )
+            )
+            if cfg.clusters
+            else None
+        )
+
+        # One key per location: the region (GKE secrets, regional buckets) and each bucket's.
+        locations = list(
+            dict.fromkeys([region.lower()] + [key_location(cfg, b) for b in cfg.buckets])
+        )
+        keys: dict[str, DataKey] = {}
+        for loc in locations:
+            encrypters: dict[str, pulumi.Input[str]] = {}
+            if any(key_location(cfg, b) == loc for b in cfg.buckets):
+                encrypters["storage"] = storage_agent
+            if transfer_agent is not None and any(key_location(cfg, b) == loc for b in inbound):
+                encrypters["transfer"] = transfer_agent
+            if gke_agent is not None and loc == region.lower():
+                encrypters["gke"] = gke_agent
+            keys[loc] = DataKey(
+                f"{name}-key-{loc}",
+                DataKeyArgs(
+                    project=project,
+                    location=loc,
+                    key_ring=key_ring,
+                    labels=gcp_labels(site_tags(cfg, "data-key")),
+                    encrypters=encrypters,
+                ),
+                opts=child,
+            )
+
+        buckets: dict[str, DataBucket] = {}
+        for b in cfg.buckets:
+            key = keys[key_location(cfg, b)]
+            buckets[b.data_class] = DataBucket(
+                f"{name}-{b.data_class}",
+                DataBucketArgs(
+                    config=b,
+                    project=project,
+                    location=bucket_location(cfg, b),
+                    key_id=key.key_id,
+                    key_grant=key.grants["storage"],
+                    labels=gcp_labels(bucket_tags(cfg, b)),
+                ),
+                opts=child,
+            )
+        for b in inbound:
+            assert transfer_agent is not None
+            ScheduledTransfer(
+                f"{name}-{b.data_class}-transfer",
+                ScheduledTransferArgs(
+                    project=project,
+                    sink_bucket=buckets[b.data_class].bucket_name,
+                    transfers=b.inbound,
+                    agent_member=transfer_agent,
+                    key_grant=keys[key_location(cfg, b)].grants["transfer"],
+                ),
+                opts=child,
+            )
+
+        network = SiteNetwork(
+            f"{name}-net",
+            SiteNetworkArgs(
+                project=project,
+                region=region,
+                cidr=cfg.cidr,
+                network_name=cfg.network_name,
+                router_asn=cfg.transit_gateway_asn,
+                clusters=[c.name for c in cfg.clusters],
+            ),
+            opts=child,
+        )
+        clusters: dict[str, pulumi.Output[str]] = {}
+        for c in cfg.clusters:
+            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
+            if not (c.standby_control_plane or args.failover):
+                continue
+            ranges = network.plan.clusters[c.name]
+            cluster = GpuCluster(
+                f"{name}-{c.name}",
+                GpuClusterArgs(
+                    config=c,
+                    project=project,
+                    region=region,
+                    gpu_zone=cfg.azs[0],
+                    network=network.network_self_link,
+                    subnetwork=network.subnetwork_self_link,
+                    pods_range=ranges.pods_range,
+                    services_range=ranges.services_range,
+                    master_cidr=ranges.master_cidr,
+                    key_id=keys[region.lower()].key_id,
+                    key_grant=keys[region.lower()].grants["gke"],
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    failover=args.failover,
+                    labels=gcp_labels(site_tags(cfg, "gpu-cluster", cluster=c.name)),
+                    pool_labels={
+                        p.name: gcp_labels(pool_tags(cfg, p.name, p.pattern, p.rto_s))
+                        for p in c.pools
+                    },
+                ),
+                opts=child,
+            )
+            clusters[c.name] = cluster.cluster_name
+
+        for link in cfg.links:
+            if link.kind not in LINK_KINDS:
+                raise ValueError(
+                    f"link to {link.peer_site}: kind {link.kind} does not exist on GCP; "
+                    f"use one of {', '.join(LINK_KINDS)}"
+                )
+            peer = next(p for p in cfg.peers if p.site == link.peer_site)
+            if link.kind == "vpc-peering":
+                # Each side declares its own half: this stack never touches the peer's network.
+                VpcPeering(
+                    f"{name}-to-{peer.site}",
+                    VpcPeeringArgs(
+                        network_name=cfg.network_name,
+                        network_id=network.network_id,
+                        peer=peer,
+                    ),
+                    opts=child,
+                )
+            elif cfg.role == "dr":
+                # The DR side's anchors only; the tunnels belong to the primary's stack.
+                HaVpnAnchor(
+                    f"{name}-havpn",
+                    HaVpnAnchorArgs(
+                        project=project,
+                        region=region,
+                        network_name=cfg.network_name,
+                        network_id=network.network_id,
+                        labels=gcp_labels(
+                            site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
+                        ),
+                    ),
+                    opts=child,
+                )
+            else:
+                pulumi.log.warn(
+                    f"HA VPN to {peer.site}: the tunnels and BGP sessions are not declared by "
+                    "gpudr yet; the DR stack declares its gateway and Cloud Router "
+                    f"({peer.network_name}-havpn, {peer.network_name}-router)",
+                    resource=self,
+                )
+
+        # Output.all() of nothing is a list; a site with no bucket or cluster exports {}.
+        self.buckets = (
+            pulumi.Output.all(**{k: v.bucket_name for k, v in buckets.items()})
+            if buckets
+            else pulumi.Output.from_input({})
+        )
+        self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
+        self.key_id = keys[region.lower()].key_id
+        # Dual writes reach GCS through its global endpoint: there is no endpoint to export.
+        self.dual_write_endpoint = pulumi.Output.from_input(None)
+        self.register_outputs(
+            {
+                "buckets": self.buckets,
+                "clusters": self.clusters,
+                "key_id": self.key_id,
+                "dual_write_endpoint": self.dual_write_endpoint,
+            }
+        )
+
+
+def _required(cfg: SiteConfig) -> tuple[str, str]:
+    """The project, key ring and network names GCP resources cannot do without."""
+    project = cfg.project or gcp.config.project
+    missing = [
+        field
+        for field, value in (
+            ("project", project),
+            ("key_ring", cfg.key_ring),
+            ("network_name", cfg.network_name),
+        )
+        if not value
+    ]
+    if missing or not cfg.azs:
+        raise ValueError(
+            f"gpudr:site {cfg.site} (gcp): {', '.join(missing) or 'azs'} not set; "
+            "regenerate the stack with `gpudr generate`"
+        )
+    assert project is not None and cfg.key_ring is not None
+    return project, cfg.key_ring
