@@ -284,6 +284,13 @@ def short_type(resource_type: str) -> str:
 # --- text and markdown ------------------------------------------------------------------------
 
 
+def _provisioned(w: Mapping[str, Any]) -> str:
+    if w["provisioned_gbps"] is not None:
+        return fmt_gbps(w["provisioned_gbps"])
+    # No capacity figure: a pool (no path), or a path with no provisioned limit.
+    return "-" if w["mechanism"] is None else "unbounded"
+
+
 def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = [
         "workload",
@@ -310,11 +317,9 @@ def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str
                 w["pattern"] or "-",
                 w["mechanism"] or "-",
                 fmt_gbps(w["required_gbps"]),
-                fmt_gbps(w["provisioned_gbps"])
-                if w["provisioned_gbps"] is not None
-                else ("unbounded" if w["mechanism"] == "crr" else "-"),
+                _provisioned(w),
                 "no guarantee"
-                if est_rpo is None and w["mechanism"] == "crr"
+                if est_rpo is None and w["mechanism"] is not None and w["rpo_s"] is not None
                 else fmt_duration(est_rpo),
                 fmt_duration(w["estimated_rto_s"]),
                 "yes" if w["meets"] else "NO",
