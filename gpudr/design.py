@@ -42,7 +42,7 @@ class Path:
     key: str
     primary: str
     dr: str
-    kind: str  # s3-rtc | s3-crr | tgw-peering | direct-connect
+    kind: str  # s3-rtc | s3-crr | gcs-turbo | gcs-dual-region | sts | azure-or | a link kind
     capacity_gbps: float
     capacity_source: str
     required_gbps: float  # summed over flows, before headroom
@@ -528,10 +528,19 @@ def _data_flow(
     if mech == "dual-write":
         notes.append("every writer must write both copies before it reports success")
     if schedule is not None and not schedule.fits:
+        within = spec.rpo_s is not None and schedule.estimated_rpo_s <= spec.rpo_s
         notes.append(
             "even the shortest schedule the service allows "
-            f"({fmt_duration(schedule.interval_s)}) misses the RPO: relax it, or use "
-            "dual-write for this class"
+            f"({fmt_duration(schedule.interval_s)}) "
+            + ("meets the RPO only without the headroom factor" if within else "misses the RPO")
+            + ": relax it, or use dual-write for this class"
+        )
+    if mech == "sts" and cls in ("datasets", "weights"):
+        size = plan.datasets.size_b if cls == "datasets" and plan.datasets else flow.burst_bytes
+        capacity = plan.quotas.sts_gbps
+        seed = fmt_duration(transfer_seconds(size, capacity))
+        notes.append(
+            f"the first run copies everything already in the source: {seed} at {capacity:g} Gbps"
         )
     if mech == "gcs-turbo" or mech == "gcs-dual-region":
         notes.append(
@@ -544,7 +553,8 @@ def _data_flow(
         lag = float(facts["priority_lag_s"])
         why = []
         if spec.rpo_s is not None and spec.rpo_s < lag + flow.base_rpo_s:
-            why.append(f"its {fmt_duration(lag)} bound is above this RPO")
+            base = f" plus the {fmt_duration(flow.base_rpo_s)} interval" if flow.base_rpo_s else ""
+            why.append(f"its {fmt_duration(lag)} bound{base} exceeds this RPO")
         if flow.required_gbps > cap:
             why.append(
                 f"this class needs {flow.required_gbps:.2f} Gbps of ingress, above the "
@@ -986,15 +996,6 @@ def _cost_lines(
                 ("vpn_connection_hour",),
                 True,
             )
-    return out
-
-
-def _stored(plan: Plan, site: str) -> list[tuple[str, float, str]]:
-    out: list[tuple[str, float, str]] = []
-    for cls in ("checkpoints", "weights", "datasets"):
-        spec = getattr(plan, cls)
-        if spec is not None and spec.site == site:
-            out.append((cls, _replica_bytes(plan, cls), "STANDARD"))
     return out
 
 

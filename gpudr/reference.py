@@ -67,10 +67,13 @@ def price(cloud: str, *path: str) -> Price:
         node = node[key]
     if not isinstance(node, dict) or "usd" not in node:
         raise ReferenceError(f"gpudr/data/prices.yaml: {'.'.join((cloud, *path))} is not a price")
+    usd = float(node["usd"])
+    if node.get("per") == "GiB":
+        usd /= 2**30 / 1e9  # gpudr sizes in decimal GB
     source_id = str(node.get("source", ""))
     source = prices().get("sources", {}).get(source_id, {})
     url = str(source.get("url", "")) if isinstance(source, dict) else ""
-    return Price(usd=float(node["usd"]), source=source_id, url=url)
+    return Price(usd=usd, source=source_id, url=url)
 
 
 def recovery_default(name: str) -> float:

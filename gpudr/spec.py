@@ -13,7 +13,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -572,7 +572,8 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
             supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
             r.error(
                 path,
-                f"protecting a {primary.cloud} site from {site.cloud} is not supported yet "
+                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+                "not supported yet "
                 f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
                 f"cross-cloud pairs supported: {supported}",
             )
@@ -584,6 +585,8 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                     "Service assumes a role in this account by its ARN",
                 )
             _, links = PAIRS[(primary.cloud, site.cloud)]
+            if site.link is not None and site.link.kind == "":
+                site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
             if site.link is not None and site.link.kind not in links:
                 r.error(
                     f"sites.{site.name}.link.kind",
@@ -595,6 +598,10 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
     if sites and not any(s.role == "dr" for s in sites.values()):
         r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
     return sites
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 def gcs_dual_region(a: str, b: str) -> str | None:
@@ -663,7 +670,8 @@ def _project(value: Any) -> str:
 
 def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
     s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
-    kind = r.choice(s, "kind", path, LINK_KINDS, "tgw-peering")
+    # Without a kind, the pair's default link is filled in once both sites are known.
+    kind = r.choice(s, "kind", path, ("", *LINK_KINDS), "")
     location = r.convert(s, "location", path, str)
     secondary = r.convert(s, "secondary_location", path, str)
     if kind == "direct-connect" and not location:

@@ -89,6 +89,10 @@ class InboundTransfer:
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
     role_name: str  # AWS IAM role the transfer assumes (sts: federated from Google)
+    # Checkpoints: the source keeps the last N and deletes older ones; the sink mirrors those
+    # deletes, or copies pile up forever. The sink is versioned, so a mirrored delete leaves a
+    # noncurrent version that its lifecycle keeps. Other classes never delete at the sink.
+    mirror_deletes: bool = False
 
 
 @dataclass(frozen=True)
@@ -450,6 +454,7 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
                         source_project=primary.project,
                         schedule_s=f.schedule.interval_s,
                         role_name=sts_reader_role_name(plan, site),
+                        mirror_deletes=f.data_class == "checkpoints",
                     ),
                 )
             buckets.append(

@@ -115,12 +115,14 @@ class ScheduledTransfer(pulumi.ComponentResource):
                         gcs_data_sink=gcp.storage.TransferJobTransferSpecGcsDataSinkArgs(
                             bucket_name=args.sink_bucket
                         ),
-                        # A copy, not a move or a mirror: nothing is ever deleted on either
-                        # side, so a mistaken delete at the source cannot reach the replica.
+                        # Never a move: the source keeps everything. Deletes reach the sink only
+                        # for checkpoints (mirror_deletes), whose job keeps the last N at the
+                        # source; the versioned sink keeps each mirrored delete as a noncurrent
+                        # version, so a mistaken delete is still recoverable at the DR site.
                         transfer_options=gcp.storage.TransferJobTransferSpecTransferOptionsArgs(
                             overwrite_when="DIFFERENT",
                             delete_objects_from_source_after_transfer=False,
-                            delete_objects_unique_in_sink=False,
+                            delete_objects_unique_in_sink=t.mirror_deletes,
                         ),
                     ),
                     schedule=gcp.storage.TransferJobScheduleArgs(

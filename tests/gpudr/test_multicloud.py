@@ -104,7 +104,7 @@ def test_azure_object_replication_at_4_gbps_and_rpo_5m_is_not_met() -> None:
     assert datasets.mechanism == "azure-or" and not datasets.meets
     assert datasets.required_gbps == pytest.approx(43e12 * 8 / 86400 / 1e9)  # 3.98 Gbps
     note = next(n for n in datasets.notes if n.startswith("priority replication"))
-    assert "its 15m bound is above this RPO" in note
+    assert "its 15m bound exceeds this RPO" in note
     assert "needs 3.98 Gbps of ingress, above the 1 Gbps where that SLA is void" in note
     assert not rows(d)["checkpoints"].meets
 
@@ -125,3 +125,26 @@ def test_azure_plan_lists_what_it_cannot_price() -> None:
     assert target.storage_account and len(target.storage_account) <= 24
     weights = next(b for b in eus.buckets if b.data_class == "weights")
     assert weights.object_lock_days == 365 and weights.sku == "Standard_ZRS"
+
+
+def test_link_without_kind_takes_the_pairs_default() -> None:
+    plan = raw("gcp-two-region.yaml")
+    plan["sites"]["use4"]["link"] = {}
+    assert parse_plan(plan).sites["use4"].link.kind == "vpc-peering"  # type: ignore[union-attr]
+
+
+def test_checkpoint_transfers_mirror_deletes_and_others_never_delete() -> None:
+    configs = build_site_configs(design(load_plan(EXAMPLES / "aws-to-gcp.yaml")))
+    mirror = {
+        b.data_class: b.inbound[0].mirror_deletes for b in configs["gcpe4"].buckets if b.inbound
+    }
+    assert mirror == {"checkpoints": True, "datasets": False}
+
+
+def test_gib_prices_are_converted_to_gb() -> None:
+    from gpudr import reference
+
+    # $0.12 per GiB of GCP internet egress is $0.1118 per decimal GB
+    assert reference.price("gcp", "transfer_gb", "internet_egress").usd == pytest.approx(
+        0.12 / 1.073741824
+    )

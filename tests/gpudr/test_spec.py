@@ -201,7 +201,7 @@ def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
         parse_plan(example_raw)
     lines = [str(e) for e in caught.value.errors]
     assert any(
-        line.startswith("sites.usw2.protects: protecting a aws site from azure is not supported")
+        line.startswith("sites.usw2.protects: protecting an aws site from azure is not supported")
         for line in lines
     ), lines
 
