@@ -538,9 +538,10 @@ def _data_flow(
     if mech == "sts" and cls in ("datasets", "weights"):
         size = plan.datasets.size_b if cls == "datasets" and plan.datasets else flow.burst_bytes
         capacity = plan.quotas.sts_gbps
-        seed = fmt_duration(transfer_seconds(size, capacity))
+        first_run = fmt_duration(transfer_seconds(size, capacity))
         notes.append(
-            f"the first run copies everything already in the source: {seed} at {capacity:g} Gbps"
+            "the first run copies everything already in the source: "
+            f"{first_run} at {capacity:g} Gbps"
         )
     if mech == "gcs-turbo" or mech == "gcs-dual-region":
         notes.append(
