@@ -56,6 +56,10 @@ class Lifecycle:
     noncurrent_keep: int  # newest noncurrent versions kept (the "last N")
     noncurrent_days: int
     abort_multipart_days: int
+    # Any noncurrent version goes after this many days, however few newer versions it has:
+    # a checkpoint written under a unique name and later deleted never gets newer versions, so
+    # "keep the last N" alone would keep it forever. Until then it stays recoverable.
+    noncurrent_max_days: int = 30
 
 
 @dataclass(frozen=True)
@@ -267,7 +271,13 @@ def _bucket(b: dict[str, Any]) -> BucketConfig:
     d["lifecycle"] = Lifecycle(
         **_ints(
             b["lifecycle"],
-            ("archive_after_days", "noncurrent_keep", "noncurrent_days", "abort_multipart_days"),
+            (
+                "archive_after_days",
+                "noncurrent_keep",
+                "noncurrent_days",
+                "abort_multipart_days",
+                "noncurrent_max_days",
+            ),
         )
     )
     d["replication"] = tuple(

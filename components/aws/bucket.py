@@ -143,6 +143,27 @@ def _lifecycle_rules(cfg: BucketConfig) -> list[aws.s3.BucketLifecycleConfigurat
             ),
         ),
     ]
+    rules += [
+        # Deleted or overwritten data stays recoverable for noncurrent_max_days, then goes,
+        # however few newer versions it has (uniquely named checkpoints never get any).
+        aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="expire-old-versions",
+            status="Enabled",
+            filter=everything,
+            noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                noncurrent_days=lc.noncurrent_max_days
+            ),
+        ),
+        # Delete markers left with no versions behind them are clutter that slows listing.
+        aws.s3.BucketLifecycleConfigurationRuleArgs(
+            id="remove-orphan-delete-markers",
+            status="Enabled",
+            filter=everything,
+            expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                expired_object_delete_marker=True
+            ),
+        ),
+    ]
     if lc.archive_after_days is not None and lc.archive_class is not None:
         rules.append(
             aws.s3.BucketLifecycleConfigurationRuleArgs(

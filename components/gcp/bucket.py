@@ -138,6 +138,17 @@ def _lifecycle_rules(
                 ),
             )
         )
+        # Deleted or overwritten data stays recoverable for noncurrent_max_days, then goes,
+        # however few newer versions it has (uniquely named checkpoints never get any).
+        rules.append(
+            gcp.storage.BucketLifecycleRuleArgs(
+                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                    with_state="ARCHIVED",
+                    days_since_noncurrent_time=lc.noncurrent_max_days,
+                ),
+            )
+        )
     if lc.archive_after_days is not None and lc.archive_class is not None:
         rules.append(
             gcp.storage.BucketLifecycleRuleArgs(

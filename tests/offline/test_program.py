@@ -155,7 +155,8 @@ def test_checkpoint_lifecycle_keeps_last_n_and_never_expires_current() -> None:
         rules["keep-newest-versions"]["noncurrentVersionExpiration"]["newerNoncurrentVersions"] == 5
     )
     assert rules["archive-older"]["transitions"] == [{"days": 14.0, "storageClass": "GLACIER_IR"}]
-    assert all("expiration" not in x for x in lc.inputs["rules"]), lc.urn
+    # current objects never expire by age (only orphan delete markers are removed)
+    assert all("days" not in (x.get("expiration") or {}) for x in lc.inputs["rules"]), lc.urn
 
 
 # --- replication ------------------------------------------------------------------------------
@@ -339,3 +340,12 @@ def test_a100_cluster_uses_p4d_with_its_efa_count(example_raw: dict[str, Any]) -
     assert ng.inputs["instanceTypes"] == ["p4d.24xlarge"]
     lt = named(r, "aws:ec2/launchTemplate:LaunchTemplate", "-train-lt")
     assert len(lt.inputs["networkInterfaces"]) == 4
+
+
+def test_deleted_checkpoints_do_not_pile_up() -> None:
+    """Uniquely named checkpoints never get newer versions: an age bound removes them."""
+    r = example_run("use1")
+    lc = named(r, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", "checkpoints")
+    rules = {x["id"]: x for x in lc.inputs["rules"]}
+    assert rules["expire-old-versions"]["noncurrentVersionExpiration"] == {"noncurrentDays": 30.0}
+    assert rules["remove-orphan-delete-markers"]["expiration"]["expiredObjectDeleteMarker"] is True

@@ -311,9 +311,15 @@ def test_every_bucket_private_encrypted_and_waits_for_its_key_grant(name: str) -
 def test_checkpoint_lifecycle_keeps_last_n_and_archives_to_coldline() -> None:
     b = named(standby("use4"), BUCKET, "checkpoints")
     rules = {rule["action"]["type"]: rule for rule in b.inputs["lifecycleRules"]}
-    delete = rules["Delete"]["condition"]
+    deletes = [
+        r["condition"] for r in b.inputs["lifecycleRules"] if r["action"]["type"] == "Delete"
+    ]
+    delete = next(c for c in deletes if "numNewerVersions" in c)
     # the live version counts among GCS's "newer versions": keep 5 noncurrent -> 6
     assert delete["numNewerVersions"] == 6 and delete["withState"] == "ARCHIVED", b.urn
+    # and any noncurrent version goes after 30 days (unique names never get newer versions)
+    bound = next(c for c in deletes if "numNewerVersions" not in c)
+    assert bound == {"withState": "ARCHIVED", "daysSinceNoncurrentTime": 30}, b.urn
     assert rules["SetStorageClass"]["action"]["storageClass"] == "COLDLINE"
     assert rules["SetStorageClass"]["condition"]["age"] == 14
     assert rules["AbortIncompleteMultipartUpload"]["condition"]["age"] == 2
