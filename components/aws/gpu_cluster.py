@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import ClusterConfig, PoolConfig
 
 NODE_POLICIES = (
@@ -17,22 +18,6 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
-
-
-@dataclass(frozen=True)
-class PoolSize:
-    min_size: int
-    desired_size: int
-    max_size: int
-
-
-def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
-    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
-    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
-    primary's size, and runs full once the DR stack is switched to failover."""
-    if pool.pattern == "primary" or failover or pool.pattern == "active-active":
-        return PoolSize(pool.nodes, pool.nodes, pool.nodes)
-    return PoolSize(pool.standby_nodes, pool.standby_nodes, max(pool.nodes, 1))
 
 
 def _assume(service: str) -> str:

@@ -17,6 +17,7 @@ from components.azure.arm import (
     assignment_name,
     role_definition_id,
 )
+from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import ClusterConfig, PoolConfig
 
 SYSTEM_POOL = "system"
@@ -28,22 +29,6 @@ GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
 POD_CIDR = "10.244.0.0/14"
 SERVICE_CIDR = "172.16.0.0/16"
 DNS_SERVICE_IP = "172.16.0.10"
-
-
-@dataclass(frozen=True)
-class PoolSize:
-    min_count: int
-    count: int
-    max_count: int
-
-
-def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
-    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
-    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
-    primary's size, and runs full once the DR stack is switched to failover."""
-    if pool.pattern == "primary" or failover or pool.pattern == "active-active":
-        return PoolSize(pool.nodes, pool.nodes, pool.nodes)
-    return PoolSize(pool.standby_nodes, pool.standby_nodes, max(pool.nodes, 1))
 
 
 def agent_pool_name(pool: str) -> str:
@@ -200,7 +185,7 @@ class AzureGpuCluster(pulumi.ComponentResource):
         sizes: dict[str, int] = {}
         for pool in cfg.pools:
             size = pool_size(pool, args.failover)
-            sizes[pool.name] = size.count
+            sizes[pool.name] = size.desired_size
             self._pool(name, pool, agent_names[pool.name], size, cluster, identity, args)
         self.cluster_name = cluster.name
         self.pool_sizes = pulumi.Output.from_input(sizes)
@@ -269,9 +254,9 @@ class AzureGpuCluster(pulumi.ComponentResource):
             vm_size=pool.instance_type,
             # count is deliberately set on every update: the failover switch sets it.
             enable_auto_scaling=True,
-            min_count=size.min_count,
-            max_count=size.max_count,
-            count=size.count,
+            min_count=size.min_size,
+            max_count=size.max_size,
+            count=size.desired_size,
             node_taints=[GPU_TAINT],
             node_labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
             # One zone for GPU pools: training nodes must share one InfiniBand fabric, and the

@@ -10,22 +10,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import ClusterConfig, PoolConfig
-
-
-@dataclass(frozen=True)
-class PoolSize:
-    min_nodes: int
-    max_nodes: int
-
-
-def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
-    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
-    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
-    primary's size, and runs full once the DR stack is switched to failover."""
-    if pool.pattern in ("primary", "active-active") or failover:
-        return PoolSize(pool.nodes, pool.nodes)
-    return PoolSize(pool.standby_nodes, max(pool.nodes, 1))
 
 
 @dataclass(frozen=True)
@@ -112,7 +98,7 @@ class GpuCluster(pulumi.ComponentResource):
         sizes: dict[str, int] = {}
         for pool in cfg.pools:
             size = pool_size(pool, args.failover)
-            sizes[pool.name] = size.min_nodes
+            sizes[pool.name] = size.desired_size
             self._pool(name, pool, size, cluster, args)
         self.cluster_name = cluster.name
         self.pool_sizes = pulumi.Output.from_input(sizes)
@@ -167,9 +153,9 @@ class GpuCluster(pulumi.ComponentResource):
             node_locations=[args.gpu_zone],
             # Totals across the pool's zones. The failover switch moves the floor to full size.
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=size.min_nodes, total_max_node_count=size.max_nodes
+                total_min_node_count=size.min_size, total_max_node_count=size.max_size
             ),
-            initial_node_count=size.min_nodes,
+            initial_node_count=size.min_size,
             node_config=gcp.container.NodePoolNodeConfigArgs(
                 machine_type=pool.instance_type,
                 guest_accelerators=[

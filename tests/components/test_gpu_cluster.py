@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.aws.gpu_cluster import PoolSize, pool_size
 from components.aws.network import subnet_plan
+from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import PoolConfig
 
 

@@ -20,9 +20,9 @@ import pulumi
 import pulumi_gcp as gcp
 import pytest
 
-from components.gcp.gpu_cluster import PoolSize, pool_size
 from components.gcp.network import address_plan
 from components.gcp.site import GcpSite, GcpSiteArgs
+from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import (
     BucketConfig,
     ClusterConfig,
@@ -528,12 +528,12 @@ def test_backup_restore_declares_the_cluster_only_on_failover() -> None:
 @pytest.mark.parametrize(
     ("pattern", "standby_nodes", "failover", "size"),
     [
-        ("primary", 4, False, PoolSize(4, 4)),
-        ("pilot-light", 0, False, PoolSize(0, 4)),
-        ("pilot-light", 0, True, PoolSize(4, 4)),
-        ("warm-standby", 1, False, PoolSize(1, 4)),
-        ("active-active", 4, False, PoolSize(4, 4)),
-        ("backup-restore", 0, True, PoolSize(4, 4)),
+        ("primary", 4, False, PoolSize(4, 4, 4)),
+        ("pilot-light", 0, False, PoolSize(0, 0, 4)),
+        ("pilot-light", 0, True, PoolSize(4, 4, 4)),
+        ("warm-standby", 1, False, PoolSize(1, 1, 4)),
+        ("active-active", 4, False, PoolSize(4, 4, 4)),
+        ("backup-restore", 0, True, PoolSize(4, 4, 4)),
     ],
 )
 def test_pool_size(pattern: str, standby_nodes: int, failover: bool, size: PoolSize) -> None:
