@@ -22,7 +22,6 @@ import pytest
 
 from components.gcp.network import address_plan
 from components.gcp.site import GcpSite, GcpSiteArgs
-from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import (
     BucketConfig,
     ClusterConfig,
@@ -523,21 +522,6 @@ def test_backup_restore_declares_the_cluster_only_on_failover() -> None:
     cfg = dataclasses.replace(DR, clusters=(cluster,))
     assert not of_type(run(cfg), CLUSTER)
     assert _autoscaling(run(cfg, "failover")) == (4, 4, 4)
-
-
-@pytest.mark.parametrize(
-    ("pattern", "standby_nodes", "failover", "size"),
-    [
-        ("primary", 4, False, PoolSize(4, 4, 4)),
-        ("pilot-light", 0, False, PoolSize(0, 0, 4)),
-        ("pilot-light", 0, True, PoolSize(4, 4, 4)),
-        ("warm-standby", 1, False, PoolSize(1, 1, 4)),
-        ("active-active", 4, False, PoolSize(4, 4, 4)),
-        ("backup-restore", 0, True, PoolSize(4, 4, 4)),
-    ],
-)
-def test_pool_size(pattern: str, standby_nodes: int, failover: bool, size: PoolSize) -> None:
-    assert pool_size(train_pool(pattern, standby_nodes), failover) == size
 
 
 # --- network and links -----------------------------------------------------------------------

@@ -1,8 +1,9 @@
+"""The one pool-sizing rule every cloud's GPU cluster uses."""
+
 from __future__ import annotations
 
 import pytest
 
-from components.aws.network import subnet_plan
 from components.pools import PoolSize, pool_size
 from gpudr.stackconfig import PoolConfig
 
@@ -38,8 +39,3 @@ def pool(pattern: str, standby: int) -> PoolConfig:
 )
 def test_pool_size(pattern: str, standby: int, failover: bool, size: PoolSize) -> None:
     assert pool_size(pool(pattern, standby), failover) == size
-
-
-def test_subnet_plan() -> None:
-    private, public = subnet_plan("10.10.0.0/16", ["a", "b"])
-    assert private == ["10.10.0.0/20", "10.10.16.0/20"] and public == "10.10.32.0/20"
