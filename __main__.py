@@ -27,6 +27,9 @@ if stack.site.cloud == "azure":
     # Azure creates account immutability policies unlocked; locking is a second, irreversible
     # step (`gpudr:lock_weights`), taken once the first deployment has succeeded.
     extra["immutability_state"] = "Locked" if stack.lock_weights else "Unlocked"
+if stack.site.cloud in ("aws", "gcp"):
+    # Sign-ins for scheduled pulls from another cloud, from this stack's own config.
+    extra["credentials"] = stack.credentials
 args = getattr(module, args_class)(config=stack.site, failover=stack.failover, **extra)
 site: pulumi.ComponentResource = getattr(module, site_class)(stack.site.site, args)
 

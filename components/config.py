@@ -3,11 +3,17 @@
 Keys (documented in Pulumi.yaml):
 - `gpudr:site`  the site's whole configuration, generated from the plan by `gpudr generate`
 - `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it
+- `gpudr:lock_weights`  Azure: lock the weights accounts' immutability (irreversible)
+- `gpudr:gcs_hmac_access_id`, `gpudr:gcs_hmac_secret` (secret)  AWS DR stacks pulling from GCS
+  with DataSync: the HMAC key the primary's stack created (output `datasync_credentials`)
+- `gpudr:azure_sts_client_id`, `gpudr:azure_tenant_id`  GCP DR stacks pulling from Azure Blob
+  with Storage Transfer Service: the federated identity the primary's stack created (output
+  `azure_sts_readers`)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 
@@ -19,10 +25,26 @@ class StackConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class TransferCredentials:
+    """What a DR stack's scheduled pulls sign in with, copied from the primary's outputs into
+    this stack's own config (never read from the primary's state, which may be gone).
+
+    Absent values leave the pulls undeclared with a warning naming the commands to run: the
+    primary's stack can only create them once the DR stack's link anchors exist, so on a first
+    deployment the DR stack goes first, then the primary, then the DR stack again."""
+
+    gcs_hmac_access_id: str | None = None
+    gcs_hmac_secret: pulumi.Output[str] | None = None  # a secret Output, never a plain str
+    azure_client_id: str | None = None
+    azure_tenant_id: str | None = None
+
+
+@dataclass(frozen=True)
 class StackConfig:
     site: SiteConfig
     mode: str
     lock_weights: bool = False  # Azure: lock the weights accounts' immutability (irreversible)
+    credentials: TransferCredentials = field(default_factory=TransferCredentials)
 
     @property
     def failover(self) -> bool:
@@ -55,4 +77,23 @@ def load() -> StackConfig:
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"
         )
     lock = config.get_bool("lock_weights") or False
-    return StackConfig(site=site, mode=mode, lock_weights=lock)
+    access_id = config.get("gcs_hmac_access_id")
+    if config.get("gcs_hmac_secret") is not None and not _is_secret(config, "gcs_hmac_secret"):
+        raise StackConfigError(
+            "gpudr:gcs_hmac_secret is stored in plain text; set it again with "
+            "`pulumi config set --secret gpudr:gcs_hmac_secret ...`"
+        )
+    credentials = TransferCredentials(
+        gcs_hmac_access_id=access_id,
+        gcs_hmac_secret=config.get_secret("gcs_hmac_secret"),
+        azure_client_id=config.get("azure_sts_client_id"),
+        azure_tenant_id=config.get("azure_tenant_id"),
+    )
+    return StackConfig(site=site, mode=mode, lock_weights=lock, credentials=credentials)
+
+
+def _is_secret(config: pulumi.Config, key: str) -> bool:
+    """Whether the CLI passed `key` as a secret (`pulumi config set --secret`)."""
+    from pulumi.runtime.config import is_config_secret
+
+    return is_config_secret(config.full_key(key))

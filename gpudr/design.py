@@ -49,6 +49,7 @@ class Path:
     headroom: float
     flows: tuple[str, ...]
     ports: sizing.PortPlan | None = None
+    gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU sized for the need
 
     @property
     def needed_gbps(self) -> float:
@@ -150,7 +151,9 @@ def choose_mechanism(requested: str, rpo_s: float | None, primary: Site, dr: Sit
         return "sts"
     if pair == ("azure", "azure"):
         return "azure-or"
-    return "sts"  # aws -> gcp
+    if pair == ("gcp", "aws"):
+        return "datasync"
+    return "sts"  # aws -> gcp, azure -> gcp
 
 
 def link_kind(primary: Site, dr: Site) -> str:
@@ -168,6 +171,7 @@ def _path_kind(mechanism: str, primary: Site, dr: Site) -> str:
         "gcs-turbo": "gcs-turbo",
         "gcs-dual-region": "gcs-dual-region",
         "sts": "sts",
+        "datasync": "datasync",
         "azure-or": "azure-or",
     }.get(mechanism) or link_kind(primary, dr)
 
@@ -230,6 +234,16 @@ def _path_capacity(
             else "quotas.sts_gbps default (assumption: Google publishes no transfer rate)"
         )
         return plan.quotas.sts_gbps, src, None
+    if kind == "datasync":
+        src = (
+            "quotas.datasync_gbps (spec)"
+            if "datasync_gbps" in plan.quotas.overridden
+            else "quotas.datasync_gbps default (assumption: AWS publishes no agentless rate)"
+        )
+        return plan.quotas.datasync_gbps, src, None
+    if kind == "vpn":
+        _, capacity, src = vpn_gateway(need_gbps)
+        return capacity, src, None
     if kind == "ha-vpn":
         vpn = reference.defaults()["links"]["ha-vpn"]
         per_tunnel = min(float(v) for v in vpn["tunnel_gbps"].values())
@@ -257,6 +271,35 @@ def _path_capacity(
         need_gbps, ports, int(dx["min_connections"]), lag_max, locations=2
     )
     return plan_ports.capacity_gbps, "Direct Connect ports sized by gpudr", plan_ports
+
+
+def vpn_gateway(need_gbps: float) -> tuple[str, float, str]:
+    """Azure <-> GCP VPN: the smallest zone-redundant Azure gateway SKU whose tunnels carry the
+    need (the largest if none does), and the link's capacity: the tunnels at the slower end's
+    per-tunnel rate, capped by that SKU's aggregate."""
+    vpn = reference.defaults()["links"]["vpn"]
+    tunnels = int(vpn["tunnels"])
+    gcp_tunnel = float(vpn["tunnel_gbps_gcp"])
+    options = []
+    for sku, aggregate in vpn["gateway_gbps"].items():
+        per_tunnel = min(float(vpn["tunnel_gbps_azure"][sku]), gcp_tunnel)
+        options.append((min(tunnels * per_tunnel, float(aggregate)), str(sku), per_tunnel))
+    options.sort()
+    # None big enough: the smallest SKU with the most capacity (a larger one adds nothing).
+    best = next(o for o in options if o[0] == options[-1][0])
+    capacity, sku, per_tunnel = next((o for o in options if o[0] >= need_gbps), best)
+    aggregate = float(vpn["gateway_gbps"][sku])
+    limit = (
+        f"capped by its {aggregate:g} Gbps aggregate"
+        if aggregate < tunnels * per_tunnel
+        else f"within its {aggregate:g} Gbps aggregate"
+    )
+    return (
+        sku,
+        capacity,
+        f"{tunnels} VPN tunnels x {per_tunnel:g} Gbps (Azure {sku} per tunnel, GCMAES256), "
+        + limit,
+    )
 
 
 def _rto_params(plan: Plan, kind: str) -> sizing.RtoParams:
@@ -422,6 +465,7 @@ def design(plan: Plan) -> Design:
                 plan.headroom,
                 tuple(c for c, _, _ in members),
                 ports,
+                vpn_gateway(required * plan.headroom)[0] if kind == "vpn" else None,
             )
             for cls, mech, flow in members:
                 others = sum(f.steady_gbps for c, _, f in members if c != cls)
@@ -535,9 +579,9 @@ def _data_flow(
             + ("meets the RPO only without the headroom factor" if within else "misses the RPO")
             + ": relax it, or use dual-write for this class"
         )
-    if mech == "sts" and cls in ("datasets", "weights"):
+    if mech in ("sts", "datasync") and cls in ("datasets", "weights"):
         size = plan.datasets.size_b if cls == "datasets" and plan.datasets else flow.burst_bytes
-        capacity = plan.quotas.sts_gbps
+        capacity = plan.quotas.sts_gbps if mech == "sts" else plan.quotas.datasync_gbps
         first_run = fmt_duration(transfer_seconds(size, capacity))
         notes.append(
             "the first run copies everything already in the source: "
@@ -684,6 +728,8 @@ _TRANSFER_PRICE: dict[tuple[str, str], tuple[str, ...]] = {
     ("gcp", "gcp"): ("transfer_gb", "inter_region_same_continent"),
     ("azure", "azure"): ("transfer_gb", "inter_region"),
     ("aws", "gcp"): ("transfer_gb", "internet_egress"),
+    ("gcp", "aws"): ("transfer_gb", "internet_egress"),
+    ("azure", "gcp"): ("transfer_gb", "internet_egress"),
 }
 # Extra per-GB fee of a mechanism, charged by the cloud that runs it.
 _MECHANISM_FEE: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -691,6 +737,7 @@ _MECHANISM_FEE: dict[str, tuple[str, tuple[str, ...]]] = {
     "gcs-turbo": ("gcp", ("turbo_replication_gb",)),
     "gcs-dual-region": ("gcp", ("dual_region_replication_gb",)),
     "sts": ("gcp", ("storage_transfer_service_gb",)),
+    "datasync": ("aws", ("datasync_gb", "enhanced")),
 }
 
 
@@ -889,6 +936,18 @@ def _cost_lines(
                 fee_key,
                 True,
             )
+        if f.mechanism == "datasync" and f.schedule is not None:
+            # Enhanced mode bills every task execution; one per schedule interval.
+            out.add(
+                f.dr,
+                "replication",
+                f"{f.data_class} DataSync executions (every {fmt_duration(f.schedule.interval_s)})",
+                SECONDS_PER_MONTH / f.schedule.interval_s,
+                "execution",
+                "aws",
+                ("datasync_task_execution",),
+                True,
+            )
         if f.mechanism in ("crr-rtc", "crr"):
             # Each replication rule publishes four CloudWatch metrics (latency, bytes and
             # operations pending, operations failed), billed as custom metrics, plus two alarms.
@@ -975,10 +1034,12 @@ def _cost_lines(
                 ("dx_port_hour", f"{path.ports.port_gbps}Gbps"),
                 True,
             )
-        if path.kind == "ha-vpn":
-            tunnels = int(reference.defaults()["links"]["ha-vpn"]["tunnels"])
+        if path.kind in ("ha-vpn", "vpn"):
+            # Each cloud bills its own end, whichever side is the primary.
+            by_cloud = {plan.sites[n].cloud: n for n in (path.primary, path.dr)}
+            tunnels = int(reference.defaults()["links"][path.kind]["tunnels"])
             out.add(
-                path.dr,
+                by_cloud["gcp"],
                 "network",
                 f"HA VPN tunnels ({tunnels})",
                 tunnels * hours,
@@ -987,16 +1048,28 @@ def _cost_lines(
                 ("ha_vpn_tunnel_hour",),
                 True,
             )
-            out.add(
-                path.primary,
-                "network",
-                "AWS VPN connections (2)",
-                2 * hours,
-                "connection-hour",
-                "aws",
-                ("vpn_connection_hour",),
-                True,
-            )
+            if "aws" in by_cloud:
+                out.add(
+                    by_cloud["aws"],
+                    "network",
+                    "AWS VPN connections (2)",
+                    2 * hours,
+                    "connection-hour",
+                    "aws",
+                    ("vpn_connection_hour",),
+                    True,
+                )
+            if "azure" in by_cloud and path.gateway_sku:
+                out.add(
+                    by_cloud["azure"],
+                    "network",
+                    f"Azure VPN gateway {path.gateway_sku} (active-active)",
+                    hours,
+                    "gateway-hour",
+                    "azure",
+                    ("vpn_gateway_hour", path.gateway_sku),
+                    True,
+                )
     return out
 
 

@@ -32,9 +32,10 @@ REPLICATION_CHOICES = (
     "gcs-dual-region",
     "sts",
     "azure-or",
+    "datasync",
     "dual-write",
 )
-LINK_KINDS = ("tgw-peering", "direct-connect", "vpc-peering", "vnet-peering", "ha-vpn")
+LINK_KINDS = ("tgw-peering", "direct-connect", "vpc-peering", "vnet-peering", "ha-vpn", "vpn")
 # (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
 # links that can join them; the first link is the default. Pairs not listed are refused.
 PAIRS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -42,6 +43,17 @@ PAIRS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
     ("gcp", "gcp"): (("gcs-turbo", "gcs-dual-region", "sts"), ("vpc-peering",)),
     ("azure", "azure"): (("azure-or",), ("vnet-peering",)),
     ("aws", "gcp"): (("sts",), ("ha-vpn",)),
+    ("gcp", "aws"): (("datasync",), ("ha-vpn",)),
+    ("azure", "gcp"): (("sts",), ("vpn",)),
+}
+# Pairs refused for a reason more specific than "no managed service pulls that way".
+REFUSED_PAIRS = {
+    ("azure", "aws"): (
+        "DataSync reads Azure Blob only with a SAS token: an account SAS needs shared-key "
+        "access, which gpudr's storage accounts disable, and a user-delegation SAS expires "
+        "within 7 days, so replication would silently stop; protect this azure site from gcp "
+        "(Storage Transfer Service with a federated identity, no secret) instead"
+    ),
 }
 # Continents for GCS custom dual-regions: both regions must be on the same one.
 GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
@@ -175,6 +187,7 @@ class Quotas:
     s3_rtc_gbps: float
     tgw_peering_gbps: float
     sts_gbps: float
+    datasync_gbps: float
     overridden: frozenset[str] = frozenset()
 
 
@@ -567,6 +580,12 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
                 f"sites.{site.name}.region",
                 f'"{site.region}" is the region of the site it protects; a regional disaster '
                 "takes both down, choose another region",
+            )
+        elif (primary.cloud, site.cloud) in REFUSED_PAIRS:
+            r.error(
+                path,
+                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+                f"not supported: {REFUSED_PAIRS[(primary.cloud, site.cloud)]}",
             )
         elif (primary.cloud, site.cloud) not in PAIRS:
             supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
@@ -1056,7 +1075,7 @@ def _positive_rate(value: Any) -> float:
 
 
 def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
-    keys = ("s3_rtc_gbps", "tgw_peering_gbps", "sts_gbps")
+    keys = ("s3_rtc_gbps", "tgw_peering_gbps", "sts_gbps", "datasync_gbps")
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}
     for key in keys:

@@ -85,10 +85,10 @@ class InboundTransfer:
     the job and the identity it uses, so it can run and change them with the primary gone."""
 
     service: str  # sts (into GCS) | datasync (into S3)
-    source_cloud: str  # aws | gcp
+    source_cloud: str  # aws | gcp | azure
     source_site: str
     source_region: str
-    source_bucket: str
+    source_bucket: str  # S3/GCS bucket, or the Azure container
     source_account: str | None  # AWS account owning the source bucket (sts from S3)
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
@@ -97,6 +97,7 @@ class InboundTransfer:
     # deletes, or copies pile up forever. The sink is versioned, so a mirrored delete leaves a
     # noncurrent version that its lifecycle keeps. Other classes never delete at the sink.
     mirror_deletes: bool = False
+    source_storage_account: str | None = None  # Azure: the account holding source_bucket
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,8 @@ class LinkConfig:
     secondary_location: str | None = None
     port_gbps: int | None = None
     ports: int | None = None
+    tunnels: int | None = None  # ha-vpn | vpn
+    gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,30 @@ class StsReader:
     role_name: str
     gcp_project: str  # the project whose transfer service agent may assume the role
     buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DataSyncReader:
+    """On a GCP primary: the service account whose HMAC key an AWS DR site's DataSync tasks
+    use to read these buckets (DataSync reads other clouds' object storage only with an access
+    key pair). The key's secret leaves this stack as a secret output and reaches the DR stack
+    through `pulumi config set --secret`, never through a file."""
+
+    account_id: str  # GCP service account id (6-30 characters)
+    dr_site: str
+    buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AzureStsReader:
+    """On an Azure primary: a user-assigned identity that Storage Transfer Service (a GCP DR
+    site's jobs) signs in as by workload identity federation, with read-only data access to
+    these storage accounts. No SAS token or account key exists."""
+
+    identity_name: str
+    dr_site: str
+    gcp_project: str  # the project whose transfer service agent the credential trusts
+    storage_accounts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -219,6 +246,8 @@ class SiteConfig:
     key_ring: str | None = None  # GCP Cloud KMS key ring name (one per location)
     key_vault: str | None = None  # Azure Key Vault name
     sts_readers: tuple[StsReader, ...] = ()
+    datasync_readers: tuple[DataSyncReader, ...] = ()
+    azure_sts_readers: tuple[AzureStsReader, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
@@ -249,10 +278,18 @@ class SiteConfig:
         )
         d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
         d["links"] = tuple(
-            LinkConfig(**_ints(x, ("port_gbps", "ports"))) for x in d.get("links", ())
+            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels"))) for x in d.get("links", ())
         )
         d["sts_readers"] = tuple(
             StsReader(**{**x, "buckets": tuple(x["buckets"])}) for x in d.get("sts_readers", ())
+        )
+        d["datasync_readers"] = tuple(
+            DataSyncReader(**{**x, "buckets": tuple(x["buckets"])})
+            for x in d.get("datasync_readers", ())
+        )
+        d["azure_sts_readers"] = tuple(
+            AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
+            for x in d.get("azure_sts_readers", ())
         )
         return SiteConfig(**d)
 
@@ -361,6 +398,16 @@ def sts_reader_role_name(plan: Plan, dr: Site) -> str:
     return f"gpudr-{plan.name}-{dr.name}-sts-reader"[:64]
 
 
+def datasync_reader_id(plan: Plan, dr: Site) -> str:
+    """GCP service account ids are 6-30 characters: a digest keeps them unique per plan."""
+    digest = hashlib.sha256(f"{plan.name}/{dr.name}/datasync".encode()).hexdigest()
+    return f"gpudr-ds-{digest[:12]}"
+
+
+def azure_sts_identity_name(plan: Plan, dr: Site) -> str:
+    return f"gpudr-{plan.name}-{dr.name}-sts-reader"[:128]
+
+
 def _container_or_bucket(plan: Plan, site: Site, data_class: str) -> str:
     # Azure: the container inside the class's own storage account carries the class name.
     return data_class if site.cloud == "azure" else bucket_name(plan, site, data_class)
@@ -452,10 +499,10 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
                     turbo=f.mechanism == "gcs-turbo",
                     kms_location=continent.lower(),
                 )
-            if f.mechanism == "sts" and f.schedule is not None:
+            if f.mechanism in ("sts", "datasync") and f.schedule is not None:
                 inbound = (
                     InboundTransfer(
-                        service="sts",
+                        service=f.mechanism,
                         source_cloud=primary.cloud,
                         source_site=primary.name,
                         source_region=primary.region,
@@ -465,6 +512,9 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
                         schedule_s=f.schedule.interval_s,
                         role_name=sts_reader_role_name(plan, site),
                         mirror_deletes=f.data_class == "checkpoints",
+                        source_storage_account=storage_account_name(plan, primary, f.data_class)
+                        if primary.cloud == "azure"
+                        else None,
                     ),
                 )
             buckets.append(
@@ -506,6 +556,8 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         key_ring=f"gpudr-{plan.name}-{site.name}" if site.cloud == "gcp" else None,
         key_vault=key_vault_name(plan, site) if site.cloud == "azure" else None,
         sts_readers=_sts_readers(design, site),
+        datasync_readers=_datasync_readers(design, site),
+        azure_sts_readers=_azure_sts_readers(design, site),
     )
 
 
@@ -522,6 +574,43 @@ def _sts_readers(design: Design, site: Site) -> tuple[StsReader, ...]:
         previous = out.get(role)
         buckets = (*previous.buckets, bucket) if previous else (bucket,)
         out[role] = StsReader(role_name=role, gcp_project=dr.project or "", buckets=buckets)
+    return tuple(out.values())
+
+
+def _datasync_readers(design: Design, site: Site) -> tuple[DataSyncReader, ...]:
+    """On a GCP primary: one HMAC-keyed reader per AWS DR site pulling with DataSync."""
+    plan = design.plan
+    out: dict[str, DataSyncReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "datasync":
+            continue
+        dr = plan.sites[f.dr]
+        previous = out.get(dr.name)
+        bucket = bucket_name(plan, site, f.data_class)
+        out[dr.name] = DataSyncReader(
+            account_id=datasync_reader_id(plan, dr),
+            dr_site=dr.name,
+            buckets=(*previous.buckets, bucket) if previous else (bucket,),
+        )
+    return tuple(out.values())
+
+
+def _azure_sts_readers(design: Design, site: Site) -> tuple[AzureStsReader, ...]:
+    """On an Azure primary: one federated reader identity per GCP DR site."""
+    plan = design.plan
+    out: dict[str, AzureStsReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "azure":
+            continue
+        dr = plan.sites[f.dr]
+        previous = out.get(dr.name)
+        account = storage_account_name(plan, site, f.data_class)
+        out[dr.name] = AzureStsReader(
+            identity_name=azure_sts_identity_name(plan, dr),
+            dr_site=dr.name,
+            gcp_project=dr.project or "",
+            storage_accounts=(*previous.storage_accounts, account) if previous else (account,),
+        )
     return tuple(out.values())
 
 
@@ -636,6 +725,7 @@ def _peers_and_links(
                 "vpc-peering",
                 "vnet-peering",
                 "ha-vpn",
+                "vpn",
             ):
                 continue
             link = dr.link
@@ -650,6 +740,10 @@ def _peers_and_links(
                     secondary_location=link.secondary_location if link else None,
                     port_gbps=path.ports.port_gbps if path.ports else None,
                     ports=path.ports.ports if path.ports else None,
+                    tunnels=int(reference.defaults()["links"][path.kind]["tunnels"])
+                    if path.kind in ("ha-vpn", "vpn")
+                    else None,
+                    gateway_sku=path.gateway_sku,
                 )
             )
     return tuple(peers), tuple(links)

@@ -6,7 +6,7 @@ primary's region, so it previews and updates while that region is down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -24,6 +24,7 @@ from components.aws.links import (
 )
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
+from components.config import TransferCredentials
 from components.tags import bucket_tags, pool_tags, site_tags
 from gpudr.stackconfig import SiteConfig
 
@@ -32,6 +33,8 @@ from gpudr.stackconfig import SiteConfig
 class AwsSiteArgs:
     config: SiteConfig
     failover: bool
+    # Sign-ins for scheduled pulls from another cloud (see components/config.py).
+    credentials: TransferCredentials = field(default_factory=TransferCredentials)
 
 
 class AwsSite(pulumi.ComponentResource):

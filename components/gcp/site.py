@@ -10,11 +10,12 @@ network is named by its deterministic path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config import TransferCredentials
 from components.gcp.bucket import DataBucket, DataBucketArgs
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import DataKey, DataKeyArgs
@@ -24,13 +25,15 @@ from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
 from components.tags import bucket_tags, gcp_labels, pool_tags, site_tags
 from gpudr.stackconfig import BucketConfig, SiteConfig
 
-LINK_KINDS = ("vpc-peering", "ha-vpn")
+LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn")
 
 
 @dataclass(frozen=True)
 class GcpSiteArgs:
     config: SiteConfig
     failover: bool
+    # Sign-ins for scheduled pulls from another cloud (see components/config.py).
+    credentials: TransferCredentials = field(default_factory=TransferCredentials)
 
 
 def bucket_location(cfg: SiteConfig, b: BucketConfig) -> str:
