@@ -39,3 +39,7 @@ pulumi.export("mode", stack.mode)
 # Every site component exposes the same outputs, whatever its cloud.
 for output in ("buckets", "clusters", "key_id", "dual_write_endpoint"):
     pulumi.export(output, getattr(site, output))
+# {dr site: {config key: value}}: what a DR stack on another cloud needs in its own config to
+# pull from this site (copy with `pulumi config set`, secrets with --secret; README,
+# "Cross-cloud credentials"). Empty where nothing crosses clouds.
+pulumi.export("transfer_credentials", getattr(site, "transfer_credentials", {}))

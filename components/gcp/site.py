@@ -142,6 +142,7 @@ class GcpSite(pulumi.ComponentResource):
                     transfers=b.inbound,
                     agent_member=transfer_agent,
                     key_grant=keys[key_location(cfg, b)].grants["transfer"],
+                    credentials=args.credentials,
                 ),
                 opts=child,
             )

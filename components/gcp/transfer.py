@@ -12,11 +12,12 @@ bucket belongs to the source side's stack too, never to this one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config import TransferCredentials
 from gpudr.stackconfig import InboundTransfer
 
 # What the transfer service agent needs on the sink bucket: objects (write, overwrite, list)
@@ -39,6 +40,8 @@ class ScheduledTransferArgs:
     # key by the site (see kms.py), and passed here so the jobs wait for it.
     agent_member: pulumi.Input[str]
     key_grant: pulumi.Resource
+    # Sign-ins copied from the source's outputs into this stack's config (Azure Blob sources).
+    credentials: TransferCredentials = field(default_factory=TransferCredentials)
 
 
 def role_arn(transfer: InboundTransfer) -> str:
