@@ -22,7 +22,7 @@ SITES = {
 stack = load()
 module_name, site_class, args_class = SITES[stack.site.cloud]
 module = importlib.import_module(module_name)
-extra = {}
+extra: dict[str, object] = {}
 if stack.site.cloud == "azure":
     # Azure creates account immutability policies unlocked; locking is a second, irreversible
     # step (`gpudr:lock_weights`), taken once the first deployment has succeeded.
