@@ -24,21 +24,38 @@ def site_tags(site: SiteConfig, dr_role: str, **extra: str) -> dict[str, str]:
 
 
 def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
-    return site_tags(
-        site,
-        f"data-{bucket.role}",
-        data_class=bucket.data_class,
-        rpo_s=_seconds(bucket.rpo_s),
-        rto_s=_seconds(bucket.rto_s),
-        mechanism=bucket.mechanism,
-        burst_bytes=str(int(bucket.burst_bytes)),
-        steady_mbps=f"{bucket.steady_gbps * 1000:.3f}",
-        required_mbps=f"{bucket.required_gbps * 1000:.3f}",
-    )
+    """The data class's recovery target and the raw sizing inputs (burst, steady rate, interval,
+    publish window, asserted quota), so that the policy pack recomputes the bandwidth need.
+    `required-mbps` is the planner's answer, kept for audit; the pack does not read it."""
+    extra = {
+        "data_class": bucket.data_class,
+        "rpo_s": _seconds(bucket.rpo_s),
+        "rto_s": _seconds(bucket.rto_s),
+        "mechanism": bucket.mechanism,
+        "burst_bytes": str(int(bucket.burst_bytes)),
+        "steady_mbps": f"{bucket.steady_gbps * 1000:.3f}",
+        # Integer too: GCP label values cannot hold a decimal point.
+        "steady_kbps": str(round(bucket.steady_gbps * 1e6)),
+        "required_mbps": f"{bucket.required_gbps * 1000:.3f}",
+        "interval_s": _seconds(bucket.interval_s),
+    }
+    if bucket.publish_window_s is not None:
+        extra["publish_window_s"] = _seconds(bucket.publish_window_s)
+    if bucket.quota_gbps is not None:
+        extra["quota_mbps"] = f"{bucket.quota_gbps * 1000:.0f}"
+    return site_tags(site, f"data-{bucket.role}", **extra)
 
 
 def pool_tags(site: SiteConfig, pool: str, pattern: str, rto_s: float | None) -> dict[str, str]:
-    return site_tags(site, "gpu-pool", pool=pool, pattern=pattern, rto_s=_seconds(rto_s))
+    """The pool's pattern and the primary capacity it must reach (`nodes`); a warm standby's
+    stated floor fraction. The pack checks the registered scaling bounds against them."""
+    extra = {"pool": pool, "pattern": pattern, "rto_s": _seconds(rto_s)}
+    config = next((p for c in site.clusters for p in c.pools if p.name == pool), None)
+    if config is not None:
+        extra["nodes"] = str(config.nodes)
+        if config.warm_fraction is not None:
+            extra["warm_fraction"] = f"{config.warm_fraction:g}"
+    return site_tags(site, "gpu-pool", **extra)
 
 
 def gcp_labels(tags: dict[str, str]) -> dict[str, str]:

@@ -128,6 +128,12 @@ class BucketConfig:
     storage_account: str | None = None
     sku: str | None = None
     inbound: tuple[InboundTransfer, ...] = ()
+    # Raw facts the policy pack recomputes the bandwidth need from (never the answer itself):
+    # the checkpoint interval (loss replication cannot remove), the window a dual-written
+    # publish has, and the rate quota the user asserts for a quota-bounded mechanism.
+    interval_s: float = 0.0
+    publish_window_s: float | None = None
+    quota_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,7 @@ class PoolConfig:
     reserved: bool
     rto_s: float | None
     accelerator: str | None = None  # GCP accelerator type, e.g. nvidia-h100-80gb
+    warm_fraction: float | None = None  # warm standby: the floor the plan states
 
 
 @dataclass(frozen=True)
@@ -364,6 +371,15 @@ def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
     )
 
 
+def _quota(plan: Plan, mechanism: str) -> float | None:
+    """The rate quota bounding a mechanism, as the plan states or defaults it."""
+    return {
+        "crr-rtc": plan.quotas.s3_rtc_gbps,
+        "sts": plan.quotas.sts_gbps,
+        "datasync": plan.quotas.datasync_gbps,
+    }.get(mechanism)
+
+
 def build_site_configs(design: Design) -> dict[str, SiteConfig]:
     """One SiteConfig per site, keyed by site name."""
     plan = design.plan
@@ -443,6 +459,13 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
             "sku": skus["primary" if role == "source" else "replica"]
             if owner.cloud == "azure"
             else None,
+            "interval_s": plan.checkpoints.interval_s
+            if cls == "checkpoints" and plan.checkpoints
+            else 0.0,
+            "publish_window_s": plan.weights.publish_window_s
+            if cls == "weights" and plan.weights and f and f.mechanism == "dual-write"
+            else None,
+            "quota_gbps": _quota(plan, f.mechanism) if f else None,
         }
 
     if site.role == "primary":
@@ -619,7 +642,7 @@ def _accelerator(cloud: str, gpu: str) -> str | None:
     return offer.accelerator if offer else None
 
 
-def _pool_config(p: Pool, cloud: str) -> PoolConfig:
+def _pool_config(p: Pool, cloud: str, warm_fraction: float) -> PoolConfig:
     return PoolConfig(
         accelerator=_accelerator(cloud, p.gpu),
         name=p.name,
@@ -634,6 +657,7 @@ def _pool_config(p: Pool, cloud: str) -> PoolConfig:
         standby_nodes=p.standing,
         reserved=p.reserved,
         rto_s=p.rto_s,
+        warm_fraction=warm_fraction if p.pattern == "warm-standby" else None,
     )
 
 
@@ -681,7 +705,7 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
                     name,
                     f"{plan.name}-{site.name}-{name}",
                     KUBERNETES_VERSION,
-                    tuple(_pool_config(p, site.cloud) for p in pools_),
+                    tuple(_pool_config(p, site.cloud, site.warm_fraction) for p in pools_),
                     standing,
                 )
             )
