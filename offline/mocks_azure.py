@@ -24,6 +24,11 @@ _ARM: dict[str, tuple[str, str]] = {
         "resourceName",
         "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
     ),
+    "managedidentity:FederatedIdentityCredential": (
+        "federatedIdentityCredentialResourceName",
+        "Microsoft.ManagedIdentity/userAssignedIdentities/{resourceName}"
+        "/federatedIdentityCredentials/{name}",
+    ),
     "keyvault:Vault": ("vaultName", "Microsoft.KeyVault/vaults/{name}"),
     "keyvault:Key": ("keyName", "Microsoft.KeyVault/vaults/{vaultName}/keys/{name}"),
     "storage:StorageAccount": ("accountName", "Microsoft.Storage/storageAccounts/{name}"),
@@ -51,6 +56,22 @@ _ARM: dict[str, tuple[str, str]] = {
     "network:VirtualNetworkPeering": (
         "virtualNetworkPeeringName",
         "Microsoft.Network/virtualNetworks/{virtualNetworkName}/virtualNetworkPeerings/{name}",
+    ),
+    "network:PublicIPAddress": (
+        "publicIpAddressName",
+        "Microsoft.Network/publicIPAddresses/{name}",
+    ),
+    "network:VirtualNetworkGateway": (
+        "virtualNetworkGatewayName",
+        "Microsoft.Network/virtualNetworkGateways/{name}",
+    ),
+    "network:LocalNetworkGateway": (
+        "localNetworkGatewayName",
+        "Microsoft.Network/localNetworkGateways/{name}",
+    ),
+    "network:VirtualNetworkGatewayConnection": (
+        "virtualNetworkGatewayConnectionName",
+        "Microsoft.Network/connections/{name}",
     ),
     "containerservice:ManagedCluster": (
         "resourceName",
@@ -143,6 +164,9 @@ def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
         )
     elif kind == "storage:StorageAccount":
         state["primaryEndpoints"] = {"blob": f"https://{azure_name}.blob.core.windows.net/"}
+    elif kind == "network:PublicIPAddress":
+        # Static addresses are allocated at creation. TEST-NET-1 (RFC 5737): never routable.
+        state["ipAddress"] = f"192.0.2.{int(_short('ip', rid), 16) % 200 + 10}"
     elif kind == "containerservice:ManagedCluster":
         state.update(
             fqdn=f"{_short(rid)}.hcp.{inputs.get('location')}.azmk8s.io",

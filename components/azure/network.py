@@ -1,6 +1,12 @@
 """A site's network on Azure: a virtual network, the AKS node subnet, and this site's half of
 each VNet peering to a peer site.
 
+Address plan, carved from the site's CIDR (a /16 shown):
+
+    10.x.0.0/20        aks-nodes (first /20; overlay pods and services use ranges outside it)
+    10.x.255.192/26    GatewaySubnet, reserved only when the site has a VPN link (last /26);
+                       the subnet itself is declared with the gateway (cross_cloud.py)
+
 VNet peering needs a peering on each side; each stack owns the half that starts in its own
 virtual network and names the peer's network by an ARM id built from the plan, so neither
 stack reads the other's state and the DR stack registers nothing in the primary's region.
@@ -43,6 +49,20 @@ def nodes_subnet_cidr(cidr: str) -> str:
     With Azure CNI overlay only nodes take addresses from it: a /20 holds 4,091 nodes."""
     net = ipaddress.ip_network(cidr)
     return str(next(net.subnets(new_prefix=max(20, net.prefixlen))))
+
+
+def gateway_subnet_cidr(cidr: str) -> str:
+    """The VPN gateway's subnet: the last /26 of the site's range. Microsoft asks for /27 or
+    larger; /26 leaves room for an ExpressRoute gateway to coexist in it later. At the end of
+    the range so it never moves the node subnet, which starts at the beginning."""
+    net = ipaddress.ip_network(cidr)
+    nodes = ipaddress.ip_network(nodes_subnet_cidr(cidr))
+    if net.prefixlen > 26 or nodes == net:
+        raise ValueError(
+            f"site cidr {cidr}: a VPN link needs a GatewaySubnet (/26) outside the AKS node "
+            "subnet (the first /20); give the site a range larger than a /20 (a /16 is usual)"
+        )
+    return str(list(net.subnets(new_prefix=26))[-1])
 
 
 class AzureSiteNetwork(pulumi.ComponentResource):

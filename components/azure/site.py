@@ -3,8 +3,9 @@ replication and GPU clusters.
 
 Every resource that has a location is placed with an explicit `location=cfg.region`: a DR stack
 registers nothing in its primary's region, so it previews and updates while that region is
-down. The one exception is by design and lives in the primary's stack: object replication
-policies are written on the DR account too (see replication.py), so the DR stack never needs
+down. The exceptions are by design and live in the primary's stack: object replication
+policies are written on the DR account too (see replication.py), and a VPN link to a GCP DR
+site declares the GCP side of its tunnels too (see cross_cloud.py), so the DR stack never needs
 the primary's state.
 """
 
@@ -25,7 +26,9 @@ from components.azure.replication import (
     ReplicationSource,
 )
 from components.tags import bucket_tags, pool_tags, site_tags
-from gpudr.stackconfig import SiteConfig
+from gpudr.stackconfig import LinkConfig, SiteConfig
+
+LINK_KINDS = ("vnet-peering", "vpn")
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class AzureSite(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
     key_id: pulumi.Output[str]
     dual_write_endpoint: pulumi.Output[str | None]
+    # {dr site: {config key: value}}: what each GCP DR site's transfer jobs sign in with, for
+    # its stack's own config (`pulumi config set gpudr:<key> ... -s <dr stack>`).
+    transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
 
     def __init__(
         self, name: str, args: AzureSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -74,6 +80,7 @@ class AzureSite(pulumi.ComponentResource):
         )
         subscription_id = client.subscription_id
         peers = _peers(cfg)
+        vpn_links = _vpn_links(cfg)
 
         # Holds the data accounts and the vault: protected, and kept if removed from the program.
         group = resources.ResourceGroup(
@@ -173,6 +180,54 @@ class AzureSite(pulumi.ComponentResource):
                 opts=child,
             )
             clusters[c.name] = cluster.cluster_name
+        for link in vpn_links:
+            # Imported here: only a site joined to GCP loads the GCP SDK.
+            from components.azure.cross_cloud import GcpVpn, GcpVpnArgs
+
+            peer = next(p for p in cfg.peers if p.site == link.peer_site)
+            GcpVpn(
+                f"{name}-to-{peer.site}",
+                GcpVpnArgs(
+                    resource_group_name=group.name,
+                    location=location,
+                    subscription_id=subscription_id,
+                    cidr=cfg.cidr,
+                    network_name=cfg.network_name,
+                    network=network,
+                    asn=cfg.transit_gateway_asn,
+                    peer=peer,
+                    link=link,
+                    tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
+                ),
+                opts=child,
+            )
+        credentials: dict[str, pulumi.Output[dict[str, str]]] = {}
+        if cfg.azure_sts_readers:
+            from components.azure.cross_cloud import StsFederatedReader, StsFederatedReaderArgs
+
+            account_ids = {
+                b.storage_account: buckets[b.data_class].account_id
+                for b in cfg.buckets
+                if b.storage_account
+            }
+            for reader in cfg.azure_sts_readers:
+                federated = StsFederatedReader(
+                    f"{name}-{reader.dr_site}-reader",
+                    StsFederatedReaderArgs(
+                        reader=reader,
+                        resource_group_name=group.name,
+                        location=location,
+                        subscription_id=subscription_id,
+                        account_ids=account_ids,
+                        tags=site_tags(cfg, "transfer-reader", dr_site=reader.dr_site),
+                    ),
+                    opts=child,
+                )
+                # The config keys components/config.py reads on the DR stack.
+                credentials[reader.dr_site] = pulumi.Output.all(
+                    azure_sts_client_id=federated.client_id,
+                    azure_tenant_id=federated.tenant_id,
+                )
         paths = {k: v.path for k, v in buckets.items()}
         # Output.all() of nothing is a list; a site with nothing to export exports {}.
         self.buckets = pulumi.Output.all(**paths) if paths else pulumi.Output.from_input({})
@@ -182,27 +237,45 @@ class AzureSite(pulumi.ComponentResource):
         # Dual writes reach Azure Storage over its regional endpoint with Entra ID auth; there
         # is no site-side endpoint resource to export (AWS exports its S3 interface endpoint).
         self.dual_write_endpoint = pulumi.Output.from_input(None)
+        self.transfer_credentials = (
+            pulumi.Output.all(**credentials) if credentials else pulumi.Output.from_input({})
+        )
         self.register_outputs(
             {
                 "buckets": self.buckets,
                 "clusters": self.clusters,
                 "key_id": self.key_id,
                 "dual_write_endpoint": self.dual_write_endpoint,
+                "transfer_credentials": self.transfer_credentials,
             }
         )
 
 
 def _peers(cfg: SiteConfig) -> list[VnetPeer]:
-    """This site's half of each VNet peering; other link kinds have no Azure implementation."""
-    out = []
+    """This site's half of each VNet peering (VPN links are built by the site itself)."""
     for link in cfg.links:
-        if link.kind != "vnet-peering":
+        if link.kind not in LINK_KINDS:
             raise ValueError(
                 f'site {cfg.site}: link kind "{link.kind}" to {link.peer_site} is not supported '
-                "on an Azure site; Azure sites link by vnet-peering"
+                f"on an Azure site; Azure sites link by {' or '.join(LINK_KINDS)}"
             )
-        out.append(_vnet_peer(cfg, link.peer_site))
-    return out
+    return [_vnet_peer(cfg, x.peer_site) for x in cfg.links if x.kind == "vnet-peering"]
+
+
+def _vpn_links(cfg: SiteConfig) -> list[LinkConfig]:
+    """VPN links to GCP DR sites, owned by this (primary) site's stack like the AWS primary's
+    HA VPN. Azure is only ever the primary of a VPN link: nothing replicates into Azure from
+    another cloud, so there is no DR-side anchor to build on Azure."""
+    links = [x for x in cfg.links if x.kind == "vpn"]
+    for link in links:
+        peer = next((p for p in cfg.peers if p.site == link.peer_site), None)
+        if cfg.role != "primary" or peer is None or peer.cloud != "gcp":
+            raise ValueError(
+                f"site {cfg.site}: the vpn link to {link.peer_site} is supported only from an "
+                "Azure primary to a GCP DR site (its HA VPN gateway); regenerate the stack with "
+                "`gpudr generate`"
+            )
+    return links
 
 
 def _vnet_peer(cfg: SiteConfig, peer_site: str) -> VnetPeer:
