@@ -7,6 +7,14 @@ Google (`accounts.google.com`, audience/subject = the transfer service agent's s
 role lives in the source's AWS account and belongs to the source side's stack (`sts_readers`).
 From another GCS bucket the agent reads with its own identity: the read grant on the source
 bucket belongs to the source side's stack too, never to this one.
+
+From Azure Blob Storage the job signs in by workload identity federation too: Entra ID trusts
+the transfer service agent's Google ID token through a federated credential on a user-assigned
+identity with read-only data access to the source accounts. The identity belongs to the
+source side's stack (`azure_sts_readers`); its client and tenant ids reach this stack through
+its own config (`gpudr:azure_sts_client_id`, `gpudr:azure_tenant_id`, see components/config.py),
+never through the primary's state. No SAS token or account key exists. Until those are set,
+no job is declared for an Azure source, and a warning names the commands that set them.
 """
 
 from __future__ import annotations
@@ -62,11 +70,61 @@ class _Describe:
 
     def __call__(self, sink: str) -> str:
         t = self.transfer
-        scheme = "s3" if t.source_cloud == "aws" else "gs"
+        if t.source_cloud == "azure":
+            source = f"https://{t.source_storage_account}.blob.core.windows.net/{t.source_bucket}"
+        else:
+            source = f"{'s3' if t.source_cloud == 'aws' else 'gs'}://{t.source_bucket}"
         return (
-            f"gpudr: {scheme}://{t.source_bucket} ({t.source_site}, {t.source_region}) "
+            f"gpudr: {source} ({t.source_site}, {t.source_region}) "
             f"to gs://{sink} every {t.schedule_s}s"
         )
+
+
+# Storage Transfer's Azure source and its federated sign-in (client and tenant id, no secret).
+AzureSource = gcp.storage.TransferJobTransferSpecAzureBlobStorageDataSourceArgs
+AzureFederation = (
+    gcp.storage.TransferJobTransferSpecAzureBlobStorageDataSourceFederatedIdentityConfigArgs
+)
+
+
+def azure_source(t: InboundTransfer, credentials: TransferCredentials) -> AzureSource | None:
+    """The container to read and the identity to sign in as, or None while this stack's config
+    lacks the identity. No SAS token (`azure_credentials`) and no `credentials_secret`: the
+    federated identity is the only sign-in."""
+    if not credentials.azure_client_id or not credentials.azure_tenant_id:
+        return None
+    return AzureSource(
+        storage_account=t.source_storage_account or "",
+        container=t.source_bucket,
+        federated_identity_config=AzureFederation(
+            client_id=credentials.azure_client_id, tenant_id=credentials.azure_tenant_id
+        ),
+    )
+
+
+def missing_azure_identity(t: InboundTransfer) -> str:
+    """What to run so the next `pulumi up` declares the Azure source's job.
+
+    gpudr names every stack `<system>-<site>` (gpudr.stackconfig.stack_name). The system and
+    this site's name come from this stack's own `gpudr:site`: only these commands need them."""
+    site = pulumi.Config("gpudr").get_object("site") or {}
+    system, dr = site.get("system", "<system>"), site.get("site", "<this site>")
+    primary, here = f"{system}-{t.source_site}", pulumi.get_stack()
+
+    def copy(key: str) -> str:
+        return (
+            f'pulumi config set gpudr:{key} "$(pulumi stack output transfer_credentials '
+            f'-s {primary} --json | jq -r \'."{dr}".{key}\')" -s {here}'
+        )
+
+    return (
+        f"Storage Transfer from Azure ({t.source_storage_account}/{t.source_bucket}, site "
+        f"{t.source_site}) is not declared: gpudr:azure_sts_client_id and gpudr:azure_tenant_id "
+        f"are not set on stack {here}. They name the federated reader identity that the "
+        f"primary's stack {primary} creates (output transfer_credentials). Once {primary} is "
+        f"deployed, run: {copy('azure_sts_client_id')} && {copy('azure_tenant_id')} && "
+        f"pulumi up -s {here}"
+    )
 
 
 class ScheduledTransfer(pulumi.ComponentResource):
@@ -78,13 +136,20 @@ class ScheduledTransfer(pulumi.ComponentResource):
         super().__init__("gpudr:storage:ScheduledTransfer", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         for t in args.transfers:
-            if t.service != "sts" or t.source_cloud not in ("aws", "gcp"):
+            if t.service != "sts" or t.source_cloud not in ("aws", "gcp", "azure"):
                 raise ValueError(
                     f"inbound transfer from {t.source_site}: {t.service} from {t.source_cloud} "
-                    "is not supported into Cloud Storage; only sts from aws or gcp is"
+                    "is not supported into Cloud Storage; only sts from aws, gcp or azure is"
                 )
+            # Fail here, before anything is declared, without what names the source.
             if t.source_cloud == "aws":
-                role_arn(t)  # fails here, before anything is declared, without the account
+                role_arn(t)
+            if t.source_cloud == "azure" and not t.source_storage_account:
+                raise ValueError(
+                    f"inbound transfer from {t.source_site} ({t.source_bucket}): "
+                    "source_storage_account is not set, so the Azure container cannot be "
+                    "named; regenerate the stack with `gpudr generate`"
+                )
 
         grants: list[pulumi.Resource] = [args.key_grant]
         for label, role in SINK_ROLES.items():
@@ -99,6 +164,12 @@ class ScheduledTransfer(pulumi.ComponentResource):
             )
         jobs = []
         for t in args.transfers:
+            azure = azure_source(t, args.credentials) if t.source_cloud == "azure" else None
+            if t.source_cloud == "azure" and azure is None:
+                # A job without a sign-in would fail on every run; the sink's grants above stay
+                # declared, so the next `pulumi up` only adds the job.
+                pulumi.log.warn(missing_azure_identity(t), resource=self)
+                continue
             jobs.append(
                 gcp.storage.TransferJob(
                     f"{name}-from-{t.source_site}",
@@ -115,6 +186,7 @@ class ScheduledTransfer(pulumi.ComponentResource):
                         )
                         if t.source_cloud == "gcp"
                         else None,
+                        azure_blob_storage_data_source=azure,
                         gcs_data_sink=gcp.storage.TransferJobTransferSpecGcsDataSinkArgs(
                             bucket_name=args.sink_bucket
                         ),
