@@ -1,0 +1,453 @@
+"""Helpers every gpudr policy shares: type tokens, gpudr tags on each cloud, the data classes'
+sizing facts, links between split resources, numbers and durations, and policy config.
+
+Props arrive as the pulumi-policy engine sends them: camelCase, numbers as floats, mappings and
+lists wrapped in proxies (`collections.abc.Mapping` / `Sequence`, not `dict` / `list`) that raise
+`UnknownValueError` when a value is unknown during preview. Nothing here catches that error
+except `UnknownGuard` and the link matchers, which say so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    PolicyConfigSchema,
+    PolicyResource,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.proxy import UnknownValueError
+
+from gpudr import reference, sizing
+
+# --- type tokens (as the engine sends them; see shared/reference/pulumi-sdk-facts.md) ----------
+
+S3_BUCKET = "aws:s3/bucket:Bucket"
+S3_ENCRYPTION = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+)
+S3_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+S3_ACCOUNT_PUBLIC_ACCESS_BLOCK = "aws:s3/accountPublicAccessBlock:AccountPublicAccessBlock"
+S3_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+S3_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
+S3_OBJECT_LOCK = "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration"
+S3_REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
+AWS_KMS_KEY = "aws:kms/key:Key"
+DATASYNC_TASK = "aws:datasync/task:Task"
+DATASYNC_S3_LOCATION = "aws:datasync/s3Location:S3Location"
+DX_CONNECTION = "aws:directconnect/connection:Connection"
+TGW_PEERING = "aws:ec2transitgateway/peeringAttachment:PeeringAttachment"
+AWS_VPN_CONNECTION = "aws:ec2/vpnConnection:VpnConnection"
+AWS_VPC_PEERING = "aws:ec2/vpcPeeringConnection:VpcPeeringConnection"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+GCS_BUCKET = "gcp:storage/bucket:Bucket"
+GCS_TRANSFER_JOB = "gcp:storage/transferJob:TransferJob"
+GCP_CRYPTO_KEY = "gcp:kms/cryptoKey:CryptoKey"
+GCP_KEY_RING = "gcp:kms/keyRing:KeyRing"
+GCP_VPN_TUNNEL = "gcp:compute/vPNTunnel:VPNTunnel"  # sic: the SDK's token
+GCP_NETWORK_PEERING = "gcp:compute/networkPeering:NetworkPeering"
+GCP_INTERCONNECT_ATTACHMENT = "gcp:compute/interconnectAttachment:InterconnectAttachment"
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+
+AZ_STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
+AZ_BLOB_SERVICE = "azure-native:storage:BlobServiceProperties"
+AZ_BLOB_CONTAINER = "azure-native:storage:BlobContainer"
+AZ_OBJECT_REPLICATION = "azure-native:storage:ObjectReplicationPolicy"
+AZ_KEY_VAULT = "azure-native:keyvault:Vault"
+AZ_VAULT_KEY = "azure-native:keyvault:Key"
+AZ_VNET_PEERING = "azure-native:network:VirtualNetworkPeering"
+AZ_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
+AKS_AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+# Where a data class's objects live: the resources that carry its gpudr tags.
+DATA_BUCKET_TYPES = (S3_BUCKET, GCS_BUCKET, AZ_STORAGE_ACCOUNT)
+DATA_ROLES = ("data-source", "data-replica", "data-dual-region")
+
+# --- gpudr tags -----------------------------------------------------------------------------
+
+PREFIX = "gpudr:"
+GCP_PREFIX = "gpudr-"
+
+
+def cloud_of(resource_type: str) -> str:
+    """`aws`, `gcp`, `azure`, or the token's package for anything else."""
+    package = resource_type.split(":", 1)[0]
+    return "azure" if package == "azure-native" else package
+
+
+def gcp_label(text: str) -> str:
+    """A tag key or value as gpudr writes it into a GCP label (components/tags.py
+    `gcp_labels`): lower case, only letters, digits, `_` and `-`, at most 63 characters."""
+    return "".join(c if c.isalnum() or c in "_-" else "-" for c in text.lower())[:63]
+
+
+def tag_map(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The resource's tags (AWS, Azure) or labels (GCP; a GKE node pool's are its nodes'
+    `resourceLabels`), or an empty mapping."""
+    if cloud_of(resource_type) == "gcp":
+        found = (
+            get(props, "nodeConfig", "resourceLabels") if resource_type == GKE_NODE_POOL else None
+        )
+        found = found if found is not None else props.get("labels")
+    else:
+        found = props.get("tags")
+    return found if isinstance(found, Mapping) else {}
+
+
+def gpudr_tag(resource_type: str, props: Mapping[str, Any], name: str) -> str | None:
+    """The value of gpudr tag `name` (`rpo-s`, `dr-role`, ...): `gpudr:<name>` on AWS and Azure,
+    the label `gpudr-<name>` on GCP (there the value is lower case, `.` and `:` became `-`)."""
+    tags = tag_map(resource_type, props)
+    key = GCP_PREFIX + gcp_label(name) if cloud_of(resource_type) == "gcp" else PREFIX + name
+    value = tags.get(key)
+    return None if value is None else str(value)
+
+
+def tag_is(resource_type: str, props: Mapping[str, Any], name: str, *expected: str) -> bool:
+    """Whether tag `name` holds one of `expected` (compared as GCP writes them on GCP)."""
+    value = gpudr_tag(resource_type, props, name)
+    if value is None:
+        return False
+    gcp = cloud_of(resource_type) == "gcp"
+    return any(value == (gcp_label(e) if gcp else e) for e in expected)
+
+
+def is_data_bucket(resource: PolicyResource) -> bool:
+    """An S3 bucket, GCS bucket or Azure storage account that gpudr tags as a data class's
+    copy (`gpudr:dr-role` data-source, data-replica or data-dual-region)."""
+    return resource.resource_type in DATA_BUCKET_TYPES and tag_is(
+        resource.resource_type, resource.props, "dr-role", *DATA_ROLES
+    )
+
+
+def tag_number(resource: PolicyResource, name: str) -> float | None:
+    """Tag `name` as a number; None when absent or `none`."""
+    return number(gpudr_tag(resource.resource_type, resource.props, name))
+
+
+# --- values ---------------------------------------------------------------------------------
+
+_GCP_DECIMAL = re.compile(r"^\d+-\d+$")  # "790-123": a GCP label's "790.123"
+
+
+def number(value: Any) -> float | None:
+    """A number from a float, an int, or a string such as `"7200"`, `"790.123"` or the GCP
+    label form `"790-123"`; None for None, `"none"`, booleans and anything else."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if _GCP_DECIMAL.match(text):
+        text = text.replace("-", ".")
+    try:
+        result = float(text)
+    except ValueError:
+        return None
+    return result if math.isfinite(result) else None
+
+
+def get(value: Any, *path: str | int) -> Any:
+    """`value[p0][p1]...`, None as soon as a step is missing or of the wrong kind. An unknown
+    value on the way raises `UnknownValueError`, as the engine's proxies do."""
+    for step in path:
+        if isinstance(step, str):
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(step)
+        else:
+            if isinstance(value, str) or not isinstance(value, Sequence):
+                return None
+            if not -len(value) <= step < len(value):
+                return None
+            value = value[step]
+    return value
+
+
+def items(value: Any) -> list[Any]:
+    """A list or the engine's list proxy as a list; one value as a one-item list; None as []."""
+    if value is None:
+        return []
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return [value]
+
+
+def is_true(value: Any) -> bool:
+    """True for `True` or the string `"true"` (some providers take booleans as strings)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def same(value: Any, expected: str) -> bool:
+    """Case-insensitive string equality (Azure enums arrive in either case)."""
+    return isinstance(value, str) and value.strip().lower() == expected.lower()
+
+
+_ISO_DURATION = re.compile(
+    r"^P(?:(?P<y>\d+(?:\.\d+)?)Y)?(?:(?P<mo>\d+(?:\.\d+)?)M)?(?:(?P<w>\d+(?:\.\d+)?)W)?"
+    r"(?:(?P<d>\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<mi>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+)
+_ISO_UNITS = {"y": 365 * 86400, "mo": 30 * 86400, "w": 7 * 86400, "d": 86400}
+_ISO_UNITS.update({"h": 3600, "mi": 60, "s": 1})
+
+
+def duration_s(value: Any) -> float | None:
+    """Seconds from `"7776000s"` (Google's duration strings), `"P90D"` / `"PT1H"` (ISO 8601, a
+    year counted as 365 days and a month as 30), or a plain number of seconds; else None."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("s") and number(text[:-1]) is not None:
+            return number(text[:-1])
+        match = _ISO_DURATION.match(text.upper())
+        if match and text.upper() not in ("P", "PT"):
+            return float(sum(float(v) * _ISO_UNITS[k] for k, v in match.groupdict().items() if v))
+    return number(value)
+
+
+_RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$", re.I)
+_RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def rate_expression_s(value: Any) -> float | None:
+    """The interval of an EventBridge `rate(N hours)` schedule; None for cron or anything else."""
+    if not isinstance(value, str):
+        return None
+    match = _RATE.match(value.strip())
+    if not match:
+        return None
+    return float(int(match.group(1)) * _RATE_UNITS[match.group(2).lower().rstrip("s")])
+
+
+def json_document(value: Any) -> Mapping[str, Any] | None:
+    """An IAM-style policy document given as a JSON string or as a mapping."""
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def mbps(value: float) -> str:
+    if math.isinf(value):
+        return "unbounded"
+    return f"{value / 1000:.2f} Gbps" if value >= 1000 else f"{value:.0f} Mbps"
+
+
+def seconds(value: float) -> str:
+    """`2h`, `1h30m`, `45m`, `30s`, as the plan spec writes durations."""
+    if math.isinf(value):
+        return "never"
+    whole = round(value)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes else "")
+    return out + (f"{secs}s" if secs or not out else "")
+
+
+def describe(resource: PolicyResource) -> str:
+    """How a message names a resource: its name and type (the URN goes with the report)."""
+    return f"{resource.name} ({resource.resource_type})"
+
+
+# --- the stack and links between split resources ----------------------------------------------
+
+
+class Stack:
+    """The stack's resources, indexed by type, with the links between split resources."""
+
+    def __init__(self, resources: Sequence[PolicyResource]) -> None:
+        self.resources = list(resources)
+        self._by_type: dict[str, list[PolicyResource]] = {}
+        self._by_urn: dict[str, PolicyResource] = {}
+        for r in self.resources:
+            self._by_type.setdefault(r.resource_type, []).append(r)
+            self._by_urn[r.urn] = r
+
+    def of_type(self, *resource_types: str) -> list[PolicyResource]:
+        return [r for t in resource_types for r in self._by_type.get(t, [])]
+
+    def data_buckets(self) -> list[PolicyResource]:
+        return [r for r in self.of_type(*DATA_BUCKET_TYPES) if is_data_bucket(r)]
+
+    def linked(
+        self,
+        target: PolicyResource,
+        resource_type: str,
+        prop: str,
+        target_keys: Sequence[str],
+        value_of: Callable[[PolicyResource], Any] | None = None,
+    ) -> list[PolicyResource]:
+        """Resources of `resource_type` whose property `prop` names `target` (see `links_to`)."""
+        return [
+            r
+            for r in self.of_type(resource_type)
+            if links_to(r, prop, target, target_keys, value_of)
+        ]
+
+
+def links_to(
+    resource: PolicyResource,
+    prop: str,
+    target: PolicyResource,
+    target_keys: Sequence[str],
+    value_of: Callable[[PolicyResource], Any] | None = None,
+) -> bool:
+    """Whether `resource.<prop>` refers to `target`.
+
+    The engine's property dependencies decide when they name any resource for `prop` (the
+    program passed an Output of that resource). Otherwise the value must equal one of
+    `target`'s `target_keys` props (a name passed as a plain string). An unknown value during
+    preview cannot match: it counts as no link, here only.
+    """
+    deps = resource.property_dependencies.get(prop) or []
+    if deps:
+        return any(d.urn == target.urn for d in deps)
+    try:
+        value = value_of(resource) if value_of else resource.props.get(prop)
+        if not isinstance(value, str) or not value:
+            return False
+        names = {target.props.get(k) for k in target_keys}
+    except UnknownValueError:
+        return False
+    return value in {n for n in names if isinstance(n, str) and n}
+
+
+def depends_on_type(resource: PolicyResource, prop: str, *resource_types: str) -> bool:
+    """Whether `prop` was computed from a resource of one of `resource_types` (e.g. a bucket's
+    encryption from a KMS key), which shows what an unknown value will be."""
+    return any(
+        d.resource_type in resource_types for d in resource.property_dependencies.get(prop, [])
+    )
+
+
+class UnknownGuard:
+    """Runs a stack policy's checks one resource at a time, so that a value unknown during
+    preview stops only the check that needs it. `raise_first()` at the end re-raises the first
+    such error: the engine then adds its advisory "can't run during preview" diagnostic next to
+    the violations already reported."""
+
+    def __init__(self) -> None:
+        self.first: UnknownValueError | None = None
+
+    @contextmanager
+    def check(self) -> Iterator[None]:
+        try:
+            yield
+        except UnknownValueError as error:
+            if self.first is None:
+                self.first = error
+
+    def raise_first(self) -> None:
+        if self.first is not None:
+            raise self.first
+
+
+# --- policy config --------------------------------------------------------------------------
+
+
+def policy_config(
+    schema: PolicyConfigSchema, args: ResourceValidationArgs | StackValidationArgs
+) -> dict[str, Any]:
+    """The schema's defaults with the pack's config for this policy merged over them. The CLI
+    sends config only when the user set some, so the defaults must be applied here."""
+    merged = {key: spec["default"] for key, spec in schema.properties.items() if "default" in spec}
+    merged.update({k: v for k, v in args.get_config().items() if k != "enforcementLevel"})
+    return merged
+
+
+def config_number(config: Mapping[str, Any], key: str) -> float:
+    value = number(config.get(key))
+    if value is None:
+        raise ValueError(f"policy config {key}: {config.get(key)!r} is not a number")
+    return value
+
+
+# --- the data classes' sizing facts (from tags, never from the planner's answer) --------------
+
+MECHANISMS = reference.defaults()["mechanisms"]
+QUOTA_BOUND = {"crr-rtc": "s3_rtc_gbps", "sts": "sts_gbps", "datasync": "datasync_gbps"}
+PULLED = ("sts", "datasync")  # scheduled by the DR site: its stack holds the job
+
+
+@dataclass(frozen=True)
+class DataClass:
+    """One data bucket's tags, as numbers: what the bandwidth and RPO checks recompute from.
+    `gpudr:required-mbps` (the planner's answer) is deliberately not read."""
+
+    data_class: str
+    role: str
+    mechanism: str
+    rpo_s: float | None
+    interval_s: float
+    burst_bytes: float
+    steady_mbps: float
+    publish_window_s: float | None
+    quota_mbps: float | None
+
+
+REQUIRED_TAGS = ("data-class", "mechanism", "rpo-s", "burst-bytes", "steady-kbps")
+
+
+def data_class(resource: PolicyResource) -> DataClass | str:
+    """The bucket's facts, or a message naming the tags it lacks."""
+    t, p = resource.resource_type, resource.props
+    missing = [n for n in REQUIRED_TAGS if gpudr_tag(t, p, n) is None]
+    if missing:
+        names = ", ".join(f"{PREFIX}{n}" for n in missing)
+        return (
+            f"{describe(resource)} is a gpudr data bucket without the tags {names}, so its "
+            "target cannot be checked; regenerate the stack with `gpudr generate` and keep the "
+            "tags components/tags.py sets"
+        )
+    return DataClass(
+        data_class=gpudr_tag(t, p, "data-class") or "",
+        role=gpudr_tag(t, p, "dr-role") or "",
+        mechanism=gpudr_tag(t, p, "mechanism") or "",
+        rpo_s=tag_number(resource, "rpo-s"),
+        interval_s=tag_number(resource, "interval-s") or 0.0,
+        burst_bytes=tag_number(resource, "burst-bytes") or 0.0,
+        steady_mbps=(tag_number(resource, "steady-kbps") or 0.0) / 1000,
+        publish_window_s=tag_number(resource, "publish-window-s"),
+        quota_mbps=tag_number(resource, "quota-mbps"),
+    )
+
+
+def transfer_window_s(d: DataClass) -> float | None:
+    """Time one burst has to reach the DR site: the publish window for a dual write; with a
+    checkpoint interval min(RPO - interval, interval); else the RPO; None without a target."""
+    if d.mechanism == "dual-write" and d.publish_window_s is not None:
+        return d.publish_window_s
+    if d.rpo_s is None:
+        return None
+    if d.interval_s > 0:
+        return sizing.checkpoint_window_s(d.rpo_s, d.interval_s)
+    return d.rpo_s
+
+
+def need_mbps(d: DataClass) -> float:
+    """need = max(steady rate, burst x 8 / window); the steady rate alone without a window."""
+    window = transfer_window_s(d)
+    burst = 0.0 if window is None else sizing.required_gbps(d.burst_bytes, window) * 1000
+    return max(d.steady_mbps, burst)
+
+
+def default_quota_mbps(mechanism: str) -> float | None:
+    key = QUOTA_BOUND.get(mechanism)
+    if key is None:
+        return None
+    return float(reference.defaults()["quotas"][key]["value"]) * 1000

@@ -1,0 +1,31 @@
+"""The policies of gpudr's pack, in one list (policies/__main__.py serves them)."""
+
+from __future__ import annotations
+
+from pulumi_policy import Policy
+
+from policies.deletion_protection import deletion_protection
+from policies.encryption_at_rest import data_encrypted_at_rest
+from policies.encryption_in_transit import encryption_in_transit
+from policies.gpu_standby_sizing import gpu_standby_sizing
+from policies.immutable_weights import immutable_weights
+from policies.kms_key_rotation import kms_key_rotation
+from policies.no_public_access import no_public_access
+from policies.replication_bandwidth import replication_bandwidth
+from policies.replication_meets_rpo import replication_meets_rpo
+from policies.weights_lock import weights_immutability_locked
+
+PACK_NAME = "gpudr"
+
+POLICIES: list[Policy] = [
+    data_encrypted_at_rest,
+    kms_key_rotation,
+    encryption_in_transit,
+    no_public_access,
+    replication_meets_rpo,
+    replication_bandwidth,
+    immutable_weights,
+    weights_immutability_locked,
+    deletion_protection,
+    gpu_standby_sizing,
+]
