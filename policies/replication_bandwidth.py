@@ -1,0 +1,269 @@
+"""replication-bandwidth: the rate each data class needs to hold its RPO fits what carries it.
+
+The need is recomputed from the raw sizing facts each data bucket carries as tags (burst,
+steady rate, checkpoint interval, publish window, RPO), never from the planner's answer
+(`gpudr:required-mbps`):
+
+    window = publish window                      (dual write)
+           = min(RPO - interval, interval)       (with a checkpoint interval)
+           = RPO                                 (otherwise, with an RPO)
+    need   = max(steady rate, burst x 8 / window)   (the steady rate alone without a window)
+
+Two kinds of carrier:
+
+- Quota-bound mechanisms (S3 RTC, Storage Transfer Service, DataSync): the classes on one
+  mechanism in a stack share the rate quota the user asserts (`gpudr:quota-mbps`; S3 RTC's SLA
+  is void above it). Checked where the mechanism runs: S3 RTC on the source, pulls on the
+  replica.
+- Dual writes cross the DR link: their needs are summed and compared with the link capacity
+  registered in the same stack (Direct Connect ports, transit gateway peering, VPN tunnels
+  capped by an Azure VPN gateway's SKU; VPC/VNet peering has no provisioned limit). A link is
+  owned by one of the two stacks, so the stack without it has nothing to compare with.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from gpudr import reference
+from policies.common import (
+    AWS_VPC_PEERING,
+    AWS_VPN_CONNECTION,
+    AZ_VNET_PEERING,
+    AZ_VPN_GATEWAY,
+    DX_CONNECTION,
+    GCP_INTERCONNECT_ATTACHMENT,
+    GCP_NETWORK_PEERING,
+    GCP_VPN_TUNNEL,
+    QUOTA_BOUND,
+    TGW_PEERING,
+    DataClass,
+    Stack,
+    UnknownGuard,
+    config_number,
+    data_class,
+    default_quota_mbps,
+    describe,
+    get,
+    mbps,
+    need_mbps,
+    number,
+    policy_config,
+)
+
+_DEFAULTS = reference.defaults()
+
+SCHEMA = PolicyConfigSchema(
+    properties={
+        "headroom": {
+            "type": "number",
+            "minimum": 1,
+            "default": float(_DEFAULTS["headroom"]["factor"]),
+            "description": "Factor applied to the summed need before comparing with capacity.",
+        },
+        "tgw_peering_gbps": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": float(_DEFAULTS["quotas"]["tgw_peering_gbps"]["value"]),
+            "description": "Capacity of one transit gateway peering attachment (Gbps).",
+        },
+        "vpn_tunnel_gbps": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "default": 1.25,
+            "description": (
+                "Capacity of one VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps per "
+                "tunnel, the slower end of every VPN gpudr declares."
+            ),
+        },
+        "azure_vpn_gateway_gbps": {
+            "type": "object",
+            "additionalProperties": {"type": "number"},
+            "default": {k: float(v) for k, v in _DEFAULTS["links"]["vpn"]["gateway_gbps"].items()},
+            "description": "Aggregate throughput of an Azure VPN gateway by SKU name (Gbps).",
+        },
+    }
+)
+
+# Quota-bound mechanisms are checked where they run: S3 RTC replication is configured on the
+# source; scheduled pulls run at the DR site, on the replica.
+RUNS_ON = {"crr-rtc": "data-source", "sts": "data-replica", "datasync": "data-replica"}
+_BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
+_GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
+
+
+def _dx_gbps(value: object) -> float | None:
+    match = _BANDWIDTH.match(value) if isinstance(value, str) else None
+    if not match:
+        return None
+    return float(match.group(1)) * (1.0 if match.group(2).upper() == "G" else 1e-3)
+
+
+def _interconnect_gbps(value: object) -> float | None:
+    match = _GCP_ATTACHMENT.match(value) if isinstance(value, str) else None
+    if not match:
+        return None
+    return float(match.group(1)) * (1.0 if match.group(2) == "G" else 1e-3)
+
+
+def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float, list[str]] | None:
+    """The DR link capacity registered in this stack and what it is made of; None when the stack
+    registers no link (the other site's stack owns it)."""
+    parts: list[str] = []
+    total = 0.0
+    found = False
+    peerings = stack.of_type(GCP_NETWORK_PEERING, AZ_VNET_PEERING, AWS_VPC_PEERING)
+    if peerings:
+        return math.inf, [f"{peerings[0].name} (peering: no provisioned limit)"]
+    for conn in stack.of_type(DX_CONNECTION):
+        found = True
+        gbps = _dx_gbps(conn.props.get("bandwidth")) or 0.0
+        total += gbps
+        parts.append(f"{conn.name} {gbps:g} Gbps")
+    tgw = config_number(config, "tgw_peering_gbps")
+    for attachment in stack.of_type(TGW_PEERING):
+        found = True
+        total += tgw
+        parts.append(f"{attachment.name} {tgw:g} Gbps")
+    for attachment in stack.of_type(GCP_INTERCONNECT_ATTACHMENT):
+        found = True
+        gbps = _interconnect_gbps(attachment.props.get("bandwidth")) or 0.0
+        total += gbps
+        parts.append(f"{attachment.name} {gbps:g} Gbps")
+    tunnel = config_number(config, "vpn_tunnel_gbps")
+    tunnels = len(stack.of_type(GCP_VPN_TUNNEL))
+    if not tunnels:
+        # Only the AWS end registered: two tunnels per site-to-site VPN connection.
+        tunnels = 2 * len(stack.of_type(AWS_VPN_CONNECTION))
+    if tunnels:
+        found = True
+        vpn = tunnels * tunnel
+        what = f"{tunnels} VPN tunnels x {tunnel:g} Gbps"
+        skus = config.get("azure_vpn_gateway_gbps")
+        for gateway in stack.of_type(AZ_VPN_GATEWAY):
+            sku = get(gateway.props, "sku", "name")
+            cap = (
+                number(skus.get(sku))
+                if isinstance(skus, Mapping) and isinstance(sku, str)
+                else None
+            )
+            if cap is not None and cap < vpn:
+                vpn, what = cap, f"{what}, capped by {gateway.name} ({sku}) at {cap:g} Gbps"
+        total += vpn
+        parts.append(what)
+    return (total, parts) if found else None
+
+
+def _check_quotas(
+    classes: list[tuple[PolicyResource, DataClass]], headroom: float, report: ReportViolation
+) -> None:
+    for mechanism in QUOTA_BOUND:
+        group = [
+            (b, d) for b, d in classes if d.mechanism == mechanism and d.role == RUNS_ON[mechanism]
+        ]
+        if not group:
+            continue
+        need = sum(need_mbps(d) for _, d in group)
+        asserted = [d.quota_mbps for _, d in group if d.quota_mbps is not None]
+        quota = min(asserted) if asserted else default_quota_mbps(mechanism) or 0.0
+        if need * headroom <= quota + 1e-6:
+            continue
+        names = ", ".join(f"{d.data_class} {mbps(need_mbps(d))}" for _, d in group)
+        for bucket, _d in group:
+            report(
+                f"{describe(bucket)}: the {mechanism} classes of this stack need {mbps(need)} "
+                f"({names}), {mbps(need * headroom)} with headroom {headroom:g}, above the "
+                f"{mbps(quota)} rate asserted for {mechanism}"
+                + (" (S3 RTC's 15-minute SLA is void above it)" if mechanism == "crr-rtc" else "")
+                + f". Raise the quota (for S3 RTC ask AWS support, then set quotas."
+                f"{QUOTA_BOUND[mechanism]} in the plan), reduce the bursts (dedup, compression), "
+                "or relax the RPO; then regenerate the stack.",
+                bucket.urn,
+            )
+
+
+def _check_link(
+    stack: Stack,
+    classes: list[tuple[PolicyResource, DataClass]],
+    config: Mapping[str, Any],
+    headroom: float,
+    report: ReportViolation,
+) -> None:
+    dual = [(b, d) for b, d in classes if d.mechanism == "dual-write"]
+    if not dual:
+        return
+    capacity = _link_capacity_gbps(stack, config)
+    if capacity is None:
+        # The DR link belongs to the other site's stack (e.g. transit gateway peering is owned
+        # by the primary, Direct Connect by the DR site): it is checked there.
+        return
+    gbps, parts = capacity
+    need = sum(need_mbps(d) for _, d in dual)
+    if need * headroom <= gbps * 1000 + 1e-6:
+        return
+    names = ", ".join(f"{d.data_class} {mbps(need_mbps(d))}" for _, d in dual)
+    for bucket, _d in dual:
+        report(
+            f"{describe(bucket)}: the dual-written classes of this stack need {mbps(need)} "
+            f"({names}), {mbps(need * headroom)} with headroom {headroom:g}, over a DR link of "
+            f"{mbps(gbps * 1000)} ({'; '.join(parts)}). Raise the link (more or faster Direct "
+            "Connect ports, more tunnels or a larger VPN gateway SKU; `gpudr plan` sizes it), "
+            "widen the publish window, or replicate the class asynchronously.",
+            bucket.urn,
+        )
+
+
+def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+    config = policy_config(SCHEMA, args)
+    headroom = config_number(config, "headroom")
+    stack = Stack(args.resources)
+    guard = UnknownGuard()
+    classes: list[tuple[PolicyResource, DataClass]] = []
+    for bucket in stack.data_buckets():
+        with guard.check():
+            d = data_class(bucket)
+            if isinstance(d, str):
+                report(d, bucket.urn)
+            else:
+                classes.append((bucket, d))
+    with guard.check():
+        _check_quotas(classes, headroom, report)
+    with guard.check():
+        _check_link(stack, classes, config, headroom, report)
+    guard.raise_first()
+
+
+replication_bandwidth = StackValidationPolicy(
+    name="replication-bandwidth",
+    description=(
+        "The bandwidth each data class needs for its RPO, recomputed from its tags, fits what "
+        "carries it with headroom: the asserted rate quota of S3 RTC, Storage Transfer Service "
+        "or DataSync, or the DR link (Direct Connect, transit gateway peering, VPN) for dual "
+        "writes."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.HIGH,
+    config_schema=SCHEMA,
+    remediation_steps=(
+        "Run `gpudr plan` on the plan spec: it shows each class's need and each path's "
+        "capacity. Raise the quota you assert (quotas: in the plan, after AWS support raised "
+        "it), enlarge the DR link (ports, tunnels, gateway SKU), cut the bursts (dedup_ratio, "
+        "compression_ratio), widen the weights publish window, or relax the RPO; then "
+        "`gpudr generate` and deploy."
+    ),
+    tags=["replication", "bandwidth", "rpo"],
+)

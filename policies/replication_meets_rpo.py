@@ -1,0 +1,347 @@
+"""replication-meets-rpo: every data class with an RPO is replicated by a mechanism that
+guarantees it, as registered, not merely "replication is on".
+
+What each mechanism guarantees (gpudr/data/defaults.yaml, `mechanisms`, with sources):
+
+- S3 CRR with Replication Time Control: 15 minutes (SLA), so RPO >= checkpoint interval + 15 min.
+  Without RTC S3 guarantees no replication time at all.
+- GCS dual-region with turbo replication (`rpo=ASYNC_TURBO`, only on dual-regions): 15 minutes.
+  Default dual-region replication is a target, not a guarantee.
+- Azure object replication (standard mode) has no SLA. Priority mode (15 min) cannot be set
+  through azure-native 3.29 and its SLA is void above 1 Gbps of ingress, so it is not modelled.
+- Scheduled pulls (Storage Transfer Service into GCS, DataSync into S3): RPO = repeat interval +
+  one run's transfer time + checkpoint interval. The job lives in the DR site's stack, so the
+  check runs there, on the replica bucket; the source bucket's stack has nothing to check.
+- Dual write is synchronous: RPO 0 at the writer, which infrastructure cannot show.
+
+Where a policy finds the mechanism's settings is the stack that owns them: S3 replication and
+Azure object replication in the source's stack, dual-region buckets in the DR stack (their
+owner), scheduled jobs in the DR stack.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from policies.common import (
+    AZ_STORAGE_ACCOUNT,
+    DATASYNC_S3_LOCATION,
+    DATASYNC_TASK,
+    GCS_BUCKET,
+    GCS_TRANSFER_JOB,
+    MECHANISMS,
+    PULLED,
+    S3_BUCKET,
+    S3_REPLICATION,
+    DataClass,
+    Stack,
+    UnknownGuard,
+    data_class,
+    default_quota_mbps,
+    describe,
+    duration_s,
+    get,
+    items,
+    links_to,
+    rate_expression_s,
+    same,
+    seconds,
+)
+
+RTC_LAG_S = float(MECHANISMS["crr-rtc"]["lag_s"])
+TURBO_LAG_S = float(MECHANISMS["gcs-turbo"]["lag_s"])
+# Storage Transfer Service runs a job every 24 h when its schedule names no repeatInterval.
+STS_DEFAULT_REPEAT_S = 86400.0
+# Where each mechanism's settings are registered: (the copy's gpudr:dr-role, its type).
+CHECKED_ON: dict[str, tuple[str | None, str]] = {
+    "crr-rtc": ("data-source", S3_BUCKET),  # the replication configuration is the source's
+    "crr": ("data-source", S3_BUCKET),
+    "gcs-turbo": (None, GCS_BUCKET),  # one dual-region bucket, in the DR site's stack
+    "gcs-dual-region": (None, GCS_BUCKET),
+    "azure-or": ("data-source", AZ_STORAGE_ACCOUNT),  # policies owned by the primary's stack
+    "sts": ("data-replica", GCS_BUCKET),  # the job lives at the DR site
+    "datasync": ("data-replica", S3_BUCKET),
+}
+# Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
+PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
+
+
+def _target(d: DataClass) -> str:
+    return f"its RPO of {seconds(d.rpo_s or 0.0)} ({d.data_class}, mechanism {d.mechanism})"
+
+
+# --- S3 cross-region replication (source's stack) -----------------------------------------
+
+
+def _rtc_rule(rule: object) -> bool:
+    destination = get(rule, "destination")
+    return (
+        same(get(rule, "status"), "Enabled")
+        and same(get(destination, "replicationTime", "status"), "Enabled")
+        and same(get(destination, "metrics", "status"), "Enabled")
+    )
+
+
+def _check_s3_crr(
+    stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
+) -> None:
+    configs = stack.linked(bucket, S3_REPLICATION, "bucket", ("bucket", "id"))
+    rules = [r for c in configs for r in items(c.props.get("rules"))]
+    if not any(_rtc_rule(r) for r in rules):
+        found = (
+            "its replication rules have no Replication Time Control (replication_time and "
+            "metrics both Enabled), and without RTC S3 guarantees no replication time"
+            if rules
+            else "no BucketReplicationConfig replicates it"
+        )
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: {found}. Declare "
+            "aws.s3.BucketReplicationConfig for it with an Enabled rule whose destination has "
+            'replication_time={status: "Enabled", time: {minutes: 15}} and metrics={status: '
+            '"Enabled", event_threshold: {minutes: 15}}.',
+            bucket.urn,
+        )
+        return
+    guaranteed = d.interval_s + RTC_LAG_S
+    if d.rpo_s is not None and guaranteed > d.rpo_s:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: S3 RTC guarantees 15 min, so the "
+            f"worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
+            f"{seconds(guaranteed)}. Shorten the checkpoint interval, relax the RPO to at least "
+            f"{seconds(guaranteed)}, or dual-write this class (replication: dual-write).",
+            bucket.urn,
+        )
+
+
+# --- GCS dual-region (owner: the DR stack) --------------------------------------------------
+
+
+def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportViolation) -> None:
+    locations = items(get(bucket.props, "customPlacementConfig", "dataLocations"))
+    location = bucket.props.get("location")
+    dual = len(locations) == 2 or (
+        isinstance(location, str) and location.upper() in PREDEFINED_DUAL_REGIONS
+    )
+    turbo = same(bucket.props.get("rpo"), "ASYNC_TURBO")
+    if not dual or not turbo:
+        problems = []
+        if not dual:
+            problems.append(
+                f"it is not a dual-region (location {location!r}, "
+                f"{len(locations)} data location(s)); turbo replication exists only there"
+            )
+        if not turbo:
+            problems.append(
+                f"rpo is {bucket.props.get('rpo')!r}: default replication is a target "
+                "(99.9% within 1 h), not a guarantee"
+            )
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: {'; '.join(problems)}. Set "
+            "custom_placement_config.data_locations to the two regions and "
+            'rpo="ASYNC_TURBO" (15-minute target).',
+            bucket.urn,
+        )
+        return
+    guaranteed = d.interval_s + TURBO_LAG_S
+    if d.rpo_s is not None and guaranteed > d.rpo_s:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: turbo replication targets 15 min, so "
+            f"the worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
+            f"{seconds(guaranteed)}. Shorten the checkpoint interval, relax the RPO, or "
+            "dual-write this class.",
+            bucket.urn,
+        )
+
+
+# --- scheduled pulls (owner: the DR stack) --------------------------------------------------
+
+
+def _run_s(d: DataClass, interval_s: float) -> float:
+    """One run's transfer time at the asserted rate: a run copies what was written since the
+    last one (the steady rate over the interval), and at least one whole burst."""
+    run_bytes = max(d.burst_bytes, d.steady_mbps * 1e6 / 8 * interval_s)
+    quota = d.quota_mbps or default_quota_mbps(d.mechanism) or 0.0
+    return run_bytes * 8 / (quota * 1e6) if quota > 0 else float("inf")
+
+
+def _sts_schedules(
+    stack: Stack, bucket: PolicyResource
+) -> list[tuple[PolicyResource, float | None]]:
+    """(job, repeat interval) of each enabled Transfer job writing into the bucket; the
+    interval is None for a job with no schedule (it runs only when started by hand)."""
+    out: list[tuple[PolicyResource, float | None]] = []
+    for job in stack.of_type(GCS_TRANSFER_JOB):
+        sink = links_to(
+            job,
+            "transferSpec",
+            bucket,
+            ("name", "id"),
+            value_of=lambda j: get(j.props, "transferSpec", "gcsDataSink", "bucketName"),
+        )
+        source = get(job.props, "transferSpec", "gcsDataSource", "bucketName")
+        if not sink or (source is not None and source == bucket.props.get("name")):
+            continue  # the bucket is this job's source (a pull out of it), not its sink
+        if same(job.props.get("status"), "DISABLED") or same(job.props.get("status"), "DELETED"):
+            continue
+        schedule = job.props.get("schedule")
+        if schedule is None:
+            out.append((job, None))
+            continue
+        repeat = get(schedule, "repeatInterval")
+        out.append((job, STS_DEFAULT_REPEAT_S if repeat is None else duration_s(repeat)))
+    return out
+
+
+def _datasync_schedules(
+    stack: Stack, bucket: PolicyResource
+) -> list[tuple[PolicyResource, float | None]]:
+    """(task, rate interval) of each enabled DataSync task whose destination is the bucket;
+    None for a task with no schedule or a cron schedule."""
+    arn = f"arn:aws:s3:::{bucket.props.get('bucket')}"
+    locations = [
+        loc
+        for loc in stack.of_type(DATASYNC_S3_LOCATION)
+        if links_to(loc, "s3BucketArn", bucket, ("arn",)) or loc.props.get("s3BucketArn") == arn
+    ]
+    out: list[tuple[PolicyResource, float | None]] = []
+    for task in stack.of_type(DATASYNC_TASK):
+        if not any(
+            links_to(task, "destinationLocationArn", loc, ("arn", "id")) for loc in locations
+        ):
+            continue
+        if same(get(task.props, "schedule", "status"), "DISABLED"):
+            continue
+        out.append((task, rate_expression_s(get(task.props, "schedule", "scheduleExpression"))))
+    return out
+
+
+def _check_pull(
+    stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
+) -> None:
+    if d.mechanism == "sts":
+        jobs, kind = _sts_schedules(stack, bucket), "Storage Transfer Service job"
+        fix = (
+            "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "
+            'bucket and schedule.repeat_interval (e.g. "3600s")'
+        )
+    else:
+        jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
+        fix = (
+            "Declare aws.datasync.Task with destination_location_arn = an aws.datasync.S3Location "
+            'of this bucket and schedule.schedule_expression "rate(N hours)"'
+        )
+    if not jobs:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: no enabled {kind} in this stack "
+            f"pulls into it. {fix} so that interval + one run + checkpoint interval stays "
+            "within the RPO.",
+            bucket.urn,
+        )
+        return
+    worst: list[tuple[float, PolicyResource, float, float]] = []
+    for job, interval in jobs:
+        if interval is None:
+            continue
+        run = _run_s(d, interval)
+        worst.append((interval + run + d.interval_s, job, interval, run))
+    if not worst:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {jobs[0][0].name} has no "
+            f"repeating schedule gpudr can read. {fix}.",
+            bucket.urn,
+        )
+        return
+    total, job, interval, run = min(worst, key=lambda w: w[0])
+    if d.rpo_s is not None and total > d.rpo_s:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {job.name} runs every "
+            f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate, plus the "
+            f"{seconds(d.interval_s)} checkpoint interval: {seconds(total)}. Shorten the "
+            "schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
+            "(quotas in the plan), or relax the RPO.",
+            bucket.urn,
+        )
+
+
+# --- the policy -----------------------------------------------------------------------------
+
+
+def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
+    d = data_class(bucket)
+    if isinstance(d, str):
+        report(d, bucket.urn)
+        return
+    if d.rpo_s is None:
+        return  # no target
+    mechanism = d.mechanism
+    if mechanism == "dual-write":
+        # Synchronous: the writer commits only once every copy exists (RPO 0 at the writer).
+        # That is the writer's behaviour; no infrastructure setting can show it.
+        return
+    if mechanism not in CHECKED_ON:
+        report(
+            f"{describe(bucket)} has {_target(d)} but is replicated by "
+            + ("nothing" if mechanism == "none" else f"unknown mechanism {mechanism!r}")
+            + ": choose a replication mechanism for this data class in the plan (replication:) "
+            "and regenerate the stack.",
+            bucket.urn,
+        )
+        return
+    role, resource_type = CHECKED_ON[mechanism]
+    if role not in (None, d.role) or bucket.resource_type != resource_type:
+        # The other copy of the class, or a stack that does not hold the mechanism: e.g. the
+        # source of a scheduled pull (the job lives in the DR site's stack, checked there).
+        return
+    if mechanism in ("crr-rtc", "crr"):
+        _check_s3_crr(stack, bucket, d, report)
+    elif mechanism in ("gcs-turbo", "gcs-dual-region"):
+        _check_gcs_dual_region(bucket, d, report)
+    elif mechanism == "azure-or":
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: Azure object replication "
+            "(standard mode) has no replication-time SLA, and priority mode (15 min) cannot "
+            "be set through azure-native and is void above 1 Gbps of ingress. Dual-write "
+            "this class (replication: dual-write), or relax its RPO to none.",
+            bucket.urn,
+        )
+    elif mechanism in PULLED:
+        _check_pull(stack, bucket, d, report)
+
+
+def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+    stack = Stack(args.resources)
+    guard = UnknownGuard()
+    for bucket in stack.data_buckets():
+        with guard.check():
+            _check(stack, bucket, report)
+    guard.raise_first()
+
+
+replication_meets_rpo = StackValidationPolicy(
+    name="replication-meets-rpo",
+    description=(
+        "Each data class with an RPO is replicated by a mechanism whose guaranteed worst case "
+        "fits it: S3 CRR with Replication Time Control, GCS dual-region with turbo replication, "
+        "a scheduled pull whose interval plus run time fits, or a dual write. Replication with "
+        "no time guarantee (S3 CRR without RTC, default dual-region, Azure object replication) "
+        "does not meet an RPO."
+    ),
+    validate=_validate,
+    enforcement_level=EnforcementLevel.MANDATORY,
+    severity=Severity.CRITICAL,
+    remediation_steps=(
+        "Let `gpudr plan` pick the mechanism (replication: auto) and `gpudr generate` size it, "
+        "then deploy what components/ declares. By hand: S3 replication rules need "
+        "replication_time and metrics Enabled (15 min); GCS buckets need a dual-region with "
+        'rpo="ASYNC_TURBO"; scheduled pulls need a repeat interval such that interval + run '
+        "time + checkpoint interval <= RPO; Azure needs dual write for a finite RPO."
+    ),
+    tags=["replication", "rpo"],
+)
