@@ -166,6 +166,15 @@ class GpudrMocks(pulumi.runtime.Mocks):
                     )
                 }
             )
+        elif typ.startswith("aws:datasync/"):
+            # The id is the ARN: .../location/loc-<17 hex> or .../task/task-<17 hex>.
+            kind, prefix = ("task", "task") if typ.endswith(":Task") else ("location", "loc")
+            suffix = (_short(typ, name) + _short(name, typ))[:17]
+            rid = f"arn:aws:datasync:{region}:{OFFLINE_ACCOUNT}:{kind}/{prefix}-{suffix}"
+            arn = rid
+        elif typ == "aws:cloudwatch/logGroup:LogGroup":
+            rid = inputs.get("name") or rid
+            arn = f"arn:aws:logs:{region}:{OFFLINE_ACCOUNT}:log-group:{rid}"
         elif typ == "aws:ec2/placementGroup:PlacementGroup":
             state.update(name=inputs.get("name") or rid)
         state.setdefault("arn", arn)
@@ -229,10 +238,15 @@ class RecordingMonitor(MockMonitor):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
         self._by_urn: dict[str, Registration] = {}
+        self.stack_urn: str | None = None
+        # The root stack's exports, as `pulumi stack output` would show them; a secret stays
+        # wrapped (`pulumi.runtime.rpc.is_rpc_secret`), so callers know to keep it secret.
+        self.stack_outputs: dict[str, Any] = {}
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
+            self.stack_urn = response.urn
             return response
         from pulumi.runtime import rpc
 
@@ -259,6 +273,13 @@ class RecordingMonitor(MockMonitor):
         self.registrations.append(reg)
         self._by_urn[reg.urn] = reg
         return response
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        if self.stack_urn is not None and request.urn == self.stack_urn:
+            from pulumi.runtime import rpc
+
+            self.stack_outputs = _plain(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
 def _plain(value: Any) -> Any:
