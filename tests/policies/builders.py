@@ -1,0 +1,307 @@
+"""Compliant resources per cloud, shaped as gpudr's components register them (camelCase inputs,
+numbers as floats, settings linked to their bucket by property dependencies). Tests vary one
+property at a time from these."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from components.tags import gcp_labels
+from policies.common import (
+    AWS_KMS_KEY,
+    AZ_BLOB_CONTAINER,
+    AZ_BLOB_SERVICE,
+    AZ_STORAGE_ACCOUNT,
+    AZ_VAULT_KEY,
+    GCP_CRYPTO_KEY,
+    GCS_BUCKET,
+    S3_BUCKET,
+    S3_ENCRYPTION,
+    S3_OBJECT_LOCK,
+    S3_POLICY,
+    S3_PUBLIC_ACCESS_BLOCK,
+    S3_REPLICATION,
+    S3_VERSIONING,
+)
+from tests.policies.harness import Res
+
+KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/mrk-0123456789"
+GCP_KEY = "projects/p/locations/us-east4/keyRings/r/cryptoKeys/data"
+
+# One checkpoint class: 2 TB every 45 min, 60% dedup, 3:1 compression, RPO 4 h, S3 RTC at an
+# asserted 5 Gbps (examples/aws-two-region.yaml).
+CHECKPOINTS = {
+    "data-class": "checkpoints",
+    "dr-role": "data-source",
+    "site-role": "primary",
+    "mechanism": "crr-rtc",
+    "rpo-s": "14400",
+    "rto-s": "14400",
+    "interval-s": "2700",
+    "burst-bytes": "266666666666",
+    "steady-kbps": "790123",
+    "steady-mbps": "790.123",
+    "required-mbps": "790.123",
+    "quota-mbps": "5000",
+}
+WEIGHTS = {
+    "data-class": "weights",
+    "dr-role": "data-source",
+    "site-role": "primary",
+    "mechanism": "dual-write",
+    "rpo-s": "0",
+    "rto-s": "3600",
+    "interval-s": "0",
+    "burst-bytes": "150000000000",
+    "steady-kbps": "0",
+    "publish-window-s": "3600",
+}
+DATASETS = {
+    "data-class": "datasets",
+    "dr-role": "data-source",
+    "site-role": "primary",
+    "mechanism": "crr-rtc",
+    "rpo-s": "86400",
+    "rto-s": "none",
+    "interval-s": "0",
+    "burst-bytes": "0",
+    "steady-kbps": "92593",
+    "quota-mbps": "5000",
+}
+# The Azure example dual-writes checkpoints (object replication has no SLA).
+AZURE_CHECKPOINTS = {
+    **{k: v for k, v in CHECKPOINTS.items() if k != "quota-mbps"},
+    "mechanism": "dual-write",
+}
+
+
+def tags(facts: dict[str, str], **changes: str | None) -> dict[str, str]:
+    """gpudr tags (`gpudr:<name>`) from facts, with changes (None removes a tag)."""
+    merged: dict[str, str | None] = {
+        **facts,
+        **{k.replace("_", "-"): v for k, v in changes.items()},
+    }
+    out = {"gpudr:system": "llm", "gpudr:site": "use1"}
+    out.update({f"gpudr:{k}": v for k, v in merged.items() if v is not None})
+    return out
+
+
+def labels(facts: dict[str, str], **changes: str | None) -> dict[str, str]:
+    """The same as GCP labels, converted by the program's own function."""
+    return gcp_labels(tags(facts, **changes))
+
+
+# --- AWS ------------------------------------------------------------------------------------
+
+
+def s3_policy_document(bucket: str) -> str:
+    arn = f"arn:aws:s3:::{bucket}"
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [arn, f"{arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        }
+    )
+
+
+def s3(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[str, Res]:
+    """A data bucket with its split settings, as components/aws/bucket.py declares it."""
+    facts = facts or CHECKPOINTS
+    bucket_name = f"llm-use1-{name}-abc123"
+    weights = facts.get("data-class") == "weights"
+    bucket = Res(
+        S3_BUCKET,
+        f"{name}-bucket",
+        {
+            "bucket": bucket_name,
+            "forceDestroy": False,
+            "objectLockEnabled": weights,
+            "region": "us-east-1",
+            "tags": tags(facts),
+        },
+        protect=True,
+    )
+    key = Res(AWS_KMS_KEY, f"{name}-key", {"enableKeyRotation": True}, protect=True)
+    out = {
+        "bucket": bucket,
+        "key": key,
+        "encryption": Res(
+            S3_ENCRYPTION,
+            f"{name}-encryption",
+            {
+                "bucket": bucket_name,
+                "rules": [
+                    {
+                        "applyServerSideEncryptionByDefault": {
+                            "kmsMasterKeyId": KEY_ARN,
+                            "sseAlgorithm": "aws:kms",
+                        },
+                        "bucketKeyEnabled": True,
+                    }
+                ],
+            },
+        )
+        .link("bucket", bucket)
+        .link("rules", key),
+        "public": Res(
+            S3_PUBLIC_ACCESS_BLOCK,
+            f"{name}-public-access",
+            {
+                "bucket": bucket_name,
+                "blockPublicAcls": True,
+                "blockPublicPolicy": True,
+                "ignorePublicAcls": True,
+                "restrictPublicBuckets": True,
+            },
+        ).link("bucket", bucket),
+        "policy": Res(
+            S3_POLICY,
+            f"{name}-policy",
+            {"bucket": bucket_name, "policy": s3_policy_document(bucket_name)},
+        )
+        .link("bucket", bucket)
+        .link("policy", bucket),
+        "versioning": Res(
+            S3_VERSIONING,
+            f"{name}-versioning",
+            {"bucket": bucket_name, "versioningConfiguration": {"status": "Enabled"}},
+            protect=True,
+        ).link("bucket", bucket),
+    }
+    if weights:
+        out["lock"] = Res(
+            S3_OBJECT_LOCK,
+            f"{name}-object-lock",
+            {
+                "bucket": bucket_name,
+                "objectLockEnabled": "Enabled",
+                "rule": {"defaultRetention": {"mode": "COMPLIANCE", "days": 365.0}},
+            },
+            protect=True,
+        ).link("bucket", bucket)
+    if facts.get("mechanism") in ("crr-rtc", "crr") and facts.get("dr-role") == "data-source":
+        out["replication"] = Res(
+            S3_REPLICATION,
+            f"{name}-replication",
+            {
+                "bucket": bucket_name,
+                "role": "arn:aws:iam::123456789012:role/r",
+                "rules": [rtc_rule()],
+            },
+        ).link("bucket", bucket)
+    return out
+
+
+def rtc_rule(rtc: bool = True) -> dict[str, Any]:
+    destination: dict[str, Any] = {
+        "bucket": "arn:aws:s3:::llm-usw2-checkpoints-def456",
+        "storageClass": "STANDARD",
+        "metrics": {"status": "Enabled", "eventThreshold": {"minutes": 15.0}},
+    }
+    if rtc:
+        destination["replicationTime"] = {"status": "Enabled", "time": {"minutes": 15.0}}
+    return {
+        "id": "checkpoints-to-usw2",
+        "status": "Enabled",
+        "priority": 1.0,
+        "filter": {"prefix": ""},
+        "deleteMarkerReplication": {"status": "Disabled"},
+        "destination": destination,
+    }
+
+
+# --- GCP ------------------------------------------------------------------------------------
+
+
+def gcs(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[str, Res]:
+    """A data bucket as components/gcp/bucket.py declares it (a dual-region turbo bucket for a
+    gcs-turbo class, a locked retention for weights)."""
+    facts = facts or {**CHECKPOINTS, "mechanism": "gcs-turbo", "dr-role": "data-dual-region"}
+    key = Res(GCP_CRYPTO_KEY, f"{name}-key", {"rotationPeriod": "7776000s"}, protect=True)
+    weights = facts.get("data-class") == "weights"
+    inputs: dict[str, Any] = {
+        "name": f"llm-use4-{name}-abc123",
+        "location": "US-EAST4",
+        "encryption": {"defaultKmsKeyName": GCP_KEY},
+        "uniformBucketLevelAccess": True,
+        "publicAccessPrevention": "enforced",
+        "versioning": {"enabled": not weights},
+        "forceDestroy": False,
+        "labels": labels(facts),
+    }
+    if facts.get("mechanism") in ("gcs-turbo", "gcs-dual-region"):
+        inputs["location"] = "US"
+        inputs["customPlacementConfig"] = {"dataLocations": ["US-CENTRAL1", "US-EAST4"]}
+        if facts["mechanism"] == "gcs-turbo":
+            inputs["rpo"] = "ASYNC_TURBO"
+    if weights:
+        inputs["retentionPolicy"] = {"retentionPeriod": str(365 * 86400), "isLocked": True}
+    bucket = Res(GCS_BUCKET, f"{name}-bucket", inputs, protect=True).link("encryption", key)
+    return {"bucket": bucket, "key": key}
+
+
+# --- Azure ----------------------------------------------------------------------------------
+
+
+def azure(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[str, Res]:
+    """A data class's storage account, blob service and container, as
+    components/azure/bucket.py declares them."""
+    facts = facts or AZURE_CHECKPOINTS
+    account_name = f"gpudr{name[:10]}0123"
+    vault_key = Res(AZ_VAULT_KEY, f"{name}-vault-key", {"keyName": "data"}, protect=True)
+    inputs: dict[str, Any] = {
+        "accountName": account_name,
+        "kind": "StorageV2",
+        "minimumTlsVersion": "TLS1_2",
+        "enableHttpsTrafficOnly": True,
+        "allowBlobPublicAccess": False,
+        "allowSharedKeyAccess": False,
+        "encryption": {
+            "keySource": "Microsoft.Keyvault",
+            "keyVaultProperties": {
+                "keyName": "data",
+                "keyVaultUri": "https://gpudr-vault.vault.azure.net/",
+            },
+        },
+        "tags": tags(facts),
+    }
+    if facts.get("data-class") == "weights":
+        inputs["immutableStorageWithVersioning"] = {
+            "enabled": True,
+            "immutabilityPolicy": {
+                "immutabilityPeriodSinceCreationInDays": 365.0,
+                "allowProtectedAppendWrites": False,
+                "state": "Locked",
+            },
+        }
+    account = Res(AZ_STORAGE_ACCOUNT, f"{name}-account", inputs, protect=True).link(
+        "encryption", vault_key
+    )
+    service = Res(
+        AZ_BLOB_SERVICE,
+        f"{name}-blob-service",
+        {
+            "accountName": account_name,
+            "blobServicesName": "default",
+            "isVersioningEnabled": True,
+            "changeFeed": {"enabled": True},
+        },
+        protect=True,
+    ).link("accountName", account)
+    container = Res(
+        AZ_BLOB_CONTAINER,
+        f"{name}-container",
+        {"accountName": account_name, "containerName": name, "publicAccess": "None"},
+        protect=True,
+    ).link("accountName", account)
+    return {"account": account, "key": vault_key, "service": service, "container": container}

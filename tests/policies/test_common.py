@@ -1,0 +1,130 @@
+"""The shared helpers: numbers in tags and labels, durations, schedules, tags per cloud, config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pulumi_policy import PolicyConfigSchema, StackValidationArgs
+
+from components.tags import gcp_labels
+from policies.common import (
+    AZ_STORAGE_ACCOUNT,
+    GCS_BUCKET,
+    GKE_NODE_POOL,
+    S3_BUCKET,
+    duration_s,
+    gcp_label,
+    gpudr_tag,
+    number,
+    policy_config,
+    rate_expression_s,
+    seconds,
+    tag_is,
+)
+from tests.policies.builders import CHECKPOINTS, tags
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("7200", 7200.0),
+        ("790.123", 790.123),
+        ("790-123", 790.123),  # a GCP label's decimal point
+        (3.0, 3.0),
+        (5, 5.0),
+        ("none", None),
+        (None, None),
+        (True, None),
+        ("1-2-3", None),
+        ("inf", None),
+        ("fast", None),
+    ],
+)
+def test_number(value: Any, expected: float | None) -> None:
+    assert number(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("7776000s", 7776000.0),
+        ("3600.5s", 3600.5),
+        ("P90D", 90 * 86400.0),
+        ("P2Y", 2 * 365 * 86400.0),
+        ("P1M", 30 * 86400.0),
+        ("P1W", 7 * 86400.0),
+        ("PT1H30M", 5400.0),
+        ("P1DT12H", 129600.0),
+        (3600.0, 3600.0),
+        ("P", None),
+        ("PT", None),
+        ("soon", None),
+    ],
+)
+def test_duration(value: Any, expected: float | None) -> None:
+    assert duration_s(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("rate(1 hour)", 3600.0),
+        ("rate(2 hours)", 7200.0),
+        ("rate(30 minutes)", 1800.0),
+        ("rate(1 day)", 86400.0),
+        ("cron(0 */2 * * ? *)", None),
+        (None, None),
+    ],
+)
+def test_rate_expression(value: Any, expected: float | None) -> None:
+    assert rate_expression_s(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(0, "0s"), (45, "45s"), (2700, "45m"), (7200, "2h"), (5430, "1h30m30s")]
+)
+def test_seconds(value: float, expected: str) -> None:
+    assert seconds(value) == expected
+
+
+def test_gcp_label_matches_the_programs_conversion() -> None:
+    t = {**tags(CHECKPOINTS), "gpudr:warm-fraction": "0.25", "gpudr:site": "US.East:4"}
+    assert gcp_labels(t) == {gcp_label(k): gcp_label(v) for k, v in t.items()}
+
+
+@pytest.mark.parametrize(
+    ("resource_type", "props"),
+    [
+        (S3_BUCKET, {"tags": tags(CHECKPOINTS)}),
+        (AZ_STORAGE_ACCOUNT, {"tags": tags(CHECKPOINTS)}),
+        (GCS_BUCKET, {"labels": gcp_labels(tags(CHECKPOINTS))}),
+        (GKE_NODE_POOL, {"nodeConfig": {"resourceLabels": gcp_labels(tags(CHECKPOINTS))}}),
+    ],
+)
+def test_tags_per_cloud(resource_type: str, props: dict[str, Any]) -> None:
+    assert number(gpudr_tag(resource_type, props, "steady-mbps")) == 790.123
+    assert tag_is(resource_type, props, "dr-role", "data-replica", "data-source")
+    assert not tag_is(resource_type, props, "dr-role", "gpu-pool")
+    assert gpudr_tag(resource_type, props, "no-such-tag") is None
+
+
+SCHEMA = PolicyConfigSchema(
+    properties={
+        "headroom": {"type": "number", "default": 1.25},
+        "modes": {"type": "array", "default": ["COMPLIANCE"]},
+        "optional": {"type": "string"},
+    }
+)
+
+
+def test_config_defaults_apply_when_the_cli_sends_none() -> None:
+    assert policy_config(SCHEMA, StackValidationArgs([], None)) == {
+        "headroom": 1.25,
+        "modes": ["COMPLIANCE"],
+    }
+
+
+def test_config_sent_is_merged_over_the_defaults() -> None:
+    args = StackValidationArgs([], {"headroom": 1.5, "enforcementLevel": "advisory"})
+    assert policy_config(SCHEMA, args) == {"headroom": 1.5, "modes": ["COMPLIANCE"]}

@@ -1,0 +1,45 @@
+"""The pack's contract: what policies/__main__.py serves and the CLI shows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pulumi_policy import EnforcementLevel, Policy, Severity
+
+from policies.pack import PACK_NAME, POLICIES
+from tests.conftest import ROOT
+
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+HELPERS = {"__init__.py", "__main__.py", "common.py", "pack.py"}
+# Advisory where a violation costs money or RTO, or cannot be avoided on a first deployment.
+ADVISORY = {"gpu-standby-sizing", "weights-immutability-locked"}
+
+
+def test_pack_name() -> None:
+    assert PACK_NAME == "gpudr"
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.name)
+def test_each_policy_says_what_to_do(policy: Policy) -> None:
+    assert KEBAB.match(policy.name), policy.name
+    assert policy.description and policy.remediation_steps
+    assert isinstance(policy.severity, Severity)
+    expected = EnforcementLevel.ADVISORY if policy.name in ADVISORY else EnforcementLevel.MANDATORY
+    assert policy.enforcement_level is expected
+    if policy.config_schema is not None:
+        for key, spec in policy.config_schema.properties.items():
+            assert "default" in spec and "description" in spec, (policy.name, key)
+
+
+def test_one_policy_per_module_all_in_the_pack() -> None:
+    names = [p.name for p in POLICIES]
+    assert len(set(names)) == len(names)
+    modules = sorted(p.name for p in (ROOT / "policies").glob("*.py") if p.name not in HELPERS)
+    assert len(modules) == len(POLICIES), modules
+
+
+def test_no_policy_reads_the_planners_answer() -> None:
+    for path in (ROOT / "policies").glob("*.py"):
+        text = path.read_text()
+        assert '"required-mbps"' not in text and "required_mbps" not in text, path
