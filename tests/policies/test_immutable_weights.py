@@ -1,0 +1,153 @@
+"""immutable-weights: S3 Object Lock, GCS Bucket Lock, Azure version-level immutability."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from policies.immutable_weights import immutable_weights
+from tests.policies.builders import CHECKPOINTS, WEIGHTS, azure, gcs, s3
+from tests.policies.harness import Res, check, run_stack
+
+Mutation = Callable[[dict[str, Res]], Any]
+
+
+def retention(r: dict[str, Res]) -> dict[str, Any]:
+    return r["lock"].inputs["rule"]["defaultRetention"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "config", "expected"),
+    [
+        pytest.param(lambda r: None, None, None, id="compliance-365-days"),
+        pytest.param(
+            lambda r: (retention(r).pop("days"), retention(r).update(years=1.0)),
+            None,
+            None,
+            id="compliance-1-year",
+        ),
+        pytest.param(lambda r: retention(r).update(days=29.0), None, "for 29.0 days", id="29-days"),
+        pytest.param(
+            lambda r: retention(r).update(days=29.0),
+            {"min_retention_days": 14},
+            None,
+            id="29-days-with-14-day-minimum",
+        ),
+        pytest.param(
+            lambda r: retention(r).update(mode="GOVERNANCE"),
+            None,
+            "mode 'GOVERNANCE'",
+            id="governance",
+        ),
+        pytest.param(
+            lambda r: retention(r).update(mode="GOVERNANCE"),
+            {"allowed_modes": ["COMPLIANCE", "GOVERNANCE"]},
+            None,
+            id="governance-allowed-by-config",
+        ),
+        pytest.param(
+            lambda r: r["bucket"].inputs.update(objectLockEnabled=False),
+            None,
+            "object_lock_enabled=True",
+            id="bucket-without-object-lock",
+        ),
+        pytest.param(lambda r: r.pop("lock"), None, "no BucketObjectLockConfiguration", id="none"),
+        pytest.param(
+            lambda r: r["versioning"].inputs.update(
+                versioningConfiguration={"status": "Suspended"}
+            ),
+            None,
+            "versioning is not Enabled",
+            id="versioning-suspended",
+        ),
+        pytest.param(lambda r: r.pop("versioning"), None, "versioning", id="no-versioning"),
+    ],
+)
+def test_s3(mutate: Mutation, config: dict[str, Any] | None, expected: str | None) -> None:
+    r = s3("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values()), config), r["bucket"], expected)
+
+
+def policy(r: dict[str, Res]) -> dict[str, Any]:
+    return r["bucket"].inputs["retentionPolicy"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="locked-365-days"),
+        pytest.param(lambda r: policy(r).update(retentionPeriod=2592000.0), None, id="30d-number"),
+        pytest.param(
+            lambda r: policy(r).update(retentionPeriod="86400"), "retention of 1 days", id="1-day"
+        ),
+        pytest.param(lambda r: policy(r).update(isLocked=False), "not locked", id="unlocked"),
+        pytest.param(
+            lambda r: r["bucket"].inputs.pop("retentionPolicy"), "no retention policy", id="none"
+        ),
+        pytest.param(
+            lambda r: r["bucket"].inputs.update(versioning={"enabled": True}),
+            "versioning is on",
+            id="versioning-with-retention",
+        ),
+    ],
+)
+def test_gcs(mutate: Mutation, expected: str | None) -> None:
+    r = gcs("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values())), r["bucket"], expected)
+
+
+def immutability(r: dict[str, Res]) -> dict[str, Any]:
+    return r["account"].inputs["immutableStorageWithVersioning"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="locked-365-days"),
+        pytest.param(
+            lambda r: immutability(r)["immutabilityPolicy"].update(state="Unlocked"),
+            None,
+            id="unlocked-is-weights-immutability-locked's-advisory",
+        ),
+        pytest.param(
+            lambda r: immutability(r)["immutabilityPolicy"].update(state="Disabled"),
+            "Disabled",
+            id="disabled",
+        ),
+        pytest.param(
+            lambda r: immutability(r)["immutabilityPolicy"].update(
+                immutabilityPeriodSinceCreationInDays=7.0
+            ),
+            "period is 7.0 days",
+            id="7-days",
+        ),
+        pytest.param(lambda r: immutability(r).update(enabled=False), "not enabled", id="off"),
+        pytest.param(
+            lambda r: r["account"].inputs.pop("immutableStorageWithVersioning"),
+            "not enabled",
+            id="none",
+        ),
+        pytest.param(
+            lambda r: r["service"].inputs.update(isVersioningEnabled=False),
+            "enables versioning",
+            id="versioning-off",
+        ),
+        pytest.param(
+            lambda r: r["service"].property_dependencies.clear(), None, id="service-by-name"
+        ),
+    ],
+)
+def test_azure(mutate: Mutation, expected: str | None) -> None:
+    r = azure("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values())), r["account"], expected)
+
+
+def test_other_classes_are_not_weights() -> None:
+    r = s3("checkpoints", CHECKPOINTS)
+    assert "lock" not in r
+    assert run_stack(immutable_weights, list(r.values())) == []

@@ -1,0 +1,184 @@
+"""replication-bandwidth: needs recomputed from tags against quotas and DR links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policies.common import (
+    AWS_VPN_CONNECTION,
+    AZ_VNET_PEERING,
+    AZ_VPN_GATEWAY,
+    DX_CONNECTION,
+    GCP_VPN_TUNNEL,
+    TGW_PEERING,
+)
+from policies.replication_bandwidth import replication_bandwidth
+from tests.policies.builders import AZURE_CHECKPOINTS, CHECKPOINTS, DATASETS, WEIGHTS, azure, s3
+from tests.policies.builders import gcs as gcs_bucket
+from tests.policies.harness import Res, check, run_stack
+
+# 3 TB of weights published within 1 h: 6.67 Gbps, 8.33 Gbps with headroom.
+BIG_WEIGHTS = {**WEIGHTS, "burst-bytes": "3000000000000"}
+
+
+def bucket(facts: dict[str, str], name: str = "checkpoints") -> Res:
+    return s3(name, facts)["bucket"]
+
+
+@pytest.mark.parametrize(
+    ("facts", "config", "expected"),
+    [
+        # 790 Mbps (2 TB x 0.4 / 3 every 45 min) x 1.25 = 988 Mbps
+        pytest.param({}, None, None, id="rtc-within-asserted-5-gbps"),
+        pytest.param({"quota-mbps": "1000"}, None, None, id="rtc-within-1-gbps"),
+        pytest.param({"quota-mbps": "900"}, None, "above the 900 Mbps", id="rtc-above-quota"),
+        pytest.param(
+            {"quota-mbps": "900"}, {"headroom": 1.1}, None, id="rtc-fits-with-less-headroom"
+        ),
+        pytest.param(
+            {"quota-mbps": "900", "required-mbps": "1.000"},
+            None,
+            "988 Mbps with headroom",
+            id="recomputed-not-read-from-required-mbps",
+        ),
+        # RPO 1h15m: the 45 min interval leaves 30 min per checkpoint: 1.19 Gbps
+        pytest.param(
+            {"rpo-s": "4500", "quota-mbps": "1000"},
+            None,
+            "need 1.19 Gbps",
+            id="tight-rpo-raises-the-need",
+        ),
+        pytest.param(
+            {"quota-mbps": None, "steady-kbps": "900000"},
+            None,
+            "above the 1.00 Gbps rate",
+            id="rtc-default-quota-1-gbps",
+        ),
+        pytest.param(
+            {"dr-role": "data-replica", "quota-mbps": "100"}, None, None, id="rtc-replica-side"
+        ),
+        pytest.param(
+            {"dr-role": "data-replica", "mechanism": "datasync", "quota-mbps": "900"},
+            None,
+            "rate asserted for datasync",
+            id="datasync-on-the-replica",
+        ),
+        pytest.param(
+            {"mechanism": "datasync", "quota-mbps": "900"}, None, None, id="datasync-source-side"
+        ),
+        pytest.param({"steady-kbps": None}, None, "without the tags", id="missing-sizing-tag"),
+    ],
+)
+def test_quota_bound(
+    facts: dict[str, str | None], config: dict[str, Any] | None, expected: str | None
+) -> None:
+    merged = {k: v for k, v in {**CHECKPOINTS, **facts}.items() if v is not None}
+    b = bucket(merged)
+    check(run_stack(replication_bandwidth, [b], config), b, expected)
+
+
+def test_classes_on_one_mechanism_share_its_quota() -> None:
+    """The README's case: checkpoints and datasets on S3 RTC need 1.10 Gbps with headroom,
+    above the default 1 Gbps quota, though each alone fits."""
+    ckpt = bucket({**CHECKPOINTS, "quota-mbps": "1000"})
+    data = bucket({**DATASETS, "quota-mbps": "1000"}, "datasets")
+    found = run_stack(replication_bandwidth, [ckpt, data])
+    assert sorted(u for _, u in found if u) == sorted([ckpt.urn, data.urn])
+    assert all("need 883 Mbps" in m and "1.10 Gbps with headroom" in m for m, _ in found)
+
+
+def test_gcp_labels_are_read_as_numbers() -> None:
+    b = gcs_bucket(
+        "checkpoints",
+        {**CHECKPOINTS, "mechanism": "sts", "dr-role": "data-replica", "quota-mbps": "900"},
+    )["bucket"]
+    check(run_stack(replication_bandwidth, [b]), b, "above the 900 Mbps")
+
+
+def link(resource_type: str, name: str, **inputs: Any) -> Res:
+    return Res(resource_type, name, inputs)
+
+
+@pytest.mark.parametrize(
+    ("links", "config", "expected"),
+    [
+        pytest.param([], None, None, id="link-owned-by-the-other-stack"),
+        pytest.param([link(TGW_PEERING, "tgw")], None, None, id="tgw-peering-50-gbps"),
+        pytest.param(
+            [link(TGW_PEERING, "tgw")],
+            {"tgw_peering_gbps": 5},
+            "over a DR link of 5.00 Gbps",
+            id="tgw-peering-configured-5-gbps",
+        ),
+        pytest.param(
+            [link(DX_CONNECTION, f"dx-{i}", bandwidth="10Gbps") for i in range(2)],
+            None,
+            None,
+            id="two-10g-direct-connect-ports",
+        ),
+        pytest.param(
+            [link(DX_CONNECTION, f"dx-{i}", bandwidth="1Gbps") for i in range(2)],
+            None,
+            "Raise the link",
+            id="two-1g-ports",
+        ),
+        pytest.param(
+            [link(DX_CONNECTION, "dx-hosted", bandwidth="500Mbps")],
+            None,
+            "dx-hosted 0.5 Gbps",
+            id="hosted-connection",
+        ),
+        pytest.param(
+            [link(GCP_VPN_TUNNEL, f"tunnel-{i}") for i in range(4)],
+            None,
+            "4 VPN tunnels x 1.25 Gbps",
+            id="four-vpn-tunnels",
+        ),
+        pytest.param(
+            [link(GCP_VPN_TUNNEL, f"tunnel-{i}") for i in range(4)],
+            {"vpn_tunnel_gbps": 3},
+            None,
+            id="four-3g-tunnels-by-config",
+        ),
+        pytest.param(
+            [link(AWS_VPN_CONNECTION, f"vpn-{i}") for i in range(2)],
+            None,
+            "4 VPN tunnels",
+            id="aws-end-only",
+        ),
+        pytest.param(
+            [
+                *[link(GCP_VPN_TUNNEL, f"tunnel-{i}") for i in range(8)],
+                link(AZ_VPN_GATEWAY, "vpngw", sku={"name": "VpnGw3AZ", "tier": "VpnGw3AZ"}),
+            ],
+            None,
+            "capped by vpngw (VpnGw3AZ) at 2.5 Gbps",
+            id="tunnels-capped-by-azure-gateway-sku",
+        ),
+        pytest.param([link(AZ_VNET_PEERING, "peering")], None, None, id="vnet-peering-unbounded"),
+    ],
+)
+def test_dual_write_link(
+    links: list[Res], config: dict[str, Any] | None, expected: str | None
+) -> None:
+    b = bucket(BIG_WEIGHTS, "weights")
+    check(run_stack(replication_bandwidth, [b, *links], config), b, expected)
+
+
+def test_dual_written_classes_add_up_on_the_link() -> None:
+    """Dual-written checkpoints (790 Mbps) and weights (178 Mbps) need 1.21 Gbps with headroom:
+    within a VpnGw2AZ gateway's 1.25 Gbps. Heavier weights (444 Mbps) push the sum past it."""
+    ckpt = azure("checkpoints", AZURE_CHECKPOINTS)["account"]
+    weights = azure("weights", {**WEIGHTS, "burst-bytes": "80000000000"})["account"]
+    gateway = [
+        link(GCP_VPN_TUNNEL, "t0"),
+        link(GCP_VPN_TUNNEL, "t1"),
+        link(AZ_VPN_GATEWAY, "gw", sku={"name": "VpnGw2AZ"}),
+    ]
+    assert run_stack(replication_bandwidth, [ckpt, weights, *gateway]) == []
+    heavy = azure("weights", {**WEIGHTS, "burst-bytes": "200000000000"})["account"]
+    found = run_stack(replication_bandwidth, [ckpt, heavy, *gateway])
+    assert {u for _, u in found} == {ckpt.urn, heavy.urn}
+    assert all("need 1.23 Gbps" in m and "at 1.25 Gbps" in m for m, _ in found), found

@@ -1,0 +1,291 @@
+"""replication-meets-rpo: each mechanism's guarantee against the class's RPO, per cloud."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from policies.common import (
+    AZ_OBJECT_REPLICATION,
+    DATASYNC_S3_LOCATION,
+    DATASYNC_TASK,
+    GCS_TRANSFER_JOB,
+)
+from policies.replication_meets_rpo import replication_meets_rpo
+from tests.policies.builders import (
+    AZURE_CHECKPOINTS,
+    CHECKPOINTS,
+    DATASETS,
+    WEIGHTS,
+    azure,
+    gcs,
+    labels,
+    rtc_rule,
+    s3,
+    tags,
+)
+from tests.policies.harness import Res, check, run_stack
+
+Mutation = Callable[[dict[str, Res]], Any]
+
+
+def retag(r: dict[str, Res], key: str = "bucket", **changes: str | None) -> dict[str, Res]:
+    """Change the bucket's gpudr tags (labels on GCP) from its current facts."""
+    bucket = r[key]
+    if "labels" in bucket.inputs:
+        current = {k[len("gpudr-") :]: v for k, v in bucket.inputs["labels"].items()}
+        bucket.inputs["labels"] = labels(current, **changes)
+    else:
+        current = {k[len("gpudr:") :]: v for k, v in bucket.inputs["tags"].items()}
+        bucket.inputs["tags"] = tags(current, **changes)
+    return r
+
+
+# --- S3 cross-region replication, checked on the source ---------------------------------
+
+
+def rules(r: dict[str, Res]) -> list[dict[str, Any]]:
+    return r["replication"].inputs["rules"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="rtc-45m-interval-4h-rpo"),
+        pytest.param(lambda r: retag(r, mechanism="crr"), None, id="tag-crr-but-rtc-configured"),
+        pytest.param(lambda r: retag(r, rpo_s="3600"), None, id="rpo-exactly-interval-plus-15m"),
+        pytest.param(lambda r: retag(r, rpo_s="3000"), "= 1h", id="rpo-below-interval-plus-15m"),
+        pytest.param(lambda r: retag(r, rpo_s="0"), "dual-write", id="rpo-zero"),
+        pytest.param(
+            lambda r: rules(r).__setitem__(0, rtc_rule(rtc=False)),
+            "without RTC S3 guarantees no replication time",
+            id="crr-without-rtc",
+        ),
+        pytest.param(
+            lambda r: rules(r)[0]["destination"].pop("metrics"),
+            "Replication Time Control",
+            id="rtc-without-metrics",
+        ),
+        pytest.param(
+            lambda r: rules(r)[0].update(status="Disabled"),
+            "Replication Time Control",
+            id="rule-disabled",
+        ),
+        pytest.param(lambda r: r.pop("replication"), "no BucketReplicationConfig", id="none"),
+        pytest.param(lambda r: (r.pop("replication"), retag(r, rpo_s="none")), None, id="no-rpo"),
+        pytest.param(
+            lambda r: (r.pop("replication"), retag(r, dr_role="data-replica")),
+            None,
+            id="replica-side-has-nothing-to-check",
+        ),
+        pytest.param(
+            lambda r: (r.pop("replication"), retag(r, mechanism="none")),
+            "replicated by nothing",
+            id="mechanism-none",
+        ),
+        pytest.param(
+            lambda r: retag(r, mechanism="carrier-pigeon"), "unknown mechanism", id="unknown"
+        ),
+        pytest.param(lambda r: retag(r, rpo_s=None), "without the tags gpudr:rpo-s", id="no-tag"),
+    ],
+)
+def test_s3_crr(mutate: Mutation, expected: str | None) -> None:
+    r = s3()
+    mutate(r)
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
+
+
+def test_dual_write_holds_rpo_zero_at_the_writer() -> None:
+    r = s3("weights", WEIGHTS)
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+
+
+# --- GCS dual-region, checked on the one bucket (the DR stack's) ----------------------------
+
+
+def gcs_inputs(r: dict[str, Res]) -> dict[str, Any]:
+    return r["bucket"].inputs
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="turbo-custom-dual-region"),
+        pytest.param(
+            lambda r: (
+                gcs_inputs(r).pop("customPlacementConfig"),
+                gcs_inputs(r).update(location="NAM4"),
+            ),
+            None,
+            id="turbo-predefined-dual-region",
+        ),
+        pytest.param(
+            lambda r: gcs_inputs(r).pop("rpo"), "not a guarantee", id="default-replication"
+        ),
+        pytest.param(
+            lambda r: gcs_inputs(r).update(rpo="DEFAULT"), "not a guarantee", id="rpo-default"
+        ),
+        pytest.param(
+            lambda r: (
+                gcs_inputs(r).pop("customPlacementConfig"),
+                gcs_inputs(r).update(location="US-EAST4"),
+            ),
+            "not a dual-region",
+            id="single-region",
+        ),
+        pytest.param(lambda r: retag(r, rpo_s="1800"), "= 1h", id="rpo-below-interval-plus-15m"),
+        pytest.param(
+            lambda r: (gcs_inputs(r).pop("rpo"), retag(r, rpo_s="none")), None, id="no-rpo"
+        ),
+    ],
+)
+def test_gcs_dual_region(mutate: Mutation, expected: str | None) -> None:
+    r = gcs()
+    mutate(r)
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
+
+
+# --- scheduled pulls, checked on the replica (the DR stack holds the job) ------------------
+
+PULLED_CHECKPOINTS = {**CHECKPOINTS, "dr-role": "data-replica", "quota-mbps": "10000"}
+
+
+def sts(every: str | None = "7200s", **inputs: Any) -> dict[str, Res]:
+    """A GCS replica pulled from S3 every `every` (examples/aws-to-gcp.yaml's checkpoints)."""
+    r = gcs("checkpoints", {**PULLED_CHECKPOINTS, "mechanism": "sts"})
+    sink = r["bucket"]
+    job_inputs: dict[str, Any] = {
+        "transferSpec": {
+            "awsS3DataSource": {"bucketName": "llm-use1-checkpoints-abc123"},
+            "gcsDataSink": {"bucketName": sink.inputs["name"]},
+        },
+        "status": "ENABLED",
+        "schedule": {"repeatInterval": every} if every else {},
+        **inputs,
+    }
+    r["job"] = Res(GCS_TRANSFER_JOB, "checkpoints-transfer", job_inputs).link("transferSpec", sink)
+    return r
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        # 2 h + one run (711 GB at 10 Gbps: 9m29s) + the 45 min interval = 2h54m29s <= 4 h
+        pytest.param(lambda: sts(), None, id="every-2h"),
+        pytest.param(lambda: sts("10800s"), None, id="every-3h"),
+        pytest.param(lambda: sts("14400s"), "runs every 4h", id="every-4h"),
+        pytest.param(lambda: sts(None, schedule=None), "no repeating schedule", id="one-shot"),
+        pytest.param(lambda: sts(None), "runs every 24h", id="sts-default-24h"),
+        pytest.param(lambda: sts(status="DISABLED"), "no enabled", id="disabled"),
+        pytest.param(
+            lambda: {k: v for k, v in sts().items() if k != "job"}, "no enabled", id="no-job"
+        ),
+    ],
+)
+def test_sts_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:
+    r = build()
+    if "job" in r and r["job"].inputs.get("schedule") is None:
+        r["job"].inputs.pop("schedule", None)
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
+
+
+def test_sts_job_linked_by_sink_name_only() -> None:
+    r = sts()
+    r["job"].property_dependencies.clear()
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+
+
+def test_sts_run_time_counts_at_the_asserted_rate() -> None:
+    """At 500 Mbps a 2 h run of 711 GB takes 3h10m: 2h + 3h10m + 45m misses the 4 h RPO."""
+    r = sts()
+    retag(r, quota_mbps="500")
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], "a run takes 3h9m")
+
+
+def test_sts_source_bucket_is_checked_in_the_dr_stack_not_here() -> None:
+    r = s3("checkpoints", {**CHECKPOINTS, "mechanism": "sts"})
+    r.pop("replication", None)
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+
+
+def test_datasets_daily_pull_fits_a_day() -> None:
+    r = gcs("datasets", {**DATASETS, "dr-role": "data-replica", "mechanism": "sts"})
+    sink = r["bucket"]
+    r["job"] = Res(
+        GCS_TRANSFER_JOB,
+        "datasets-transfer",
+        {
+            "transferSpec": {"gcsDataSink": {"bucketName": sink.inputs["name"]}},
+            "schedule": {"repeatInterval": "82800s"},
+        },
+    ).link("transferSpec", sink)
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+
+
+def datasync(expression: str | None = "rate(2 hours)", by_name: bool = False) -> dict[str, Res]:
+    """An S3 replica pulled from GCS by DataSync (examples/gcp-to-aws.yaml's checkpoints)."""
+    r = s3("checkpoints", {**PULLED_CHECKPOINTS, "mechanism": "datasync"})
+    bucket = r["bucket"]
+    location = Res(
+        DATASYNC_S3_LOCATION,
+        "checkpoints-sink",
+        {"s3BucketArn": f"arn:aws:s3:::{bucket.inputs['bucket']}", "subdirectory": "/"},
+    )
+    if not by_name:
+        location.link("s3BucketArn", bucket)
+    schedule = {"scheduleExpression": expression, "status": "ENABLED"} if expression else None
+    task = Res(
+        DATASYNC_TASK,
+        "checkpoints-from-usc1",
+        {"taskMode": "ENHANCED", **({"schedule": schedule} if schedule else {})},
+    ).link("destinationLocationArn", location)
+    r.update(location=location, task=task)
+    return r
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        pytest.param(lambda: datasync(), None, id="rate-2-hours"),
+        pytest.param(lambda: datasync("rate(1 hour)"), None, id="rate-1-hour"),
+        pytest.param(lambda: datasync(by_name=True), None, id="location-by-bucket-arn"),
+        pytest.param(lambda: datasync("rate(4 hours)"), "runs every 4h", id="rate-4-hours"),
+        pytest.param(lambda: datasync("cron(0 */2 * * ? *)"), "no repeating schedule", id="cron"),
+        pytest.param(lambda: datasync(None), "no repeating schedule", id="unscheduled"),
+        pytest.param(
+            lambda: {k: v for k, v in datasync().items() if k != "task"},
+            "no enabled DataSync task",
+            id="no-task",
+        ),
+    ],
+)
+def test_datasync_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:
+    r = build()
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
+
+
+# --- Azure object replication has no SLA -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param({}, None, id="dual-write"),
+        pytest.param({"mechanism": "azure-or"}, "no replication-time SLA", id="object-replication"),
+        pytest.param({"mechanism": "azure-or", "rpo_s": "none"}, None, id="or-without-rpo"),
+        pytest.param(
+            {"mechanism": "azure-or", "dr_role": "data-replica"}, None, id="or-replica-side"
+        ),
+    ],
+)
+def test_azure(changes: dict[str, str], expected: str | None) -> None:
+    r = azure("checkpoints", AZURE_CHECKPOINTS)
+    retag(r, "account", **changes)
+    r["policy"] = Res(
+        AZ_OBJECT_REPLICATION,
+        "checkpoints-to-wus-source",
+        {"rules": [{"sourceContainer": "checkpoints", "destinationContainer": "checkpoints"}]},
+    )
+    check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)
