@@ -1,0 +1,119 @@
+"""Every committed example through the real program (offline, under mocks), then through every
+policy of the pack, with the resources as registered: inputs as props, protect, parent,
+dependencies and property dependencies."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+
+from gpudr.design import design
+from gpudr.spec import load_plan
+from gpudr.stackconfig import stack_config_values, stack_name
+from offline.mocks import GpudrMocks
+from offline.plan import run_design
+from offline.run import run_stack
+from policies.common import (
+    DATA_BUCKET_TYPES,
+    data_class,
+    gpudr_tag,
+    is_data_bucket,
+    need_mbps,
+    number,
+)
+from policies.pack import POLICIES
+from tests.conftest import ROOT
+from tests.policies.harness import (
+    policy_resources,
+    run_resource_records,
+    run_stack_records,
+)
+
+EXAMPLES = ["aws-two-region", "gcp-two-region", "azure-two-region", "aws-to-gcp"]
+
+
+@cache
+def stacks(example: str) -> list[dict[str, Any]]:
+    return run_design(design(load_plan(ROOT / "examples" / f"{example}.yaml")))
+
+
+def evaluate(resources: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(policy, level, urn, message) of every violation the pack reports on one stack."""
+    out = []
+    for policy in POLICIES:
+        level = (policy.enforcement_level or EnforcementLevel.ADVISORY).value
+        if isinstance(policy, StackValidationPolicy):
+            found = run_stack_records(policy, resources)
+        else:
+            assert isinstance(policy, ResourceValidationPolicy)
+            found = run_resource_records(policy, resources)
+        out += [(policy.name, level, urn or "", message) for message, urn in found]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_no_mandatory_violation(example: str) -> None:
+    for stack in stacks(example):
+        violations = evaluate(stack["resources"])
+        mandatory = [v for v in violations if v[1] == "mandatory"]
+        assert mandatory == [], (stack["name"], mandatory)
+
+
+@pytest.mark.slow
+def test_azure_weights_are_reported_unlocked_advisory_until_locked() -> None:
+    """Azure creates account immutability unlocked; `gpudr:lock_weights` locks it later."""
+    for stack in stacks("azure-two-region"):
+        advisory = [v for v in evaluate(stack["resources"]) if v[1] == "advisory"]
+        assert [v[0] for v in advisory] == ["weights-immutability-locked"], advisory
+        assert "weights-account" in advisory[0][2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("example", "site"),
+    [("aws-two-region", "usw2"), ("gcp-two-region", "use4"), ("azure-two-region", "wus")],
+)
+def test_dr_pools_in_failover_mode_pass(example: str, site: str) -> None:
+    """Failover scales every DR pool to full size: the pilot light floor rule allows it."""
+    plan = load_plan(ROOT / "examples" / f"{example}.yaml")
+    s = plan.sites[site]
+    config = {**stack_config_values(design(plan), s), "gpudr:mode": "failover"}
+    run = run_stack(stack_name(plan, s), config, GpudrMocks(default_region=s.region))
+    resources = [
+        {
+            "type": r.type,
+            "name": r.name,
+            "urn": r.urn,
+            "inputs": r.inputs,
+            "protect": r.protect,
+            "parent": r.parent,
+            "dependencies": r.dependencies,
+            "property_dependencies": r.property_dependencies,
+        }
+        for r in run.registrations
+    ]
+    violations = [v for v in evaluate(resources) if v[0] == "gpu-standby-sizing"]
+    assert violations == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_needs_recomputed_from_tags_equal_the_planners(example: str) -> None:
+    """The pack never reads `gpudr:required-mbps`; here, once, its recomputation is compared
+    with that answer, so that the two formulas cannot drift apart."""
+    checked = 0
+    for stack in stacks(example):
+        for resource in policy_resources(stack["resources"]):
+            if resource.resource_type not in DATA_BUCKET_TYPES or not is_data_bucket(resource):
+                continue
+            facts = data_class(resource)
+            assert not isinstance(facts, str), facts
+            planner = number(gpudr_tag(resource.resource_type, resource.props, "required-mbps"))
+            assert planner is not None
+            assert need_mbps(facts) == pytest.approx(planner, abs=0.001), resource.urn
+            checked += 1
+    assert checked >= 3
