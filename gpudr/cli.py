@@ -1,7 +1,8 @@
 """`gpudr`: plan, size and price DR for GPU infrastructure; generate the Pulumi stack files.
 
-Exit codes: 0 every target met; 1 a target is not met; 2 bad input (the spec, an option);
-3 the Pulumi program failed for a stack.
+Exit codes: 0 every target met and no mandatory policy violation; 1 a target is not met or
+the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
+the policy pack failed to run.
 """
 
 from __future__ import annotations
@@ -62,7 +63,22 @@ def main() -> None:
     show_default=True,
 )
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
-def plan(plan_file: str, stack: str | None, fmt: str, output: str | None) -> None:
+@click.option(
+    "--policy-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Policy levels and thresholds, as for `pulumi preview --policy-pack-config`.",
+)
+@click.option(
+    "--no-policy", is_flag=True, help="Do not run the policy pack (faster; verdicts omitted)."
+)
+def plan(
+    plan_file: str,
+    stack: str | None,
+    fmt: str,
+    output: str | None,
+    policy_config: str | None,
+    no_policy: bool,
+) -> None:
     """Show what each site stack would create, whether the targets are met, and the cost.
 
     Runs the same Pulumi program `pulumi up` runs, per stack, in-process under the SDK's mocks:
@@ -84,13 +100,40 @@ def plan(plan_file: str, stack: str | None, fmt: str, output: str | None) -> Non
         stacks = run_design(des, sites, progress=_progress)
     except ProgramError as exc:
         _fail(str(exc), EXIT_PROGRAM)
+    if not no_policy:
+        stacks = _with_policy(stacks, policy_config)
     report = build_report(des, stacks)
     text = _render(report, fmt)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
-    sys.exit(0 if report["meets"] else EXIT_NOT_MET)
+    sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
+
+
+def _with_policy(stacks: list[dict[str, Any]], config_path: str | None) -> list[dict[str, Any]]:
+    """Each stack with `policy.violations` from the pack, run as `pulumi preview` runs it."""
+    import json
+
+    from offline.policy import PolicyPackError, evaluate
+
+    config: dict[str, Any] = {}
+    if config_path is not None:
+        try:
+            config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            _fail(f"--policy-config {config_path}: not a JSON object ({exc})", EXIT_BAD_INPUT)
+        if not isinstance(config, dict):
+            _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
+    _progress(f"running the policy pack on {len(stacks)} stack(s)")
+    try:
+        found = evaluate(stacks, config)
+    except PolicyPackError as exc:
+        _fail(f"policy pack: {exc}", EXIT_PROGRAM)
+    return [
+        {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
+        for s in stacks
+    ]
 
 
 def _render(report: dict[str, Any], fmt: str) -> str:

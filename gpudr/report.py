@@ -26,6 +26,14 @@ def _num(value: float | None) -> float | None:
     return round(value, 6)
 
 
+def _policy_ok(stacks: Sequence[Mapping[str, Any]]) -> bool | None:
+    if not any("policy" in s for s in stacks):
+        return None
+    return not any(
+        v["level"] == "mandatory" for s in stacks for v in s.get("policy", {}).get("violations", ())
+    )
+
+
 def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """`stacks`: one mapping per stack with name, site, cloud, region, role and `resources`
     (each with type, name, urn, id, inputs, and the engine's parent/dependency fields)."""
@@ -35,6 +43,9 @@ def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[st
         "schema": SCHEMA_VERSION,
         "plan": {"name": plan.name, "source": plan.source},
         "meets": design.meets,
+        # False when the policy pack reported a mandatory violation in any stack; None when
+        # the pack was not run.
+        "policy_ok": _policy_ok(stacks),
         "stacks": [dict(s) for s in stacks],
         "workloads": [
             {
@@ -409,9 +420,24 @@ def _stack_title(s: Mapping[str, Any]) -> str:
 
 def _verdict(report: Mapping[str, Any]) -> str:
     failing = [w["name"] for w in report["workloads"] if not w["meets"]]
-    if not failing:
-        return "Every recovery target is met."
-    return f"NOT MET: {', '.join(failing)} (see the notes)"
+    verdict = (
+        "Every recovery target is met."
+        if not failing
+        else f"NOT MET: {', '.join(failing)} (see the notes)"
+    )
+    if report.get("policy_ok") is False:
+        verdict += " The policy pack refuses the deployment (mandatory violations above)."
+    elif report.get("policy_ok") is None:
+        verdict += " The policy pack was not run."
+    return verdict
+
+
+def _rows_policy(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    rows = [
+        [v["level"], v["policy"], v["urn"].rsplit("::", 1)[-1], v["message"]]
+        for v in stack.get("policy", {}).get("violations", ())
+    ]
+    return ["level", "policy", "resource", "message"], rows
 
 
 def _notes(report: Mapping[str, Any]) -> list[str]:
@@ -435,6 +461,13 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
         parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     for s in report["stacks"]:
         parts += [f"## Stack {_stack_title(s)}", ""]
+        if "policy" in s:
+            head, rows = _rows_policy(s)
+            parts += (
+                ["Policy violations:", "", _md_table(head, rows), ""]
+                if rows
+                else ["Policy pack: no violations.", ""]
+            )
         if resources:
             type_counts = Counter(
                 short_type(r["type"]) for r in s["resources"] if r.get("custom", True)
@@ -470,6 +503,12 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
     console.print(f"gpudr plan: {report['plan']['name']} ({report['plan']['source']})")
     for s in report["stacks"]:
         console.print(table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
+        if "policy" in s:
+            head, rows = _rows_policy(s)
+            if rows:
+                console.print(table(f"Policy violations: {s['name']}", head, rows))
+            else:
+                console.print(f"Policy pack: no violations in {s['name']}.")
     console.print(table("Recovery targets", *_rows_workloads(report)))
     console.print(
         table("Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report))
