@@ -71,6 +71,25 @@ def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
     elif typ == "gcp:container/nodePool:NodePool":
         cluster = _last(inputs.get("cluster"))
         rid = f"projects/{project}/locations/{location}/clusters/{cluster}/nodePools/{rname}"
+    elif typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
+        rid = f"projects/{project}/serviceAccounts/{email}"
+        rname = rid
+        state.update(
+            email=email,
+            member=f"serviceAccount:{email}",
+            uniqueId=str(int(_short(typ, email), 16)).rjust(21, "1")[:21],
+        )
+    elif typ == "gcp:storage/hmacKey:HmacKey":
+        # The shapes Cloud Storage returns: a 61-character GOOG1E access id and a 40-character
+        # base64 secret. Obviously offline values; the SDK marks the secret as secret.
+        access_id = f"GOOG1EOFFLINE{_short(typ, name, 'id').upper()}".ljust(61, "0")
+        rid = f"projects/{project}/hmacKeys/{access_id}"
+        state.update(
+            accessId=access_id,
+            secret=f"offline{_short(typ, name, 'secret')}".ljust(40, "0"),
+            state=inputs.get("state") or "ACTIVE",
+        )
     elif "IAMMember" in typ:
         target = inputs.get("cryptoKeyId") or inputs.get("bucket") or project
         rid = f"{target}/{inputs.get('role')}/{inputs.get('member')}"

@@ -12,6 +12,13 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.bucket import DataBucket, DataBucketArgs
+from components.aws.datasync import (
+    DataSyncLogs,
+    DataSyncLogsArgs,
+    DataSyncPull,
+    DataSyncPullArgs,
+    check_inbound,
+)
 from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.aws.kms import DataKey, DataKeyArgs
 from components.aws.links import (
@@ -26,7 +33,7 @@ from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
 from components.config import TransferCredentials
 from components.tags import bucket_tags, pool_tags, site_tags
-from gpudr.stackconfig import SiteConfig
+from gpudr.stackconfig import BucketConfig, SiteConfig
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,9 @@ class AwsSite(pulumi.ComponentResource):
     key_arn: pulumi.Output[str]
     key_id: pulumi.Output[str]
     dual_write_endpoint: pulumi.Output[str | None]
+    # What a DR site on another cloud needs to pull from this one ({dr site: {config key:
+    # value}}). An AWS primary needs none: GCP reads S3 by federation, with no key to hand over.
+    transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
 
     def __init__(
         self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -52,6 +62,9 @@ class AwsSite(pulumi.ComponentResource):
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)
         region = cfg.region
+        inbound = [b for b in cfg.buckets if b.inbound]
+        for b in inbound:
+            check_inbound(b.inbound)  # before anything is declared
         account_id: pulumi.Input[str] = (
             cfg.account
             or aws.get_caller_identity_output(
@@ -185,16 +198,25 @@ class AwsSite(pulumi.ComponentResource):
                 )
             elif link.kind == "ha-vpn" and cfg.role == "primary":
                 # Imported here: only a site joined to GCP loads the GCP SDK.
-                from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs
+                from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs, peer_ha_vpn_gateway
 
+                # The DR site's gateway, found by its deterministic name in its project: no
+                # state of the DR stack is read.
+                gateway_self_link, gateway_ips = peer_ha_vpn_gateway(peer, parent=self)
+                assert peer.project is not None and peer.network_name is not None
                 GcpHaVpn(
                     f"{name}-to-{peer.site}",
                     GcpHaVpnArgs(
-                        region=region,
+                        aws_region=region,
                         transit_gateway_id=network.transit_gateway_id,
-                        transit_gateway_asn=cfg.transit_gateway_asn,
-                        peer=peer,
-                        peer_router_asn=peer.asn,
+                        aws_asn=cfg.transit_gateway_asn,
+                        gcp_project=peer.project,
+                        gcp_region=peer.region,
+                        gcp_name=f"{peer.network_name}-aws",
+                        gcp_router=f"{peer.network_name}-router",
+                        gcp_gateway=gateway_self_link,
+                        gcp_gateway_ips=gateway_ips,
+                        gcp_asn=peer.asn,
                         link=link,
                         tags=link_tags,
                     ),
@@ -222,6 +244,8 @@ class AwsSite(pulumi.ComponentResource):
                     ),
                     opts=child,
                 )
+        if inbound:
+            self._pulls(name, args, inbound, buckets, key, account_id)
         self.buckets = pulumi.Output.all(**{k: v.bucket_name for k, v in buckets.items()})
         # Output.all() of nothing is a list; a site with no standing cluster exports {}.
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
@@ -229,6 +253,7 @@ class AwsSite(pulumi.ComponentResource):
         self.key_arn = key.key_arn
         self.key_id = key.key_arn
         self.dual_write_endpoint = network.s3_interface_endpoint_dns
+        self.transfer_credentials = pulumi.Output.from_input({})
         self.register_outputs(
             {
                 "buckets": self.buckets,
@@ -236,5 +261,71 @@ class AwsSite(pulumi.ComponentResource):
                 "transit_gateway_id": self.transit_gateway_id,
                 "key_arn": self.key_arn,
                 "dual_write_endpoint": self.dual_write_endpoint,
+                "transfer_credentials": self.transfer_credentials,
             }
         )
+
+    def _pulls(
+        self,
+        name: str,
+        args: AwsSiteArgs,
+        inbound: list[BucketConfig],
+        buckets: dict[str, DataBucket],
+        key: DataKey,
+        account_id: pulumi.Input[str],
+    ) -> None:
+        """DataSync pulls from Cloud Storage into the replica buckets, signed in with the HMAC
+        key copied from the primary's outputs into this stack's config. Without it nothing is
+        declared: a task cannot exist without its source location, and that needs the key."""
+        cfg = args.config
+        creds = args.credentials
+        if creds.gcs_hmac_access_id is None or creds.gcs_hmac_secret is None:
+            primaries = sorted({t.source_site for b in inbound for t in b.inbound})
+            pulumi.log.warn(_missing_credentials(cfg, primaries), resource=self)
+            return
+        logs = DataSyncLogs(
+            f"{name}-datasync-logs",
+            DataSyncLogsArgs(region=cfg.region, tags=site_tags(cfg, "transfer-logs")),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for b in inbound:
+            DataSyncPull(
+                f"{name}-{b.data_class}-datasync",
+                DataSyncPullArgs(
+                    region=cfg.region,
+                    account_id=account_id,
+                    role_name=f"gpudr-{cfg.system}-{cfg.site}-{b.data_class}-datasync"[:64],
+                    sink_bucket_arn=buckets[b.data_class].bucket_arn,
+                    key_arn=key.key_arn,
+                    transfers=b.inbound,
+                    hmac_access_id=creds.gcs_hmac_access_id,
+                    hmac_secret=creds.gcs_hmac_secret,
+                    log_group_arn=logs.log_group_arn,
+                    task_name=f"gpudr-{cfg.system}-{cfg.site}-{b.data_class}",
+                    tags=site_tags(cfg, "transfer", data_class=b.data_class),
+                ),
+                # The bucket's versioning and encryption exist before the first run writes.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
+            )
+
+
+def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:
+    """The commands that copy the HMAC key from the primary's stack outputs into this stack's
+    config (the secret through stdin, so it never sits in a shell history), then deploy."""
+    stack = pulumi.get_stack()
+    lines = [
+        f"DataSync pulls into {cfg.site} are not declared: gpudr:gcs_hmac_access_id and "
+        "gpudr:gcs_hmac_secret (secret) are not set. The primary's stack creates the key; "
+        "once it is deployed, copy it and run this stack again:"
+    ]
+    for primary in primaries:
+        source = f"{cfg.system}-{primary}"  # the primary's stack (gpudr.stackconfig.stack_name)
+        for key, secret in (("gcs_hmac_access_id", ""), ("gcs_hmac_secret", "--secret ")):
+            # -j: no trailing newline, or it would become part of the value.
+            lines.append(
+                f"  pulumi stack output transfer_credentials --show-secrets --json -s {source}"
+                f" | jq -j '.[\"{cfg.site}\"].{key}'"
+                f" | pulumi config set {secret}gpudr:{key} -s {stack}"
+            )
+    lines.append(f"  pulumi up -s {stack}")
+    return "\n".join(lines)

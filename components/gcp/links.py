@@ -3,9 +3,11 @@
 - VPC peering: each network declares its own side of the peering (it becomes active once both
   sides exist). The peer network is named by its deterministic path, so this stack needs no
   lookup of, and no state from, the peer: the DR side previews with the primary gone.
-- HA VPN: the DR stack declares only its anchors, the HA VPN gateway and the site's Cloud
-  Router (see network.py). The other side, the tunnels and their BGP sessions belong to the
-  primary's stack: they need the shared secrets and both gateways' interfaces.
+- HA VPN: a site declares its anchors, the HA VPN gateway and the site's Cloud Router (see
+  network.py). The other side, the tunnels and their BGP sessions belong to the primary's
+  stack: they need the shared secrets and both gateways' interfaces. On a GCP DR site that is
+  all its stack declares; a GCP primary declares the tunnels too
+  (components/aws/cross_cloud.GcpHaVpn).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ class HaVpnAnchorArgs:
 
 class HaVpnAnchor(pulumi.ComponentResource):
     gateway_id: pulumi.Output[str]
+    self_link: pulumi.Output[str]
+    interface_ips: pulumi.Output[list[str]]  # interface 0, then 1: the tunnels pair with them
 
     def __init__(
         self, name: str, args: HaVpnAnchorArgs, opts: pulumi.ResourceOptions | None = None
@@ -84,4 +88,18 @@ class HaVpnAnchor(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.gateway_id = gateway.id
-        self.register_outputs({"gateway_id": self.gateway_id})
+        self.self_link = gateway.self_link
+        self.interface_ips = gateway.vpn_interfaces.apply(
+            lambda interfaces: [i.ip_address or "" for i in sorted(interfaces, key=_interface_id)]
+        )
+        self.register_outputs(
+            {
+                "gateway_id": self.gateway_id,
+                "self_link": self.self_link,
+                "interface_ips": self.interface_ips,
+            }
+        )
+
+
+def _interface_id(interface: gcp.compute.outputs.HaVpnGatewayVpnInterface) -> int:
+    return interface.id or 0

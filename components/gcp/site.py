@@ -17,13 +17,14 @@ import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
 from components.gcp.bucket import DataBucket, DataBucketArgs
+from components.gcp.cross_cloud import GcsHmacReader, GcsHmacReaderArgs
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
 from components.tags import bucket_tags, gcp_labels, pool_tags, site_tags
-from gpudr.stackconfig import BucketConfig, SiteConfig
+from gpudr.stackconfig import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 
 LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn")
 
@@ -51,6 +52,9 @@ class GcpSite(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
     key_id: pulumi.Output[str]
     dual_write_endpoint: pulumi.Output[str | None]
+    # {dr site: {config key: value}}: what each DR site on another cloud needs in its own config
+    # to pull from this one (the HMAC key AWS DataSync reads with; its secret stays secret).
+    transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
 
     def __init__(
         self, name: str, args: GcpSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -191,6 +195,7 @@ class GcpSite(pulumi.ComponentResource):
             )
             clusters[c.name] = cluster.cluster_name
 
+        anchor: HaVpnAnchor | None = None  # a primary's own HA VPN gateway, once
         for link in cfg.links:
             if link.kind not in LINK_KINDS:
                 raise ValueError(
@@ -224,13 +229,52 @@ class GcpSite(pulumi.ComponentResource):
                     ),
                     opts=child,
                 )
+            elif link.kind == "ha-vpn" and peer.cloud == "aws":
+                if anchor is None:
+                    # One gateway for every AWS DR site: each link adds its own tunnels.
+                    anchor = HaVpnAnchor(
+                        f"{name}-havpn",
+                        HaVpnAnchorArgs(
+                            project=project,
+                            region=region,
+                            network_name=cfg.network_name,
+                            network_id=network.network_id,
+                            labels=gcp_labels(site_tags(cfg, "dr-link", link=link.kind)),
+                        ),
+                        opts=child,
+                    )
+                self._vpn_to_aws(name, project, cfg, link, peer, network, anchor)
             else:
+                # Between GCP sites the planner peers the networks; tunnels from a GCP primary
+                # exist only towards AWS. Said, not hidden, and nothing half-built.
                 pulumi.log.warn(
-                    f"HA VPN to {peer.site}: the tunnels and BGP sessions are not declared by "
-                    "gpudr yet; the DR stack declares its gateway and Cloud Router "
-                    f"({peer.network_name}-havpn, {peer.network_name}-router)",
+                    f"{link.kind} to {peer.site} ({peer.cloud}): gpudr builds the tunnels from a "
+                    "GCP primary only to an AWS DR site; this link is left to you (the DR "
+                    f"stack declares {peer.network_name}-havpn and {peer.network_name}-router)",
                     resource=self,
                 )
+
+        credentials: dict[str, dict[str, pulumi.Output[str]]] = {}
+        by_name = {b.name: (b.data_class, buckets[b.data_class]) for b in cfg.buckets}
+        for reader in cfg.datasync_readers:
+            hmac = GcsHmacReader(
+                f"{name}-{reader.dr_site}-reader",
+                GcsHmacReaderArgs(
+                    project=project,
+                    reader=reader,
+                    buckets={
+                        by_name[n][0]: by_name[n][1].bucket_name
+                        for n in reader.buckets
+                        if n in by_name
+                    },
+                ),
+                opts=child,
+            )
+            # Keyed by the DR stack's config keys (components/config.py).
+            credentials[reader.dr_site] = {
+                "gcs_hmac_access_id": hmac.access_id,
+                "gcs_hmac_secret": pulumi.Output.secret(hmac.secret),
+            }
 
         # Output.all() of nothing is a list; a site with no bucket or cluster exports {}.
         self.buckets = (
@@ -242,13 +286,56 @@ class GcpSite(pulumi.ComponentResource):
         self.key_id = keys[region.lower()].key_id
         # Dual writes reach GCS through its global endpoint: there is no endpoint to export.
         self.dual_write_endpoint = pulumi.Output.from_input(None)
+        # Output.all() of nothing is a list: no reader exports {}.
+        self.transfer_credentials = (
+            pulumi.Output.all(**{dr: pulumi.Output.all(**keys) for dr, keys in credentials.items()})
+            if credentials
+            else pulumi.Output.from_input({})
+        )
         self.register_outputs(
             {
                 "buckets": self.buckets,
                 "clusters": self.clusters,
                 "key_id": self.key_id,
                 "dual_write_endpoint": self.dual_write_endpoint,
+                "transfer_credentials": self.transfer_credentials,
             }
+        )
+
+    def _vpn_to_aws(
+        self,
+        name: str,
+        project: str,
+        cfg: SiteConfig,
+        link: LinkConfig,
+        peer: PeerConfig,
+        network: SiteNetwork,
+        anchor: HaVpnAnchor,
+    ) -> None:
+        """HA VPN to an AWS DR site, owned by this (primary) stack as the AWS primary owns it
+        the other way: this site's HA VPN gateway on the site's Cloud Router, and the AWS VPN
+        connections on the DR site's transit gateway, found by its Name tag in the DR region.
+        The DR stack declares nothing for it and never needs this stack."""
+        # Imported here: only a site joined to AWS loads the AWS SDK.
+        from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs, peer_transit_gateway
+
+        GcpHaVpn(
+            f"{name}-to-{peer.site}",
+            GcpHaVpnArgs(
+                aws_region=peer.region,
+                transit_gateway_id=peer_transit_gateway(peer, parent=self),
+                aws_asn=peer.asn,
+                gcp_project=project,
+                gcp_region=cfg.region,
+                gcp_name=f"{cfg.network_name}-to-{peer.site}",
+                gcp_router=network.router_name,
+                gcp_gateway=anchor.self_link,
+                gcp_gateway_ips=anchor.interface_ips,
+                gcp_asn=cfg.transit_gateway_asn,
+                link=link,
+                tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
 
