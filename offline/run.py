@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import runpy
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime.settings import SETTINGS, set_root_resource
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime import rpc
+from pulumi.runtime.settings import SETTINGS, get_root_resource, set_root_resource
+from pulumi.runtime.stack import Stack, massage, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from offline.mocks import GpudrMocks, RecordingMonitor, Registration
@@ -26,6 +27,8 @@ class StackRun:
     stack: str
     registrations: tuple[Registration, ...]
     calls: tuple[tuple[str, dict[str, Any]], ...]
+    # The stack's exports (`pulumi stack output`); secrets stay wrapped: see `unwrap_secret`.
+    outputs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def resources(self) -> list[Registration]:
@@ -38,10 +41,12 @@ def run_stack(
     config: Mapping[str, Any],
     mocks: GpudrMocks | None = None,
     program: Path | None = None,
+    secret_keys: Sequence[str] = (),
 ) -> StackRun:
     """Run the Pulumi program for `stack` with `config` (the `config:` of its stack file).
 
-    Structured values are passed as JSON strings, as the CLI passes them to the language host.
+    Structured values are passed as JSON strings, as the CLI passes them to the language host;
+    `secret_keys` are the full keys set with `pulumi config set --secret`.
     """
     mocks = mocks or GpudrMocks(default_region=str(config.get("aws:region", "us-east-1")))
     monitor = RecordingMonitor(mocks)
@@ -52,8 +57,10 @@ def run_stack(
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT_NAME, stack=stack, preview=True, monitor=monitor
     )
+    # Always a list: None would keep the previous run's secret keys.
     pulumi.runtime.set_all_config(
-        {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()},
+        secret_keys=list(secret_keys),
     )
     main = program or PROJECT_DIR / "__main__.py"
     if str(PROJECT_DIR) not in sys.path:
@@ -61,6 +68,21 @@ def run_stack(
 
     def body() -> None:
         runpy.run_path(str(main), run_name="__main__")
+        # Register the exports on the root stack, as the SDK's own entry point (run_in_stack)
+        # does once the program returns. set_mocks registered them once already, empty, when
+        # it created the stack before the program ran; the monitor keeps the last registration.
+        root = get_root_resource()
+        if isinstance(root, Stack):
+            root.register_outputs(massage(root.outputs, []))
 
     _sync_await(run_pulumi_func(body))
-    return StackRun(stack, tuple(monitor.registrations), tuple(mocks.calls))
+    return StackRun(
+        stack, tuple(monitor.registrations), tuple(mocks.calls), dict(monitor.stack_outputs)
+    )
+
+
+def unwrap_secret(value: Any) -> tuple[Any, bool]:
+    """(the plain value, whether it was a secret) for a value of `StackRun.outputs`."""
+    if rpc.is_rpc_secret(value):
+        return value["value"], True
+    return value, False
