@@ -129,7 +129,9 @@ def _with_policy(stacks: list[dict[str, Any]], config_path: str | None) -> list[
     try:
         found = evaluate(stacks, config)
     except PolicyPackError as exc:
-        _fail(f"policy pack: {exc}", EXIT_PROGRAM)
+        # A bad --policy-config is the user's input; a pack that does not run is ours.
+        code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
+        _fail(f"policy pack: {exc}", code)
     return [
         {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
         for s in stacks

@@ -163,12 +163,26 @@ class PolicyPackProcess:
         """Per-policy config as `--policy-pack-config` gives it: {policy: {enforcementLevel,
         ...properties}}."""
         request = analyzer_pb2.ConfigureAnalyzerRequest()
+        # As the CLI does: a policy named in the config keeps its own level unless the config
+        # sets one (the message has no "unset": its zero value would mean advisory).
+        defaults = {p.name: p.enforcementLevel for p in self.info.policies} if self.info else {}
         for name, values in config.items():
+            if name not in defaults:
+                raise PolicyPackError(
+                    f'policy config names "{name}", which is not a policy of this pack; '
+                    f"use one of {', '.join(sorted(defaults))}"
+                )
             props = {k: v for k, v in values.items() if k != "enforcementLevel"}
             level = values.get("enforcementLevel")
-            entry = analyzer_pb2.PolicyConfig(properties=_struct(props))
-            if level is not None:
-                entry.enforcementLevel = _LEVEL_CODES[str(level)]
+            if level is not None and str(level) not in _LEVEL_CODES:
+                raise PolicyPackError(
+                    f"policy config {name}.enforcementLevel: {level!r} is not one of "
+                    + ", ".join(_LEVEL_CODES)
+                )
+            entry = analyzer_pb2.PolicyConfig(
+                properties=_struct(props),
+                enforcementLevel=_LEVEL_CODES[str(level)] if level is not None else defaults[name],
+            )
             request.policyConfig[name].CopyFrom(entry)
         self._stub().Configure(request)
 

@@ -167,3 +167,49 @@ def test_committed_stack_files_match_the_examples(tmp_path: Path, example: str) 
     for path in tmp_path.iterdir():
         committed = ROOT / "stacks" / path.name
         assert committed.read_text() == path.read_text(), f"regenerate {committed}"
+
+
+def test_json_carries_the_policy_verdicts(report: dict[str, Any]) -> None:
+    assert report["policy_ok"] is True
+    for stack in report["stacks"]:
+        assert "violations" in stack["policy"], stack["name"]
+        for v in stack["policy"]["violations"]:
+            assert {"policy", "level", "urn", "message"} == v.keys()
+
+
+def test_a_mandatory_policy_violation_exits_1(tmp_path: Path) -> None:
+    """A stricter pack config than the plan satisfies: weights are locked 365 days, the config
+    asks for 400."""
+    config = tmp_path / "policy.json"
+    config.write_text(json.dumps({"immutable-weights": {"min_retention_days": 400}}))
+    result = invoke("plan", str(EXAMPLE), "--format", "json", "--policy-config", str(config))
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.output)
+    assert out["meets"] is True and out["policy_ok"] is False
+    found = [
+        (s["name"], v["urn"])
+        for s in out["stacks"]
+        for v in s["policy"]["violations"]
+        if v["policy"] == "immutable-weights" and v["level"] == "mandatory"
+    ]
+    assert {name for name, _ in found} == {"llm-training-use1", "llm-training-usw2"}, found
+    assert all("weights" in urn for _, urn in found), found
+    md = invoke("plan", str(EXAMPLE), "--format", "markdown", "--policy-config", str(config))
+    assert md.exit_code == 1
+    assert "Policy violations:" in md.output and "immutable-weights" in md.output
+
+
+def test_a_policy_config_that_is_not_json_exits_2(tmp_path: Path) -> None:
+    config = tmp_path / "policy.json"
+    config.write_text("min_retention_days: 400")
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--policy-config", str(config)])
+    assert result.exit_code == 2
+    assert "--policy-config" in result.output and "Traceback" not in result.output
+
+
+def test_a_policy_config_naming_an_unknown_policy_exits_2(tmp_path: Path) -> None:
+    config = tmp_path / "policy.json"
+    config.write_text(json.dumps({"immutable-weight": {"min_retention_days": 1}}))
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--policy-config", str(config)])
+    assert result.exit_code == 2
+    assert '"immutable-weight", which is not a policy' in result.output

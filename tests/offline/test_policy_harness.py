@@ -123,3 +123,9 @@ def test_a_pack_that_does_not_start_is_reported(tmp_path: Path) -> None:
     (tmp_path / "__main__.py").write_text("raise SystemExit('broken pack')\n", encoding="utf-8")
     with pytest.raises(PolicyPackError, match="did not start"):
         evaluate([_stack("red")], pack_dir=tmp_path)
+
+
+def test_config_without_a_level_keeps_the_policys_own(pack_dir: Path) -> None:
+    found = evaluate([_stack("red")], config={"no-red": {"limit": "ten"}}, pack_dir=pack_dir)
+    red = next(v for v in found["s"] if v.policy == "no-red")
+    assert (red.level, "limit ten" in red.message) == ("mandatory", True), red
