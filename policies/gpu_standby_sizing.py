@@ -52,17 +52,18 @@ def bounds(resource_type: str, props: Mapping[str, Any]) -> tuple[float, float] 
         high = number(get(props, "scalingConfig", "maxSize"))
     elif resource_type == GKE_NODE_POOL:
         auto = props.get("autoscaling")
-        low = number(get(auto, "totalMinNodeCount"))
-        high = number(get(auto, "totalMaxNodeCount"))
-        if low is None and high is None and auto is not None:
-            # Per-zone limits: one pool spans its node locations.
+        if auto is None:  # a fixed size
+            low = high = number(props.get("nodeCount"))
+        elif get(auto, "totalMaxNodeCount") is not None:
+            low = number(get(auto, "totalMinNodeCount"))
+            high = number(get(auto, "totalMaxNodeCount"))
+        else:
+            # Per-zone limits: the pool has them in each of its node locations.
             zones = max(1, len(items(props.get("nodeLocations"))))
             per_low = number(get(auto, "minNodeCount"))
             per_high = number(get(auto, "maxNodeCount"))
             low = None if per_low is None else per_low * zones
             high = None if per_high is None else per_high * zones
-        if auto is None:
-            low = high = number(props.get("nodeCount"))
     elif resource_type == AKS_AGENT_POOL:
         if is_true(props.get("enableAutoScaling")):
             low, high = number(props.get("minCount")), number(props.get("maxCount"))

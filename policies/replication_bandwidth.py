@@ -76,13 +76,13 @@ SCHEMA = PolicyConfigSchema(
         },
         "tgw_peering_gbps": {
             "type": "number",
-            "exclusiveMinimum": 0,
+            "minimum": 0.001,
             "default": float(_DEFAULTS["quotas"]["tgw_peering_gbps"]["value"]),
             "description": "Capacity of one transit gateway peering attachment (Gbps).",
         },
         "vpn_tunnel_gbps": {
             "type": "number",
-            "exclusiveMinimum": 0,
+            "minimum": 0.001,
             "default": 1.25,
             "description": (
                 "Capacity of one VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps per "
