@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi_policy import (
+    PolicyCustomTimeouts,
     PolicyResource,
     PolicyResourceOptions,
     ResourceValidationArgs,
@@ -57,7 +58,7 @@ def _options(protect: bool, parent: str | None) -> PolicyResourceOptions:
         ignore_changes=[],
         delete_before_replace=None,
         aliases=[],
-        custom_timeouts=None,  # type: ignore[arg-type]
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
         additional_secret_outputs=[],
         parent=parent,
     )

@@ -32,7 +32,14 @@ from tests.policies.harness import (
     run_stack_records,
 )
 
-EXAMPLES = ["aws-two-region", "gcp-two-region", "azure-two-region", "aws-to-gcp"]
+EXAMPLES = [
+    "aws-two-region",
+    "gcp-two-region",
+    "azure-two-region",
+    "aws-to-gcp",
+    "gcp-to-aws",  # DataSync pulls into S3
+    "azure-to-gcp",  # Storage Transfer from Azure Blob, Azure VPN gateway to HA VPN
+]
 
 
 @cache

@@ -102,3 +102,10 @@ def test_aks_without_autoscaling_is_fixed_at_its_count() -> None:
 
 def test_is_advisory() -> None:
     assert gpu_standby_sizing.enforcement_level is EnforcementLevel.ADVISORY
+
+
+def test_gke_without_autoscaling_is_fixed_at_its_node_count() -> None:
+    resource = pool("gcp", 0, 0, pool_tags("active-active", 4))
+    resource.inputs.pop("autoscaling")
+    resource.inputs["nodeCount"] = 4.0
+    check(run_resource(gpu_standby_sizing, resource), resource, None)
