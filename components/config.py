@@ -5,7 +5,7 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it
 - `gpudr:lock_weights`  Azure: lock the weights accounts' immutability (irreversible)
 - `gpudr:gcs_hmac_access_id`, `gpudr:gcs_hmac_secret` (secret)  AWS DR stacks pulling from GCS
-  with DataSync: the HMAC key the primary's stack created (output `datasync_credentials`)
+  with DataSync: the HMAC key the primary's stack created (output `transfer_credentials`)
 - `gpudr:azure_sts_client_id`, `gpudr:azure_tenant_id`  GCP DR stacks pulling from Azure Blob
   with Storage Transfer Service: the federated identity the primary's stack created (output
   `azure_sts_readers`)

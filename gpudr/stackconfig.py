@@ -92,7 +92,7 @@ class InboundTransfer:
     source_account: str | None  # AWS account owning the source bucket (sts from S3)
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
-    role_name: str  # AWS IAM role the transfer assumes (sts: federated from Google)
+    role_name: str  # sts from S3: the AWS IAM role it assumes (federated from Google); else ""
     # Checkpoints: the source keeps the last N and deletes older ones; the sink mirrors those
     # deletes, or copies pile up forever. The sink is versioned, so a mirrored delete leaves a
     # noncurrent version that its lifecycle keeps. Other classes never delete at the sink.
@@ -533,7 +533,10 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
                         source_account=primary.account,
                         source_project=primary.project,
                         schedule_s=f.schedule.interval_s,
-                        role_name=sts_reader_role_name(plan, site),
+                        # Only STS from S3 assumes a role; other sources sign in otherwise.
+                        role_name=sts_reader_role_name(plan, site)
+                        if f.mechanism == "sts" and primary.cloud == "aws"
+                        else "",
                         mirror_deletes=f.data_class == "checkpoints",
                         source_storage_account=storage_account_name(plan, primary, f.data_class)
                         if primary.cloud == "azure"

@@ -99,6 +99,10 @@ class GpudrMocks(pulumi.runtime.Mocks):
             from offline import mocks_azure
 
             return mocks_azure.answer(typ, name, inputs)
+        if typ.startswith("random:"):
+            from offline import mocks_azure  # only Azure sites use pulumi_random (VPN keys)
+
+            return mocks_azure.answer_random(typ, name, inputs)
         return self._aws_answer(typ, name, inputs, region)
 
     def _aws_answer(

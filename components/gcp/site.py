@@ -147,6 +147,8 @@ class GcpSite(pulumi.ComponentResource):
                     agent_member=transfer_agent,
                     key_grant=keys[key_location(cfg, b)].grants["transfer"],
                     credentials=args.credentials,
+                    system=cfg.system,
+                    site=cfg.site,
                 ),
                 opts=child,
             )

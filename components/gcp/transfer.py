@@ -50,6 +50,9 @@ class ScheduledTransferArgs:
     key_grant: pulumi.Resource
     # Sign-ins copied from the source's outputs into this stack's config (Azure Blob sources).
     credentials: TransferCredentials = field(default_factory=TransferCredentials)
+    # The system and this (DR) site: the names of the stacks a warning tells the user to run.
+    system: str = "<system>"
+    site: str = "<this site>"
 
 
 def role_arn(transfer: InboundTransfer) -> str:
@@ -102,13 +105,9 @@ def azure_source(t: InboundTransfer, credentials: TransferCredentials) -> AzureS
     )
 
 
-def missing_azure_identity(t: InboundTransfer) -> str:
-    """What to run so the next `pulumi up` declares the Azure source's job.
-
-    gpudr names every stack `<system>-<site>` (gpudr.stackconfig.stack_name). The system and
-    this site's name come from this stack's own `gpudr:site`: only these commands need them."""
-    site = pulumi.Config("gpudr").get_object("site") or {}
-    system, dr = site.get("system", "<system>"), site.get("site", "<this site>")
+def missing_azure_identity(t: InboundTransfer, system: str, dr: str) -> str:
+    """What to run so the next `pulumi up` declares the Azure source's job. gpudr names every
+    stack `<system>-<site>` (gpudr.stackconfig.stack_name)."""
     primary, here = f"{system}-{t.source_site}", pulumi.get_stack()
 
     def copy(key: str) -> str:
@@ -168,7 +167,7 @@ class ScheduledTransfer(pulumi.ComponentResource):
             if t.source_cloud == "azure" and azure is None:
                 # A job without a sign-in would fail on every run; the sink's grants above stay
                 # declared, so the next `pulumi up` only adds the job.
-                pulumi.log.warn(missing_azure_identity(t), resource=self)
+                pulumi.log.warn(missing_azure_identity(t, args.system, args.site), resource=self)
                 continue
             jobs.append(
                 gcp.storage.TransferJob(
