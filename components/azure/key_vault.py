@@ -56,7 +56,9 @@ class AzureDataKey(pulumi.ComponentResource):
             resource_group_name=args.resource_group_name,
             location=args.location,
             tags=args.tags,
-            opts=child,
+            # Protected like the key: the storage accounts reach their key only as this
+            # identity, so deleting it cuts them off from their own data.
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         # Premium: keys live in HSMs. RBAC authorization instead of access policies, so the
         # grant below is an ordinary, auditable role assignment.

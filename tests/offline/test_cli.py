@@ -213,3 +213,11 @@ def test_a_policy_config_naming_an_unknown_policy_exits_2(tmp_path: Path) -> Non
     result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--policy-config", str(config)])
     assert result.exit_code == 2
     assert '"immutable-weight", which is not a policy' in result.output
+
+
+@pytest.mark.parametrize("name", ["config.example.json", "config.bootstrap.json"])
+def test_the_committed_policy_configs_are_accepted(name: str) -> None:
+    result = CliRunner().invoke(
+        main, ["plan", str(EXAMPLE), "--policy-config", str(ROOT / "policies" / name)]
+    )
+    assert result.exit_code == 0, result.output
