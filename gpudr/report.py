@@ -427,6 +427,8 @@ def _verdict(report: Mapping[str, Any]) -> str:
     )
     if report.get("policy_ok") is False:
         verdict += " The policy pack refuses the deployment (mandatory violations above)."
+    elif report.get("policy_ok"):
+        verdict += " The policy pack refuses nothing."
     elif report.get("policy_ok") is None:
         verdict += " The policy pack was not run."
     return verdict
