@@ -19,6 +19,7 @@ from pulumi_azure_native import authorization, managedidentity, network
 
 from components.azure.arm import STORAGE_BLOB_DATA_READER, assignment_name, role_definition_id
 from components.azure.network import gateway_subnet_cidr
+from components.gcp.links import BgpTunnel, declare_bgp_tunnel
 from gpudr.stackconfig import AzureStsReader, LinkConfig, PeerConfig
 
 # Storage Transfer Service presents a Google-signed ID token for its service agent; Entra ID
@@ -301,40 +302,24 @@ class GcpVpn(pulumi.ComponentResource):
             # a secret. Alphanumeric, the character set both Azure and Google accept as is.
             key = random.RandomPassword(f"{name}-psk-{i}", length=32, special=False, opts=child)
             shared_key: pulumi.Output[str] = pulumi.Output.secret(key.result)
-            tunnel = gcp.compute.VPNTunnel(
-                f"{name}-tunnel-{i}",
-                name=f"{peer.network_name}-azure-{i}",
-                project=peer.project,
-                region=peer.region,
-                vpn_gateway=ha_vpn.self_link,
-                vpn_gateway_interface=i,
-                peer_external_gateway=external.self_link,
-                peer_external_gateway_interface=i,
-                shared_secret=shared_key,
-                router=router,
-                ike_version=2,
-                opts=child,
-            )
-            interface = gcp.compute.RouterInterface(
-                f"{name}-bgp-if-{i}",
-                name=f"{peer.network_name}-azure-{i}",
-                project=peer.project,
-                region=peer.region,
-                router=router,
-                ip_range=f"{google_bgp}/30",
-                vpn_tunnel=tunnel.name,
-                opts=child,
-            )
-            gcp.compute.RouterPeer(
-                f"{name}-bgp-peer-{i}",
-                name=f"{peer.network_name}-azure-{i}",
-                project=peer.project,
-                region=peer.region,
-                router=router,
-                interface=interface.name,
-                peer_ip_address=azure_bgp,
-                peer_asn=args.asn,
-                opts=child,
+            declare_bgp_tunnel(
+                name,
+                i,
+                BgpTunnel(
+                    name=f"{peer.network_name}-azure-{i}",
+                    project=peer.project,
+                    region=peer.region,
+                    router=router,
+                    gateway=ha_vpn.self_link,
+                    gateway_interface=i,
+                    external_gateway=external.self_link,
+                    external_interface=i,
+                    shared_secret=shared_key,
+                    inside_range=f"{google_bgp}/30",
+                    peer_ip=azure_bgp,
+                    peer_asn=args.asn,
+                ),
+                child,
             )
             # Azure's view of HA VPN interface i: its address and its BGP speaker.
             local = network.LocalNetworkGateway(
