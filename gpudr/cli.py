@@ -149,20 +149,92 @@ def _render(report: dict[str, Any], fmt: str) -> str:
 @main.command()
 @click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
 @click.option(
-    "--out-dir",
+    "--root",
     type=click.Path(file_okay=False),
-    default="stacks",
+    default=".",
     show_default=True,
-    help="Where the Pulumi.<stack>.yaml files go (the project's stackConfigDir).",
+    help="The project root: stacks/, runbooks/ and .github/workflows/ are written under it.",
 )
-def generate(plan_file: str, out_dir: str) -> None:
-    """Write stacks/Pulumi.<stack>.yaml for every site of the plan."""
-    from gpudr.generate import render_stack_files, write_stack_files
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 listing the files that differ.")
+@click.option("--force", is_flag=True, help="Also overwrite files without the generated header.")
+def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
+    """Write, from the plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
+    pair, and .github/workflows/gpudr-<plan>.yml. Values set with `pulumi config set` (the
+    failover switch, copied credentials, secrets) are kept."""
+    from gpudr.generate import plan_path_for, reconcile, render_all, write
 
-    _, des = _load(plan_file)
-    files = render_stack_files(des, command=f"gpudr generate {plan_file}")
-    for path in write_stack_files(files, Path(out_dir)):
-        click.echo(f"wrote {path}")
+    spec, des = _load(plan_file)
+    base = Path(root)
+    outcomes = reconcile(render_all(des, plan_path_for(plan_file, base)), base, spec)
+    for o in outcomes:
+        if o.note:
+            click.echo(f"gpudr: note: {o.path}: {o.note}", err=True)
+    if check:
+        differing = [o for o in outcomes if o.differs]
+        for o in differing:
+            click.echo(f"differs: {o.path}: {o.detail}")
+        if differing:
+            _fail(
+                f"{len(differing)} generated file(s) do not match {plan_file}; "
+                f"run `gpudr generate {plan_file}` and commit the result",
+                EXIT_NOT_MET,
+            )
+        click.echo(f"{len(outcomes)} generated files match {plan_file}")
+        return
+    written = {o.path for o in write(outcomes, base, force=force)}
+    refused = []
+    for o in outcomes:
+        if o.path in written:
+            click.echo(f"wrote {base / o.path}")
+        elif o.status == "unchanged":
+            click.echo(f"unchanged {base / o.path}")
+        elif o.status == "stale":
+            click.echo(f"gpudr: warning: {base / o.path}: {o.detail}", err=True)
+        elif o.status == "not-generated":
+            refused.append(o)
+    for o in refused:
+        click.echo(f"gpudr: {base / o.path} {o.detail}", err=True)
+    if refused:
+        _fail(f"{len(refused)} file(s) not written; nothing else was skipped", EXIT_BAD_INPUT)
+
+
+@main.command()
+@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@click.option(
+    "--base",
+    "base_ref",
+    required=True,
+    metavar="REF",
+    help="The git branch, tag or commit to compare with, e.g. origin/main.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Most characters of markdown (default 60000: a GitHub comment holds 65,536; 0: no "
+    "limit). Detail is summarised to fit, never cut.",
+)
+def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -> None:
+    """Markdown for a pull request: what changes from the plan at --base REF to the working tree.
+
+    Runs `gpudr plan` on both, each with its own code (a change to components/ or policies/
+    shows too): resources added, changed and removed per stack, policy verdicts, targets and
+    sizing, monthly cost. Exit code 0 when the diff is written, whatever it says.
+    """
+    from gpudr.prdiff import DiffError, run_diff
+
+    try:
+        text = run_diff(plan_file, base_ref, limit=limit, progress=_progress)
+    except DiffError as exc:
+        click.echo(f"gpudr: {exc}", err=True)
+        for line in exc.details:
+            click.echo(f"gpudr:   {line}", err=True)
+        sys.exit(exc.code)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
 
 
 if __name__ == "__main__":

@@ -789,3 +789,72 @@ def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
     if site.role == "dr":
         values[f"{CONFIG_NAMESPACE}:mode"] = "standby"
     return values
+
+
+# --- keys an operator sets on a deployed stack -------------------------------------------------
+
+# `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
+# values when it rewrites the file and `--check` does not count them as drift: regenerating during
+# a failover must not switch the DR stack back to standby, and a credential copied from the
+# primary's outputs (a secret, encrypted by the stack's secrets provider) must survive.
+OPERATOR_KEYS = (
+    f"{CONFIG_NAMESPACE}:mode",
+    f"{CONFIG_NAMESPACE}:lock_weights",
+    f"{CONFIG_NAMESPACE}:gcs_hmac_access_id",
+    f"{CONFIG_NAMESPACE}:gcs_hmac_secret",
+    f"{CONFIG_NAMESPACE}:azure_sts_client_id",
+    f"{CONFIG_NAMESPACE}:azure_tenant_id",
+)
+# Top-level keys the Pulumi CLI writes for the stack's secrets provider (`pulumi stack init`).
+SECRETS_PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")
+
+
+@dataclass(frozen=True)
+class CredentialKey:
+    """A value a DR stack needs from its primary's `transfer_credentials` output."""
+
+    key: str  # full config key, e.g. gpudr:gcs_hmac_secret
+    secret: bool
+    primary_stack: str
+    dr_site: str
+
+    def command(self, dr_stack: str) -> str:
+        """The exact command that copies it; the value never passes through a file."""
+        short = self.key.split(":", 1)[1]
+        flag = " --secret" if self.secret else ""
+        return (
+            f"pulumi stack output transfer_credentials -s {self.primary_stack} --show-secrets "
+            f"--json | jq -j '.\"{self.dr_site}\".{short}' | "
+            f"pulumi config set{flag} {self.key} -s {dr_stack}"
+        )
+
+
+def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey, ...]:
+    """What `site` (a DR site) must copy from its primary's outputs before its pulls can sign
+    in: the HMAC key a GCP primary creates for DataSync, the federated identity an Azure primary
+    creates for Storage Transfer Service. Empty for every other site."""
+    plan = design.plan
+    primary = plan.sites.get(site.protects or "")
+    if site.role != "dr" or primary is None:
+        return ()
+    src = build_site_configs(design)[primary.name]
+    keys: list[tuple[str, bool]] = []
+    if any(r.dr_site == site.name for r in src.datasync_readers):
+        keys += [("gcs_hmac_access_id", False), ("gcs_hmac_secret", True)]
+    if any(r.dr_site == site.name for r in src.azure_sts_readers):
+        keys += [("azure_sts_client_id", False), ("azure_tenant_id", False)]
+    return tuple(
+        CredentialKey(f"{CONFIG_NAMESPACE}:{k}", secret, stack_name(plan, primary), site.name)
+        for k, secret in keys
+    )
+
+
+def stack_clouds(plan: Plan, site: Site) -> tuple[str, ...]:
+    """The clouds whose APIs a site's stack calls, its own first: a primary also declares its
+    half of the link and the read-only reader in each cross-cloud DR site's cloud."""
+    clouds = [site.cloud]
+    if site.role == "primary":
+        for other in plan.sites.values():
+            if other.protects == site.name and other.cloud not in clouds:
+                clouds.append(other.cloud)
+    return tuple(clouds)

@@ -17,6 +17,7 @@ def test_gpudr_imports_no_pulumi() -> None:
         "gpudr.stackconfig",
         "gpudr.report",
         "gpudr.generate",
+        "gpudr.runbook",
         "gpudr.cli",
     ]
     code = (

@@ -160,3 +160,20 @@ def test_a_stack_imports_only_its_clouds_sdk(
     )
     loaded = set(out.stdout.strip().split(","))
     assert not loaded & set(absent), loaded
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")))
+def test_stack_clouds_are_the_clouds_the_program_calls(example: str) -> None:
+    """The pull-request workflow signs each preview in to `stack_clouds`: exactly the clouds
+    whose resources the stack's program registers."""
+    from gpudr.stackconfig import stack_clouds
+
+    plan = load_plan(ROOT / "examples" / example)
+    prefix = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}
+    for site in plan.sites.values():
+        registered = {
+            prefix[x.type.split(":")[0]]
+            for x in run(example, site.name).resources
+            if x.type.split(":")[0] in prefix
+        }
+        assert set(stack_clouds(plan, site)) == registered, stack_name(plan, site)
