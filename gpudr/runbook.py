@@ -23,9 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-
-import jinja2
 
 from gpudr.design import DataFlow, Design, Pool
 from gpudr.spec import Plan, Site
@@ -40,9 +37,9 @@ from gpudr.stackconfig import (
     stack_name,
     transfer_credential_keys,
 )
+from gpudr.templating import environment
 from gpudr.units import fmt_duration, fmt_size
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 TEMPLATE = "runbook.md.j2"
 RUNBOOKS_DIR = "runbooks"
 POLICY_PACK = "policies"
@@ -1952,22 +1949,8 @@ def _critical_path(pair: _Pair, workload: str | None) -> list[tuple[str, float]]
     return []
 
 
-def _env() -> jinja2.Environment:
-    # gpudr.generate imports this module; its environment is not imported back (a cycle).
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.filters["duration"] = fmt_duration
-    return env
-
-
 def render_runbook(runbook: Runbook, header: str) -> str:
-    text = _env().get_template(TEMPLATE).render(rb=runbook, header=header)
+    text = environment(trim=True).get_template(TEMPLATE).render(rb=runbook, header=header)
     # One blank line at most, one newline at the end: stable, diff-friendly output.
     return re.sub(r"\n{3,}", "\n\n", text).rstrip("\n") + "\n"
 

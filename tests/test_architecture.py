@@ -18,6 +18,7 @@ def test_gpudr_imports_no_pulumi() -> None:
         "gpudr.report",
         "gpudr.generate",
         "gpudr.runbook",
+        "gpudr.templating",
         "gpudr.cli",
     ]
     code = (
