@@ -38,7 +38,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy gpudr components offline policies __main__.py
+	$(BIN)/mypy gpudr components offline drill policies __main__.py
 
 unit: setup
 	$(BIN)/pytest

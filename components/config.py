@@ -2,7 +2,9 @@
 
 Keys (documented in Pulumi.yaml):
 - `gpudr:site`  the site's whole configuration, generated from the plan by `gpudr generate`
-- `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it
+- `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it. `drill` is set only by
+  `gpudr drill` on a disposable drill stack (`drill-<site>-<timestamp>`) with `gpudr:site` from a
+  DR site, and then `gpudr:drill` (gpudr.drill.DrillConfig) says what the drill declares
 - `gpudr:lock_weights`  Azure: lock the weights accounts' immutability (irreversible)
 - `gpudr:gcs_hmac_access_id`, `gpudr:gcs_hmac_secret` (secret)  AWS DR stacks pulling from GCS
   with DataSync: the HMAC key the primary's stack created (output `transfer_credentials`)
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from gpudr.drill import MODE as DRILL_MODE
+from gpudr.drill import DrillConfig, is_drill_stack
 from gpudr.stackconfig import MODES, SiteConfig
 
 
@@ -45,6 +49,7 @@ class StackConfig:
     mode: str
     lock_weights: bool = False  # Azure: lock the weights accounts' immutability (irreversible)
     credentials: TransferCredentials = field(default_factory=TransferCredentials)
+    drill: DrillConfig | None = None  # set only in drill mode
 
     @property
     def failover(self) -> bool:
@@ -76,6 +81,7 @@ def load() -> StackConfig:
         raise StackConfigError(
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"
         )
+    drill = _drill(config, site, mode) if mode == DRILL_MODE else None
     lock = config.get_bool("lock_weights") or False
     access_id = config.get("gcs_hmac_access_id")
     if config.get("gcs_hmac_secret") is not None and not _is_secret(config, "gcs_hmac_secret"):
@@ -89,7 +95,42 @@ def load() -> StackConfig:
         azure_client_id=config.get("azure_sts_client_id"),
         azure_tenant_id=config.get("azure_tenant_id"),
     )
-    return StackConfig(site=site, mode=mode, lock_weights=lock, credentials=credentials)
+    return StackConfig(
+        site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
+    )
+
+
+def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
+    """Drill mode only on a drill stack configured from a DR site: on the real DR stack it would
+    replace the site (its protected data would stop the update half-way)."""
+    stack = pulumi.get_stack()
+    if not is_drill_stack(stack):
+        raise StackConfigError(
+            f"gpudr:mode {mode} is set on stack {stack}; drills run on their own disposable "
+            "stacks (`gpudr drill PLAN.yaml --site <dr site>`): set gpudr:mode back to standby"
+        )
+    if site.role != "dr":
+        raise StackConfigError(
+            f"gpudr:mode {mode} needs gpudr:site of a DR site; {site.site} is a {site.role} "
+            "site: drill a DR site (`gpudr drill PLAN.yaml --site <dr site>`)"
+        )
+    raw = config.get_object("drill")
+    if not isinstance(raw, dict):
+        raise StackConfigError(
+            "gpudr:drill is not set on this drill stack; start drills with `gpudr drill`"
+        )
+    try:
+        drill = DrillConfig.from_dict(raw)
+    except (ValueError, TypeError) as exc:
+        raise StackConfigError(
+            f"gpudr:drill is malformed ({exc}); start drills with `gpudr drill`"
+        ) from exc
+    if drill.stack != stack:
+        raise StackConfigError(
+            f"gpudr:drill names stack {drill.stack}, not this stack ({stack}); start drills "
+            "with `gpudr drill`"
+        )
+    return drill
 
 
 def _is_secret(config: pulumi.Config, key: str) -> bool:

@@ -3,6 +3,7 @@ each data class's bandwidth need from them rather than trusting the planner's an
 
 from __future__ import annotations
 
+from gpudr.drill import DrillConfig, ttl_tags
 from gpudr.stackconfig import BucketConfig, SiteConfig
 
 PREFIX = "gpudr:"
@@ -67,3 +68,9 @@ def gcp_labels(tags: dict[str, str]) -> dict[str, str]:
         return out[:63]
 
     return {clean(k): clean(v) for k, v in tags.items()}
+
+
+def drill_tags(site: SiteConfig, drill: DrillConfig, dr_role: str, **extra: str) -> dict[str, str]:
+    """A drill resource's tags: the site's, with its role in the drill, and the drill id and
+    expiry that `gpudr drill cleanup` (and anyone auditing the bill) finds it by."""
+    return {**site_tags(site, f"drill-{dr_role}", **extra), **ttl_tags(drill)}

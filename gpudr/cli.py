@@ -2,7 +2,9 @@
 
 Exit codes: 0 every target met and no mandatory policy violation; 1 a target is not met or
 the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
-the policy pack failed to run.
+the policy pack failed to run. `gpudr drill`: 0 the drill passed, 1 a stage failed or a target
+was missed, 2 bad input, 3 the drill could not run or clean up (including no Pulumi CLI), 130
+interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from gpudr.stackconfig import stack_name
 EXIT_NOT_MET = 1
 EXIT_BAD_INPUT = 2
 EXIT_PROGRAM = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
 
 
 def _fail(message: str, code: int) -> None:
@@ -235,6 +239,185 @@ def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+class _DrillGroup(click.Group):
+    """`gpudr drill PLAN.yaml --site S` runs a drill (`gpudr drill run ...`); `gpudr drill
+    cleanup` removes expired ones."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group("drill", cls=_DrillGroup)
+def drill_group() -> None:
+    """Rehearse a failover to a DR site in a disposable stack, time it against the plan, and
+    always destroy it.
+
+    \b
+    gpudr drill PLAN.yaml --site SITE [--ttl 4h] [--dry-run] [--report-dir DIR]
+    gpudr drill cleanup [--dry-run]
+    """
+
+
+@drill_group.command("run")
+@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@click.option("--site", required=True, help="The DR site to drill.")
+@click.option("--ttl", help="How long the drill stack may live (default: the plan's drill.ttl).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show what the drill would create and run, offline: no Pulumi CLI, no credentials.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False),
+    default="drill-reports",
+    show_default=True,
+    help="Where the report goes: <stack>.json and <stack>.md.",
+)
+def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_dir: str) -> None:
+    """Drill a DR site: create drill-<site>-<UTC time>, verify the latest checkpoint, time GPU
+    capacity and data age against the plan, destroy and remove the stack, write a report."""
+    from datetime import UTC, datetime
+
+    from gpudr.drill import DrillError, build_drill, usd
+
+    _, des = _load(plan_file)
+    ttl_s = _drill_ttl(ttl) if ttl is not None else None
+    now = datetime.now(UTC)
+    try:
+        setup = build_drill(des, site, now, ttl_s=ttl_s)
+    except DrillError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
+    if dry_run:
+        from drill.dryrun import render, run
+
+        _progress(f"running the drill program for {setup.stack} under mocks")
+        try:
+            result = run(setup)
+        except Exception as exc:  # the program's own error, reported with its stack
+            _fail(f"drill stack {setup.stack}: {type(exc).__name__}: {exc}", EXIT_PROGRAM)
+        click.echo(render(setup, result), nl=False)
+        return
+    from drill.stacks import missing_cli_message, pulumi_available
+
+    if not pulumi_available():
+        _fail(missing_cli_message(), EXIT_PROGRAM)
+    if setup.site.cloud == "gcp":
+        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=_gcp_operator())
+    click.echo(
+        f"gpudr: drill {setup.stack}: estimated cost at most {usd(setup.cost.ttl_usd)} "
+        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price)",
+        err=True,
+    )
+    report = _run_drill(setup, Path(report_dir))
+    click.echo(
+        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md"
+    )
+    for s in report.stages:
+        click.echo(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}")
+    click.echo(f"  cleanup: {report.cleanup.detail}")
+    if report.outcome == "interrupted":
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(DRILL_EXIT[report.outcome])
+
+
+def _drill_ttl(text: str) -> float:
+    from gpudr.spec import drill_default
+    from gpudr.units import UnitError, fmt_duration, parse_duration
+
+    try:
+        ttl = parse_duration(text)
+    except UnitError as exc:
+        _fail(f"--ttl: {exc}", EXIT_BAD_INPUT)
+    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    if not low <= ttl <= high:
+        _fail(
+            f"--ttl: {fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; "
+            "use e.g. --ttl 4h",
+            EXIT_BAD_INPUT,
+        )
+    return ttl
+
+
+def _gcp_operator() -> str | None:
+    """Who runs the drill, as an IAM member: the drill stack lets only them act as its reader."""
+    from drill.commands import CommandFailed, SubprocessRunner
+
+    try:
+        account = SubprocessRunner().run(["gcloud", "config", "get-value", "account"]).strip()
+    except CommandFailed:
+        return None
+    if not account:
+        return None
+    kind = "serviceAccount" if account.endswith(".gserviceaccount.com") else "user"
+    return f"{kind}:{account}"
+
+
+def _run_drill(setup: Any, report_dir: Path) -> Any:
+    import time
+
+    from drill.commands import SubprocessRunner
+    from drill.interrupts import Children, Guard
+    from drill.orchestrate import Deps, run_drill
+    from drill.probes import probe_for
+    from drill.stacks import PROJECT_DIR, AutomationStacks
+    from gpudr.drill import DrillReport, to_json, to_markdown
+
+    def write(report: DrillReport) -> None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        (report_dir / f"{report.stack}.json").write_text(to_json(report), encoding="utf-8")
+        (report_dir / f"{report.stack}.md").write_text(to_markdown(report), encoding="utf-8")
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+
+    children = Children()
+    guard = Guard(children, echo)
+    deps = Deps(
+        stacks=AutomationStacks(PROJECT_DIR, children),
+        probe=probe_for(setup, SubprocessRunner(children), time.sleep),
+        write=write,
+        echo=echo,
+        interrupted=lambda: guard.interrupted,
+        on_cleanup=guard.start_cleanup,
+    )
+    with guard.installed():
+        try:
+            return run_drill(setup, deps)
+        except Exception as exc:
+            from drill.orchestrate import _one_line
+
+            _fail(f"drill {setup.stack}: {_one_line(exc)}", EXIT_PROGRAM)
+
+
+@drill_group.command("cleanup")
+@click.option("--dry-run", is_flag=True, help="List what would be destroyed; change nothing.")
+def drill_cleanup(dry_run: bool) -> None:
+    """Destroy and remove every drill stack whose TTL has passed, in the backend you are logged
+    in to. Stacks whose names are not drill-<site>-<time> are never touched."""
+    from drill.orchestrate import Deps, cleanup_expired
+    from drill.stacks import PROJECT_DIR, AutomationStacks, pulumi_available
+
+    if not pulumi_available():
+        _fail(
+            "drill cleanup needs the Pulumi CLI (not found on PATH), logged in to the backend "
+            "that holds the drill stacks, and the clouds' credentials",
+            EXIT_PROGRAM,
+        )
+    results = cleanup_expired(
+        Deps(stacks=AutomationStacks(PROJECT_DIR), echo=lambda m: click.echo(m, err=True)),
+        dry_run=dry_run,
+    )
+    if not results:
+        click.echo("no drill stacks in this backend")
+    for r in results:
+        click.echo(f"{r.action}: {r.stack} (expires {r.expires_at}; {r.source}) {r.detail}")
+    if any(r.action == "failed" for r in results):
+        sys.exit(EXIT_PROGRAM)
 
 
 if __name__ == "__main__":

@@ -192,6 +192,36 @@ class Quotas:
 
 
 @dataclass(frozen=True)
+class DrillSpec:
+    """`drill:` of the plan: how `gpudr drill` sizes a disposable test of a DR site."""
+
+    nodes: int  # GPU nodes per DR pool during a drill
+    pools: dict[str, int]  # per-pool override, keyed by DR pool name (`train`, `svc-chat`)
+    ttl_s: float  # the drill stack is destroyed by `gpudr drill cleanup` after this
+    verify_b: float  # bytes of the latest checkpoint streamed and re-hashed
+    cidr: str | None = None  # the drill network's range; default: the DR site's own
+
+    def pool_nodes(self, pool: str) -> int:
+        return self.pools.get(pool, self.nodes)
+
+
+def default_drill() -> DrillSpec:
+    return DrillSpec(
+        nodes=int(drill_default("nodes")),
+        pools={},
+        ttl_s=drill_default("ttl"),
+        verify_b=drill_default("verify"),
+    )
+
+
+def drill_default(name: str) -> float:
+    value = reference.defaults()["drill"][name]["value"]
+    if isinstance(value, str):
+        return parse_size(value) if value[-1] == "B" else parse_duration(value)
+    return float(value)
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     sites: dict[str, Site]
@@ -205,6 +235,7 @@ class Plan:
     headroom: float
     source: str = ""
     data_site_names: tuple[str, ...] = field(default=())
+    drill: DrillSpec = field(default_factory=default_drill)
 
     def primaries(self) -> list[Site]:
         return [s for s in self.sites.values() if s.role == "primary"]
@@ -384,7 +415,17 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     top = r.mapping(
         raw,
         "",
-        ["name", "sites", "clusters", "services", "data", "recovery", "quotas", "headroom"],
+        [
+            "name",
+            "sites",
+            "clusters",
+            "services",
+            "data",
+            "recovery",
+            "quotas",
+            "headroom",
+            "drill",
+        ],
     )
     if raw is not None and not isinstance(raw, dict):
         raise PlanError(r.errors)
@@ -405,6 +446,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     headroom = r.convert(top, "headroom", "", _at_least(1.0), None)
     if headroom is None:
         headroom = float(reference.defaults()["headroom"]["factor"])
+    drill = _parse_drill(r, top.get("drill"), clusters, services)
 
     _check_mechanisms(
         r, sites, {"checkpoints": checkpoints, "weights": weights, "datasets": datasets}
@@ -428,6 +470,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
         headroom=headroom,
         source=source,
         data_site_names=data_sites,
+        drill=drill,
     )
 
 
@@ -1048,6 +1091,71 @@ def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | 
         rpo_s=rpo,
         rto_s=rto,
         replication=replication,
+    )
+
+
+def _parse_drill(
+    r: _Reader, raw: Any, clusters: dict[str, Cluster], services: dict[str, Service]
+) -> DrillSpec:
+    """`drill: {nodes: 1, pools: {train: 2}, ttl: 4h, verify: 2GB, cidr: 10.99.0.0/16}`: every
+    field optional. A pool is named as in the plan (a cluster or a service); its test size may
+    not exceed its full size (a drill larger than the failover proves nothing more)."""
+    path = "drill"
+    base = default_drill()
+    s = r.mapping(raw, path, ["nodes", "pools", "ttl", "verify", "cidr"])
+    full = {c.name: (c.name, c.nodes) for c in clusters.values()}
+    full.update({v.name: (f"svc-{v.name}", v.nodes) for v in services.values()})
+    nodes = r.convert(s, "nodes", path, _positive_int, base.nodes) or base.nodes
+    for name, (_, size) in full.items():
+        if "nodes" in s and nodes > size:
+            r.error(
+                f"{path}.nodes",
+                f"{nodes} is more than {name}'s {size} node(s); a drill runs each pool at most "
+                f"at its full size: set drill.pools.{name}: {size} or lower drill.nodes",
+            )
+    pools: dict[str, int] = {}
+    raw_pools = s.get("pools")
+    if raw_pools is not None and not isinstance(raw_pools, dict):
+        r.error(f"{path}.pools", f"{_show(raw_pools)} is not a mapping of pool name to nodes")
+        raw_pools = {}
+    for name, value in (raw_pools or {}).items():
+        where = f"{path}.pools.{name}"
+        if name not in full:
+            r.error(
+                where,
+                "is not a cluster or service of this plan; use one of "
+                + ", ".join(sorted(full) or ["(none)"]),
+            )
+            continue
+        pool, size = full[name]
+        try:
+            count = _positive_int(value)
+        except ValueError as exc:
+            r.error(where, str(exc))
+            continue
+        if count > size:
+            r.error(where, f"{count} is more than {name}'s {size} node(s); use at most {size}")
+            continue
+        pools[pool] = count
+    ttl = r.convert(s, "ttl", path, parse_duration, base.ttl_s)
+    ttl = base.ttl_s if ttl is None else ttl
+    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    if not low <= ttl <= high:
+        r.error(
+            f"{path}.ttl",
+            f"{fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; a drill "
+            "needs time to create its control plane and must not outlive a day",
+        )
+        ttl = base.ttl_s
+    verify = r.convert(s, "verify", path, _size, base.verify_b)
+    # The drill network is isolated: it may reuse any range, the DR site's own included.
+    cidr = r.convert(s, "cidr", path, _cidr)
+    return DrillSpec(
+        nodes=nodes,
+        pools=pools,
+        ttl_s=ttl,
+        verify_b=base.verify_b if verify is None else verify,
+        cidr=cidr,
     )
 
 

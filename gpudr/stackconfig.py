@@ -20,7 +20,8 @@ from gpudr.design import DataFlow, Design, Pool
 from gpudr.spec import Cluster, Plan, Service, Site, gcs_dual_region
 
 CONFIG_NAMESPACE = "gpudr"
-MODES = ("standby", "failover")
+# `drill` is set only by `gpudr drill`, on a disposable drill stack configured from a DR site.
+MODES = ("standby", "failover", "drill")
 KUBERNETES_VERSION = "1.33"
 # Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
 TGW_ASN_BASE = 64600

@@ -207,6 +207,20 @@ class GpudrMocks(pulumi.runtime.Mocks):
                 "userId": "OFFLINE",
                 "id": OFFLINE_ACCOUNT,
             }
+        if token == "aws:kms/getKey:getKey":
+            # A key found by its alias (a drill uses the DR site's key, never declares one).
+            key = str(args.get("keyId"))
+            rid = f"mrk-{_short('lookup', key)}"
+            return {
+                "arn": f"arn:aws:kms:{region or self.default_region}:{OFFLINE_ACCOUNT}:key/{rid}",
+                "id": rid,
+                "keyId": key,
+                "keyManager": "CUSTOMER",
+                "keyState": "Enabled",
+                "keyUsage": "ENCRYPT_DECRYPT",
+                "enabled": True,
+                "region": region or self.default_region,
+            }
         if token == "aws:ec2transitgateway/getTransitGateway:getTransitGateway":
             name = _tag_filter(args.get("filters", []), "tag:Name")
             return {

@@ -1,5 +1,8 @@
 """A site's network: VPC with private subnets across AZs, one NAT for egress, an S3 gateway
-endpoint, and a transit gateway that DR links (peering, Direct Connect) attach to."""
+endpoint, and a transit gateway that DR links (peering, Direct Connect) attach to.
+
+An isolated network (a DR drill's) has no transit gateway and no route to any peer: nothing can
+attach to it, so it reaches no other site's network; egress is its NAT only."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ class SiteNetworkArgs:
     peer_cidrs: Sequence[str]
     dual_write_endpoint: bool
     tags: dict[str, str]
+    # A drill's network: no transit gateway, no peer routes, no endpoint for dual writers.
+    isolated: bool = False
 
 
 def subnet_plan(cidr: str, azs: Sequence[str]) -> tuple[list[str], str]:
@@ -44,6 +49,11 @@ class SiteNetwork(pulumi.ComponentResource):
         super().__init__("gpudr:network:SiteNetwork", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = args.region
+        if args.isolated and (args.peer_cidrs or args.dual_write_endpoint):
+            raise ValueError(
+                f"network {name}: an isolated network routes to no peer and takes no dual "
+                "writes; pass peer_cidrs=[] and dual_write_endpoint=False"
+            )
 
         def tags(role: str) -> dict[str, str]:
             return {**args.tags, "Name": f"{name}-{role}"}
@@ -108,27 +118,31 @@ class SiteNetwork(pulumi.ComponentResource):
             tags=tags("nat"),
             opts=child,
         )
-        tgw = aws.ec2transitgateway.TransitGateway(
-            f"{name}-tgw",
-            description=f"gpudr DR links for {args.transit_gateway_name}",
-            amazon_side_asn=args.transit_gateway_asn,
-            default_route_table_association="enable",
-            default_route_table_propagation="enable",
-            dns_support="enable",
-            region=region,
-            # The name tag is how the peer stack finds this gateway without this stack's state.
-            tags={**args.tags, "Name": args.transit_gateway_name},
-            opts=child,
-        )
-        attachment = aws.ec2transitgateway.VpcAttachment(
-            f"{name}-tgw-vpc",
-            transit_gateway_id=tgw.id,
-            vpc_id=vpc.id,
-            subnet_ids=[s.id for s in private],
-            region=region,
-            tags=tags("tgw-vpc"),
-            opts=child,
-        )
+        tgw: aws.ec2transitgateway.TransitGateway | None = None
+        attachment: aws.ec2transitgateway.VpcAttachment | None = None
+        if not args.isolated:
+            tgw = aws.ec2transitgateway.TransitGateway(
+                f"{name}-tgw",
+                description=f"gpudr DR links for {args.transit_gateway_name}",
+                amazon_side_asn=args.transit_gateway_asn,
+                default_route_table_association="enable",
+                default_route_table_propagation="enable",
+                dns_support="enable",
+                region=region,
+                # The name tag is how the peer stack finds this gateway without this stack's
+                # state.
+                tags={**args.tags, "Name": args.transit_gateway_name},
+                opts=child,
+            )
+            attachment = aws.ec2transitgateway.VpcAttachment(
+                f"{name}-tgw-vpc",
+                transit_gateway_id=tgw.id,
+                vpc_id=vpc.id,
+                subnet_ids=[s.id for s in private],
+                region=region,
+                tags=tags("tgw-vpc"),
+                opts=child,
+            )
         private_rt = aws.ec2.RouteTable(
             f"{name}-private-rt",
             vpc_id=vpc.id,
@@ -137,10 +151,13 @@ class SiteNetwork(pulumi.ComponentResource):
                 # Traffic to the peer site goes over the DR link, never the internet.
                 aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
                 for peer in args.peer_cidrs
+                if tgw is not None
             ],
             region=region,
             tags=tags("private-rt"),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[attachment] if attachment is not None else None
+            ),
         )
         for az, subnet in zip(args.azs, private, strict=True):
             aws.ec2.RouteTableAssociation(
@@ -203,8 +220,13 @@ class SiteNetwork(pulumi.ComponentResource):
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
         # One AZ for GPU pools: a cluster placement group cannot span AZs.
         self.gpu_subnet_id = private[0].id
-        self.transit_gateway_id = tgw.id
-        self.transit_gateway_route_table_id = tgw.association_default_route_table_id
+        # An isolated network has no gateway: "" so that nothing can attach to it by mistake.
+        self.transit_gateway_id = tgw.id if tgw is not None else pulumi.Output.from_input("")
+        self.transit_gateway_route_table_id = (
+            tgw.association_default_route_table_id
+            if tgw is not None
+            else pulumi.Output.from_input("")
+        )
         self.register_outputs(
             {
                 "vpc_id": self.vpc_id,

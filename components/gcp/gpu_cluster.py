@@ -26,8 +26,9 @@ class GpuClusterArgs:
     services_range: str
     master_cidr: str
     key_id: pulumi.Input[str]  # the site's regional key
-    # The GKE service agent's grant on that key: the cluster must wait for it.
-    key_grant: pulumi.Resource
+    # The GKE service agent's grant on that key: the cluster must wait for it. None: the grant
+    # exists already (a drill uses the DR site's key, granted by the DR stack).
+    key_grant: pulumi.Resource | None
     api_public_cidrs: Sequence[str]
     failover: bool
     labels: Mapping[str, str]
@@ -93,7 +94,9 @@ class GpuCluster(pulumi.ComponentResource):
             # The control plane holds no data; backup/restore recreates it from the program.
             deletion_protection=False,
             resource_labels=dict(args.labels),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.key_grant]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[args.key_grant] if args.key_grant is not None else None
+            ),
         )
         sizes: dict[str, int] = {}
         for pool in cfg.pools:

@@ -1,0 +1,150 @@
+"""A DR drill on Azure: the DR site's AKS clusters, rebuilt in a resource group of the drill's
+own on an isolated virtual network at the plan's test size, with a user-assigned identity that
+can only read the DR site's storage accounts.
+
+What it never declares: a storage account, container, Key Vault or key, an object replication
+policy, a VNet peering or a VPN gateway. The drill's resource group holds only what the drill
+creates; the DR site's group (which holds its data) is never touched. Nothing is protected or
+retained: destroying the drill removes its group and everything in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pulumi
+from pulumi_azure_native import authorization, managedidentity, resources
+
+from components.azure.arm import (
+    STORAGE_BLOB_DATA_READER,
+    assignment_name,
+    role_definition_id,
+    storage_account_id,
+)
+from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
+from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs
+from components.tags import drill_tags, pool_tags
+from gpudr.drill import (
+    DrillConfig,
+    drill_clusters,
+    network_name,
+    reader_name,
+    replica_buckets,
+    resource_group_name,
+    ttl_tags,
+)
+from gpudr.stackconfig import SiteConfig
+
+
+@dataclass(frozen=True)
+class AzureDrillArgs:
+    config: SiteConfig  # the DR site's, as generated
+    drill: DrillConfig
+
+
+class AzureDrill(pulumi.ComponentResource):
+    clusters: pulumi.Output[dict[str, str]]
+    reader: pulumi.Output[str]  # the reader identity's client id ("" when the site holds no data)
+    buckets: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self, name: str, args: AzureDrillArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpudr:drill:AzureDrill", name, None, opts)
+        cfg, drill = args.config, args.drill
+        if not cfg.resource_group:
+            raise ValueError(
+                f"site {cfg.site}: an Azure site needs resource_group in gpudr:site; regenerate "
+                "the stack with `gpudr generate`"
+            )
+        child = pulumi.ResourceOptions(parent=self)
+        location = cfg.region
+        cidr = drill.cidr or cfg.cidr
+        drill_cfg = replace(cfg, clusters=drill_clusters(cfg, drill))
+        client = authorization.get_client_config_output(
+            opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        group = resources.ResourceGroup(
+            f"{name}-rg",
+            resource_group_name=resource_group_name(drill.id),
+            location=location,
+            tags=drill_tags(cfg, drill, "resource-group"),
+            opts=child,
+        )
+        network = AzureSiteNetwork(
+            f"{name}-net",
+            AzureSiteNetworkArgs(
+                resource_group_name=group.name,
+                location=location,
+                network_name=network_name(drill.id, location),
+                cidr=cidr,
+                subscription_id=client.subscription_id,
+                peers=[],
+                tags=drill_tags(cfg, drill, "network"),
+            ),
+            opts=child,
+        )
+        clusters: dict[str, pulumi.Output[str]] = {}
+        for c in drill_cfg.clusters:
+            cluster = AzureGpuCluster(
+                f"{name}-{c.name}",
+                AzureGpuClusterArgs(
+                    config=c,
+                    resource_group_name=group.name,
+                    location=location,
+                    subscription_id=client.subscription_id,
+                    tenant_id=client.tenant_id,
+                    nodes_subnet_id=network.nodes_subnet_id,
+                    zones=cfg.azs,
+                    gpu_zone=cfg.azs[0],
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    networks=[cidr],
+                    failover=drill.failover,
+                    tags=drill_tags(cfg, drill, "gpu-cluster", cluster=c.name),
+                    pool_tags={
+                        p.name: {
+                            **pool_tags(drill_cfg, p.name, p.pattern, p.rto_s),
+                            **ttl_tags(drill),
+                        }
+                        for p in c.pools
+                    },
+                ),
+                opts=child,
+            )
+            clusters[c.name] = cluster.cluster_name
+        buckets = [b for b in replica_buckets(cfg) if b.storage_account]
+        self.reader = pulumi.Output.from_input("")
+        if buckets:
+            identity = managedidentity.UserAssignedIdentity(
+                f"{name}-reader",
+                resource_name_=reader_name(drill.id, "azure"),
+                resource_group_name=group.name,
+                location=location,
+                tags=drill_tags(cfg, drill, "reader"),
+                opts=child,
+            )
+            for b in buckets:
+                account = str(b.storage_account)
+                # Data-plane read and list, on the DR site's account: no write, delete, key or
+                # SAS access. The assignment is the drill's; the account is not.
+                authorization.RoleAssignment(
+                    f"{name}-reader-{b.data_class}",
+                    role_assignment_name=assignment_name(
+                        drill.id, account, STORAGE_BLOB_DATA_READER
+                    ),
+                    scope=storage_account_id(client.subscription_id, cfg.resource_group, account),
+                    role_definition_id=role_definition_id(
+                        client.subscription_id, STORAGE_BLOB_DATA_READER
+                    ),
+                    principal_id=identity.principal_id,
+                    principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                    opts=child,
+                )
+            self.reader = identity.client_id
+        self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
+        self.buckets = pulumi.Output.from_input(
+            {b.data_class: f"{b.storage_account}/{b.name}" for b in buckets}
+        )
+        self.register_outputs(
+            {"clusters": self.clusters, "reader": self.reader, "buckets": self.buckets}
+        )

@@ -1,0 +1,89 @@
+"""Ctrl-C and SIGTERM during a drill: the drill stops, and its stack is destroyed and removed.
+
+Every external command a drill runs (the Pulumi CLI, the cloud CLIs) starts in its own session,
+so the terminal's Ctrl-C reaches gpudr only, and gpudr decides:
+
+- the first Ctrl-C (or SIGTERM) stops the drill: the running command gets SIGINT (the Pulumi
+  CLI cancels its update gracefully, finishing the operations in flight), or, with none
+  running, the drill's own code is interrupted; then cleanup starts;
+- during cleanup, Ctrl-C only says that cleanup is in progress: the destroy it would otherwise
+  cancel is the one thing that stops the bill. (SIGKILL cannot be caught: `gpudr drill cleanup`
+  removes what a killed drill left, once its TTL has passed.)
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+
+class Children:
+    """The external processes running for the drill right now."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[Any]] = set()
+
+    def add(self, proc: subprocess.Popen[Any]) -> None:
+        with self._lock:
+            self._procs.add(proc)
+
+    def discard(self, proc: subprocess.Popen[Any]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def interrupt(self) -> bool:
+        """SIGINT to every running child; False when none runs."""
+        with self._lock:
+            running = [p for p in self._procs if p.poll() is None]
+        for proc in running:
+            proc.send_signal(signal.SIGINT)
+        return bool(running)
+
+
+class Guard:
+    """Signal handling for one drill; `interrupted` tells the drill why a command failed."""
+
+    def __init__(self, children: Children, echo: Callable[[str], None]) -> None:
+        self.children = children
+        self.echo = echo
+        self.interrupted = False
+        self.cleaning: str | None = None  # the stack being cleaned up
+
+    def start_cleanup(self, stack: str) -> None:
+        self.cleaning = stack
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.cleaning is not None:
+            self.echo(
+                f"gpudr: cleanup of {self.cleaning} is in progress and continues until the stack "
+                "is destroyed and removed; Ctrl-C does not stop it"
+            )
+            return
+        if self.interrupted:
+            self.echo("gpudr: already stopping; the drill stack is destroyed next")
+            return
+        self.interrupted = True
+        name = signal.Signals(signum).name
+        self.echo(f"gpudr: {name}: stopping the drill; its stack is destroyed and removed next")
+        if not self.children.interrupt():
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[Guard]:
+        """Handlers for SIGINT and SIGTERM while the drill runs (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

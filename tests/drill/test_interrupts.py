@@ -1,0 +1,67 @@
+"""Ctrl-C during a drill, with real signals sent to this process: the first stops the drill
+(through the running command if there is one), later ones during cleanup only say so."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from drill.interrupts import Children, Guard
+
+
+def test_first_ctrl_c_without_a_command_interrupts_the_drill() -> None:
+    said: list[str] = []
+    guard = Guard(Children(), said.append)
+    with guard.installed(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.sigtimedwait([], 0.1)  # let the handler run here, not at a later bytecode
+    assert guard.interrupted
+    assert said == ["gpudr: SIGINT: stopping the drill; its stack is destroyed and removed next"]
+
+
+def test_first_signal_goes_to_the_running_command_which_stops() -> None:
+    children = Children()
+    guard = Guard(children, lambda _m: None)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+    )
+    children.add(child)
+    try:
+        with guard.installed():
+            os.kill(os.getpid(), signal.SIGTERM)  # e.g. a CI job cancelled
+            assert child.wait(timeout=10) != 0  # the command got SIGINT and stopped
+    finally:
+        children.discard(child)
+        if child.poll() is None:
+            child.kill()
+    assert guard.interrupted
+
+
+def test_during_cleanup_ctrl_c_only_says_cleanup_is_in_progress() -> None:
+    said: list[str] = []
+    guard = Guard(Children(), said.append)
+    guard.interrupted = True
+    guard.start_cleanup("drill-usw2-20250131T031200Z")
+    with guard.installed():
+        for _ in range(2):
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.sigtimedwait([], 0.1)
+    assert (
+        said
+        == [
+            "gpudr: cleanup of drill-usw2-20250131T031200Z is in progress and continues until the "
+            "stack is destroyed and removed; Ctrl-C does not stop it"
+        ]
+        * 2
+    )
+
+
+def test_handlers_are_restored_afterwards() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with Guard(Children(), lambda _m: None).installed():
+        assert signal.getsignal(signal.SIGINT) != before
+    assert signal.getsignal(signal.SIGINT) == before

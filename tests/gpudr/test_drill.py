@@ -1,0 +1,284 @@
+"""gpudr.drill: stack names and the refusal regex, the drill config, the plan's `drill:`
+section, stages and their targets, cost, and the report's JSON and markdown."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any
+
+import pytest
+
+from gpudr import drill as d
+from gpudr.design import Design, design
+from gpudr.spec import PlanError, load_plan, parse_plan
+from tests.conftest import EXAMPLE, ROOT
+
+NOW = datetime(2025, 1, 31, 3, 12, 0, tzinfo=UTC)
+
+
+@cache
+def example_design() -> Design:
+    return design(load_plan(EXAMPLE))
+
+
+@cache
+def setup() -> d.DrillSetup:
+    return d.build_drill(example_design(), "usw2", NOW)
+
+
+# --- names --------------------------------------------------------------------------------------
+
+
+def test_stack_name_is_site_and_utc_time() -> None:
+    assert d.stack_name("usw2", NOW) == "drill-usw2-20250131T031200Z"
+    later = datetime(2025, 1, 31, 4, 12, tzinfo=UTC) + timedelta(hours=0)
+    assert d.stack_name("usw2", later.astimezone(tz=None)) == "drill-usw2-20250131T041200Z"
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("drill-usw2-20250131T031200Z", True),
+        ("drill-gcp-east4-20250131T031200Z", True),
+        ("llm-training-usw2", False),  # the real DR stack
+        ("drill-usw2", False),
+        ("drill-usw2-20250131T031200", False),
+        ("drill-usw2-2025-01-31T03:12:00Z", False),
+        ("drill-USW2-20250131T031200Z", False),
+        ("xdrill-usw2-20250131T031200Z", False),
+        ("drill-usw2-20250131T031200Z-extra", False),
+    ],
+)
+def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
+    assert d.is_drill_stack(name) is ok
+    if ok:
+        assert d.check_stack_name(name)[1] == NOW
+    else:
+        with pytest.raises(d.DrillNameError, match="is not a drill stack"):
+            d.check_stack_name(name)
+
+
+@pytest.mark.parametrize("text", ["20250131T031200Z", "2025-01-31T03:12:00Z", "20250131t031200z"])
+def test_times_read_back_in_every_form_written(text: str) -> None:
+    assert d.parse_ts(text) == NOW
+
+
+def test_names_fit_every_cloud_and_never_the_dr_stacks() -> None:
+    long_site = "a" + "b" * 22 + "c"  # the longest site name a plan allows
+    drill_id = d.stack_name(long_site, NOW).lower()
+    assert len(d.cluster_name(drill_id, "train", "gcp")) <= 40
+    assert len(d.cluster_name(drill_id, "train", "azure")) <= 63
+    assert len(d.reader_name(drill_id, "aws")) <= 64
+    sa = d.reader_name(drill_id, "gcp")
+    assert 6 <= len(sa) <= 30 and sa[0].isalpha() and sa == sa.lower()
+    region = "northamerica-northeast1"
+    assert len(f"{d.network_name(drill_id, region)}-{region}") <= 63
+    # Two long names that share their head stay distinct.
+    assert d.fit("x" * 50 + "1", 40) != d.fit("x" * 50 + "2", 40)
+    s = setup()
+    dr_names = {c.eks_name for c in s.site.clusters} | {s.site.network_name}
+    assert not dr_names & {p.cluster_name for p in s.pools}
+
+
+# --- config -------------------------------------------------------------------------------------
+
+
+def test_drill_config_round_trips_and_is_validated() -> None:
+    cfg = setup().phase("capacity")
+    assert d.DrillConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert cfg.id == "drill-usw2-20250131t031200z"
+    assert cfg.expires == NOW + timedelta(hours=4)
+    assert cfg.failover and not setup().drill.failover
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({**cfg.to_dict(), "stack": "llm-training-usw2"}, "not a drill stack"),
+        ({**cfg.to_dict(), "phase": "failover"}, "phase"),
+        ({**cfg.to_dict(), "nodes": {"train": 0}}, "nodes"),
+        ({k: v for k, v in cfg.to_dict().items() if k != "expires_at"}, "missing expires_at"),
+    ]
+    for raw, message in bad:
+        with pytest.raises(ValueError, match=message):
+            d.DrillConfig.from_dict(raw)
+
+
+def test_config_is_the_dr_stacks_in_drill_mode() -> None:
+    s = setup()
+    config = s.config("capacity")
+    assert config["aws:region"] == "us-west-2"
+    assert config["gpudr:site"]["site"] == "usw2"
+    assert config["gpudr:mode"] == "drill"
+    assert config["gpudr:drill"]["phase"] == "capacity"
+    assert config["gpudr:drill"]["nodes"] == {"train": 1, "svc-chat": 1}
+    assert s.stack_tags() == {
+        "gpudr:drill": "drill-usw2-20250131t031200z",
+        "gpudr:expires-at": "20250131T071200Z",
+    }
+
+
+def test_drill_clusters_stand_at_test_size_on_demand() -> None:
+    s = setup()
+    (cluster,) = d.drill_clusters(s.site, s.drill)
+    assert cluster.standby_control_plane
+    assert cluster.eks_name == "drill-usw2-20250131t031200z-train"
+    for p in cluster.pools:
+        assert (p.pattern, p.nodes, p.standby_nodes, p.reserved) == ("drill", 1, 0, False)
+
+
+def test_primary_or_unknown_site_is_refused() -> None:
+    with pytest.raises(d.DrillError, match=r'"use1" is a primary site.*use one of usw2'):
+        d.build_drill(example_design(), "use1", NOW)
+    with pytest.raises(d.DrillError, match=r'"nope" is not a site of plan llm-training'):
+        d.build_drill(example_design(), "nope", NOW)
+
+
+# --- the plan's drill section ---------------------------------------------------------------------
+
+
+def test_drill_section_defaults_and_overrides(example_raw: dict[str, Any]) -> None:
+    plan = parse_plan(example_raw)
+    assert (plan.drill.nodes, plan.drill.ttl_s, plan.drill.verify_b) == (1, 14400, 2e9)
+    example_raw["drill"] = {
+        "nodes": 2,
+        "pools": {"train": 4},
+        "ttl": "2h",
+        "verify": "10GB",
+        "cidr": "10.99.0.0/16",
+    }
+    plan = parse_plan(example_raw)
+    assert plan.drill.pool_nodes("train") == 4 and plan.drill.pool_nodes("svc-chat") == 2
+    s = d.build_drill(design(plan), "usw2", NOW)
+    assert s.drill.nodes == {"train": 4, "svc-chat": 2}
+    assert (s.drill.ttl_s, s.verify_b, s.drill.cidr) == (7200, 1e10, "10.99.0.0/16")
+
+
+@pytest.mark.parametrize(
+    ("drill", "message"),
+    [
+        ({"nodes": 0}, "drill.nodes: 0 is not a whole number of at least 1"),
+        ({"nodes": 5}, "drill.nodes: 5 is more than chat's 4 node(s)"),
+        ({"pools": {"nope": 1}}, "drill.pools.nope: is not a cluster or service of this plan"),
+        ({"pools": {"chat": 9}}, "drill.pools.chat: 9 is more than chat's 4 node(s)"),
+        ({"ttl": "10m"}, "drill.ttl: 10m is outside 30m..1d"),
+        ({"ttl": "2d"}, "drill.ttl: 2d is outside 30m..1d"),
+        ({"cidr": "8.8.0.0/16"}, "drill.cidr: "),
+        ({"speed": 1}, "drill.speed: unknown field"),
+    ],
+)
+def test_bad_drill_section_names_field_and_fix(
+    example_raw: dict[str, Any], drill: dict[str, Any], message: str
+) -> None:
+    example_raw["drill"] = drill
+    with pytest.raises(PlanError) as exc:
+        parse_plan(example_raw)
+    assert any(str(e).startswith(message) for e in exc.value.errors), exc.value.errors
+
+
+# --- stages, targets, cost ----------------------------------------------------------------------
+
+
+def test_stages_in_runbook_order_with_the_designs_targets() -> None:
+    s = setup()
+    r = load_plan(EXAMPLE).recovery
+    assert [x.key for x in s.stages] == ["infrastructure", "checkpoint", "capacity", "data-age"]
+    assert s.stage("infrastructure").target_s == r.infra_create_s
+    ckpt = next(f for f in example_design().flows if f.data_class == "checkpoints")
+    assert ckpt.estimated_rto_s is not None
+    assert s.stage("checkpoint").target_s == ckpt.estimated_rto_s - r.detection_s
+    assert s.stage("capacity").target_s == r.gpu_node_boot_s + r.gpu_capacity_wait_s
+    numbers = [x.runbook_step for x in s.stages if x.runbook_step]
+    assert numbers == sorted(numbers) and len(numbers) == 2
+    assert {x.key.split(":")[0] for x in s.not_run} == {"training", "service", "traffic"}
+    judged = {t.data_class: t.judged for t in s.data}
+    assert judged == {"checkpoints": True, "datasets": True, "weights": False}
+
+
+def test_cost_is_test_nodes_and_control_plane_for_the_ttl() -> None:
+    s = setup()
+    # 2 pools x 1 p5.48xlarge at $55.04, the EKS control plane at $0.10 and a NAT gateway at
+    # $0.045 per hour, for the 4 h TTL.
+    assert s.cost.ttl_usd == pytest.approx((2 * 55.04 + 0.10 + 0.045) * 4)
+    assert s.cost.for_seconds(1800) == pytest.approx(s.cost.hourly_usd / 2)
+    azure = d.build_drill(design(load_plan(ROOT / "examples/azure-two-region.yaml")), "wus", NOW)
+    assert any("Standard_D4s_v5" in u for u in azure.cost.unpriced)  # said, not guessed
+
+
+def test_expiry_from_the_tag_else_the_name_plus_the_longest_ttl() -> None:
+    name = "drill-usw2-20250131T031200Z"
+    assert d.expiry(name, {"gpudr:expires-at": "20250131T051200Z"})[0] == NOW + timedelta(hours=2)
+    when, source = d.expiry(name, {})
+    assert when == NOW + timedelta(days=1) and "longest TTL" in source
+    with pytest.raises(d.DrillNameError):
+        d.expiry("llm-training-usw2", {})
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+def finished_report() -> d.DrillReport:
+    s = setup()
+    report = d.new_report(s, NOW)
+    for key, seconds in (("infrastructure", 900), ("checkpoint", 120), ("capacity", 7200)):
+        stage = report.stage(key)
+        stage.status, stage.duration_s, stage.detail = "passed", float(seconds), "ok | fine"
+    report.stage("data-age").status = "passed"
+    report.stage("data-age").duration_s = 5.0
+    for row, age in zip(report.data_age, (1800.0, 7200.0, 86400.0 * 30), strict=True):
+        row.age_s = age
+    report.cleanup = d.Cleanup(True, True, 600.0, "destroyed and removed")
+    report.workloads = d.workload_rtos(s, report)
+    report.outcome = d.outcome(report)
+    return report
+
+
+def test_verdicts_measured_rto_and_outcome() -> None:
+    report = finished_report()
+    assert [s.verdict for s in report.stages] == ["met", "met", "missed", "-"]
+    assert [r.verdict for r in report.data_age] == ["met", "met", "-"]
+    train = next(w for w in report.workloads if w.name == "cluster-train")
+    # Pilot light: the measured capacity (2 h) replaces the plan's 1h40m.
+    assert train.measured_stages == ["capacity"]
+    assert train.measured_s == pytest.approx(train.estimated_s + 7200 - 6000)
+    chat = next(w for w in report.workloads if w.name == "svc-chat")
+    assert chat.measured_stages == [] and chat.measured_s == chat.estimated_s
+    assert report.outcome == "failed"  # capacity missed its target
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda r: None, "failed"),
+        (lambda r: setattr(r.cleanup, "removed", False), "error"),
+        (lambda r: setattr(r.stage("infrastructure"), "status", "failed"), "error"),
+        (lambda r: setattr(r, "interrupted", True), "interrupted"),
+        (lambda r: setattr(r.stage("capacity"), "duration_s", 60.0), "passed"),
+        (lambda r: setattr(r.stage("capacity"), "status", "not-run"), "error"),
+    ],
+)
+def test_outcome(change: Any, expected: str) -> None:
+    report = finished_report()
+    change(report)
+    report.workloads = d.workload_rtos(setup(), report)
+    assert d.outcome(report) == expected
+
+
+def test_json_and_markdown_record_every_stage() -> None:
+    report = finished_report()
+    data = json.loads(d.to_json(report))
+    assert [s["key"] for s in data["stages"]] == [s.key for s in setup().stages]
+    for s in data["stages"]:
+        assert {"status", "duration_s", "target_s", "verdict", "basis", "detail"} <= s.keys()
+    assert data["cleanup"] == {
+        "destroyed": True,
+        "removed": True,
+        "duration_s": 600.0,
+        "detail": "destroyed and removed",
+    }
+    text = d.to_markdown(report)
+    assert text.startswith("# DR drill drill-usw2-20250131t031200z: FAILED")
+    for key in ("infrastructure", "checkpoint", "capacity", "data-age"):
+        assert f"| {key} |" in text
+    assert "| capacity | " in text and "| missed |" in text
+    assert "ok / fine" in text  # a table cell never breaks the table
+    assert "At most $440.90" in text
+    assert "Destroyed, removed in 10m" in text
