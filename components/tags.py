@@ -3,8 +3,10 @@ each data class's bandwidth need from them rather than trusting the planner's an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gpudr.drill import DrillConfig, ttl_tags
-from gpudr.stackconfig import BucketConfig, SiteConfig
+from gpudr.stackconfig import BucketConfig, PoolConfig, SiteConfig
 
 PREFIX = "gpudr:"
 
@@ -74,3 +76,12 @@ def drill_tags(site: SiteConfig, drill: DrillConfig, dr_role: str, **extra: str)
     """A drill resource's tags: the site's, with its role in the drill, and the drill id and
     expiry that `gpudr drill cleanup` (and anyone auditing the bill) finds it by."""
     return {**site_tags(site, f"drill-{dr_role}", **extra), **ttl_tags(drill)}
+
+
+def drill_pool_tags(
+    site: SiteConfig, drill: DrillConfig, pools: Iterable[PoolConfig]
+) -> dict[str, dict[str, str]]:
+    """Per drill pool: its pool tags (what gpu-standby-sizing reads) and the drill's TTL tags."""
+    return {
+        p.name: {**pool_tags(site, p.name, p.pattern, p.rto_s), **ttl_tags(drill)} for p in pools
+    }

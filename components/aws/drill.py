@@ -19,14 +19,13 @@ import pulumi_aws as aws
 
 from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
-from components.tags import drill_tags, pool_tags
+from components.tags import drill_pool_tags, drill_tags
 from gpudr.drill import (
     DrillConfig,
     drill_clusters,
     network_name,
     reader_name,
     replica_buckets,
-    ttl_tags,
 )
 from gpudr.stackconfig import BucketConfig, SiteConfig
 
@@ -145,13 +144,7 @@ class AwsDrill(pulumi.ComponentResource):
                     api_public_cidrs=cfg.api_public_cidrs,
                     failover=drill.failover,
                     tags=drill_tags(cfg, drill, "gpu-cluster", cluster=c.name),
-                    pool_tags={
-                        p.name: {
-                            **pool_tags(drill_cfg, p.name, p.pattern, p.rto_s),
-                            **ttl_tags(drill),
-                        }
-                        for p in c.pools
-                    },
+                    pool_tags=drill_pool_tags(drill_cfg, drill, c.pools),
                 ),
                 opts=child,
             )

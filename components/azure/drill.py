@@ -23,7 +23,7 @@ from components.azure.arm import (
 )
 from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
 from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs
-from components.tags import drill_tags, pool_tags
+from components.tags import drill_pool_tags, drill_tags
 from gpudr.drill import (
     DrillConfig,
     drill_clusters,
@@ -31,7 +31,6 @@ from gpudr.drill import (
     reader_name,
     replica_buckets,
     resource_group_name,
-    ttl_tags,
 )
 from gpudr.stackconfig import SiteConfig
 
@@ -101,13 +100,7 @@ class AzureDrill(pulumi.ComponentResource):
                     networks=[cidr],
                     failover=drill.failover,
                     tags=drill_tags(cfg, drill, "gpu-cluster", cluster=c.name),
-                    pool_tags={
-                        p.name: {
-                            **pool_tags(drill_cfg, p.name, p.pattern, p.rto_s),
-                            **ttl_tags(drill),
-                        }
-                        for p in c.pools
-                    },
+                    pool_tags=drill_pool_tags(drill_cfg, drill, c.pools),
                 ),
                 opts=child,
             )

@@ -21,14 +21,13 @@ import pulumi_gcp as gcp
 
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
-from components.tags import drill_tags, gcp_labels, pool_tags
+from components.tags import drill_pool_tags, drill_tags, gcp_labels
 from gpudr.drill import (
     DrillConfig,
     drill_clusters,
     network_name,
     reader_name,
     replica_buckets,
-    ttl_tags,
 )
 from gpudr.stackconfig import SiteConfig
 
@@ -100,10 +99,8 @@ class GcpDrill(pulumi.ComponentResource):
                     failover=drill.failover,
                     labels=gcp_labels(drill_tags(cfg, drill, "gpu-cluster", cluster=c.name)),
                     pool_labels={
-                        p.name: gcp_labels(
-                            {**pool_tags(drill_cfg, p.name, p.pattern, p.rto_s), **ttl_tags(drill)}
-                        )
-                        for p in c.pools
+                        pool: gcp_labels(tags)
+                        for pool, tags in drill_pool_tags(drill_cfg, drill, c.pools).items()
                     },
                 ),
                 opts=child,
