@@ -98,13 +98,19 @@ class PolicyPackProcess:
             stderr=subprocess.PIPE,
             env=env,
         )
-        port = self._read_port()
-        self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        grpc.channel_ready_future(self._channel).result(timeout=START_TIMEOUT_S)
-        self.stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
-        self.info = self.stub.GetAnalyzerInfo(empty_pb2.Empty())
-        if self.config:
-            self.configure(self.config)
+        # `with` does not call __exit__ when __enter__ raises: a pack that started but cannot be
+        # configured (a bad --policy-config) would outlive gpudr. Stop it here.
+        try:
+            port = self._read_port()
+            self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            grpc.channel_ready_future(self._channel).result(timeout=START_TIMEOUT_S)
+            self.stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
+            self.info = self.stub.GetAnalyzerInfo(empty_pb2.Empty())
+            if self.config:
+                self.configure(self.config)
+        except BaseException:
+            self.stop()
+            raise
 
     def _read_port(self) -> int:
         assert self._proc is not None and self._proc.stdout is not None

@@ -3,8 +3,10 @@ written here, so the harness is tested apart from gpudr's own policies."""
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +131,24 @@ def test_config_without_a_level_keeps_the_policys_own(pack_dir: Path) -> None:
     found = evaluate([_stack("red")], config={"no-red": {"limit": "ten"}}, pack_dir=pack_dir)
     red = next(v for v in found["s"] if v.policy == "no-red")
     assert (red.level, "limit ten" in red.message) == ("mandatory", True), red
+
+
+def test_a_pack_that_cannot_be_configured_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bad policy config fails in `__enter__`, where `with` never calls `__exit__`: the pack
+    process must not be left running."""
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", recording_popen)
+    with (
+        pytest.raises(PolicyPackError, match="not a policy of this pack"),
+        PolicyPackProcess(config={"no-such-policy": {}}),
+    ):
+        pass
+    assert len(started) == 1
+    assert started[0].poll() is not None, "the pack process is still running"
