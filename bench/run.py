@@ -1,0 +1,486 @@
+"""`make bench`: measure how `gpudr plan`'s cost grows with the portfolio, write docs/benchmarks.md.
+
+    python -m bench.run            # the full run (about 12 minutes on 2 cores); rewrites the doc
+    python -m bench.run --quick    # a smoke run of the smallest sizes; writes nothing unless -o
+
+Every measurement runs in its own fresh interpreter (bench/worker.py), so peak RSS and import
+state are that measurement's own. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.synth import DEFAULT_SEED, SynthPlan, pairs_of, write_portfolio
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+PACKAGES = (
+    "pulumi",
+    "pulumi-aws",
+    "pulumi-gcp",
+    "pulumi-azure-native",
+    "pulumi-random",
+    "pulumi-policy",
+    "grpcio",
+    "protobuf",
+)
+SDKS = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
+# The targets of issue 7.
+TARGET_WALL_S = 5.0
+TARGET_RSS_MB = 600.0
+TARGET_OVERHEAD = 1.3
+TARGET_GROWTH = 12.0  # time ratio allowed for 10x the resources
+
+
+@dataclass(frozen=True)
+class Config:
+    systems: tuple[int, ...]  # portfolio sizes, in protected systems (plans)
+    target_resources: int  # the calibrated portfolio: the first plans reaching this many
+    repeats: int  # fresh-process repeats for portfolios up to the calibrated one
+    program_pairs: int  # gpudr/flat pairs of passes for the overhead comparison
+    import_plans: tuple[int, ...]  # single plans whose imports are listed (by index)
+
+
+FULL = Config(
+    systems=(1, 10, 100),
+    target_resources=1000,
+    repeats=3,
+    program_pairs=4,
+    import_plans=(0, 1, 2, 3),
+)
+QUICK = Config(
+    systems=(1, 3),
+    target_resources=150,
+    repeats=1,
+    program_pairs=2,
+    import_plans=(0,),
+)
+
+
+def progress(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- running workers ------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    """A worker's result plus what the driver saw of the process: wall from start to exit, and
+    CPU of the worker and every child it waited for (wait4)."""
+
+    result: dict[str, Any]
+    wall_s: float
+    cpu_s: float
+    maxrss_mb: float
+    stderr: str = ""
+    spawned_at: float = 0.0  # time.time() when started, and when it had exited
+    exited_at: float = 0.0
+
+    @property
+    def interpreter_start_s(self) -> float:
+        """From spawn to the worker module running: interpreter start-up."""
+        return float(self.result["started_at"]) - self.spawned_at
+
+    @property
+    def teardown_s(self) -> float:
+        """From the worker's last statement to the process's exit: interpreter finalization
+        (including its final garbage collection)."""
+        return self.exited_at - float(self.result["finished_at"])
+
+
+def _spawn(
+    argv: list[str], stderr_path: Path | None = None
+) -> tuple[int, float, Any, str, float, float]:
+    err = open(stderr_path, "w") if stderr_path else subprocess.PIPE  # noqa: SIM115
+    spawned_at = time.time()
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    text = ""
+    if stderr_path is None:
+        assert proc.stderr is not None
+        text = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    exited_at = time.time()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if stderr_path is not None:
+        err.close()  # type: ignore[union-attr]
+    return proc.returncode, wall, usage, text, spawned_at, exited_at
+
+
+def run_worker(spec: dict[str, Any], work: Path, importtime: bool = False) -> Measured:
+    spec_path = work / f"spec-{time.monotonic_ns()}.json"
+    out = spec_path.with_suffix(".out.json")
+    spec = {**spec, "out": str(out)}
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "bench.worker"]
+    err_path = spec_path.with_suffix(".stderr") if importtime else None
+    code, wall, usage, text, spawned_at, exited_at = _spawn([*argv, str(spec_path)], err_path)
+    if err_path is not None:
+        text = err_path.read_text(encoding="utf-8", errors="replace")
+    if code != 0:
+        raise RuntimeError(f"bench worker failed ({code}) for {spec['kind']}: {text[-3000:]}")
+    return Measured(
+        json.loads(out.read_text(encoding="utf-8")),
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024,
+        text,
+        spawned_at,
+        exited_at,
+    )
+
+
+def median_run(runs: Sequence[Measured]) -> tuple[Measured, float, float]:
+    """The run with the median wall time, and the min and max wall of all runs."""
+    ordered = sorted(runs, key=lambda m: m.wall_s)
+    return ordered[len(ordered) // 2], ordered[0].wall_s, ordered[-1].wall_s
+
+
+# --- measurements -----------------------------------------------------------------------------
+
+
+AS_IS = "as is"
+SHARED = "shared pack"
+PIPELINED = "pack in background"
+SIZE, CALIBRATED, AWS_ONLY = "size", "calibrated", "aws only"
+
+
+@dataclass
+class Row:
+    label: str  # AS_IS, SHARED, PIPELINED: how gpudr ran
+    role: str  # SIZE (one of Config.systems), CALIBRATED or AWS_ONLY: which portfolio
+    systems: int
+    measured: Measured
+    wall_min: float
+    wall_max: float
+    repeats: int
+    pairs: dict[str, int] = field(default_factory=dict)
+
+
+def portfolio(
+    plans: Sequence[SynthPlan],
+    work: Path,
+    repeats: int,
+    label: str,
+    role: str,
+    policy: str = "per-plan",
+) -> Row:
+    spec = {
+        "kind": "portfolio",
+        "plans": [str(p.path) for p in plans],
+        "policy": policy,
+    }
+    runs = []
+    for i in range(repeats):
+        progress(f"{label}, {role}: {len(plans)} system(s), run {i + 1}/{repeats}")
+        runs.append(run_worker(spec, work))
+        r = runs[-1].result
+        progress(f"  {runs[-1].wall_s:.1f} s wall, {r['resources']} resources")
+    m, lo, hi = median_run(runs)
+    return Row(label, role, len(plans), m, lo, hi, repeats, pairs_of(plans))
+
+
+def calibrate(per_plan: Sequence[int], target: int) -> int:
+    """How many of the first plans it takes to register `target` custom resources (all of them
+    if they never do)."""
+    total = 0
+    for i, n in enumerate(per_plan):
+        total += n
+        if total >= target:
+            return i + 1
+    return len(per_plan)
+
+
+def aws_only(plans: Sequence[SynthPlan], per_plan: Sequence[int], target: int) -> list[SynthPlan]:
+    """The first aws->aws plans that register `target` custom resources together."""
+    chosen = [(p, n) for p, n in zip(plans, per_plan, strict=True) if p.pair == ("aws", "aws")]
+    k = calibrate([n for _, n in chosen], target)
+    return [p for p, _ in chosen[:k]]
+
+
+@dataclass
+class Overhead:
+    """gpudr's program and the flat baseline, alternating passes in one process."""
+
+    measured: Measured
+
+    def passes(self, variant: str) -> list[dict[str, float]]:
+        found: list[dict[str, float]] = self.measured.result["passes"][variant]
+        return found
+
+    def median(self, variant: str) -> float:
+        return statistics.median(float(p["wall_s"]) for p in self.passes(variant))
+
+    def median_gc(self, variant: str) -> float:
+        return statistics.median(float(p["gc_s"]) for p in self.passes(variant))
+
+    @property
+    def ratios(self) -> list[float]:
+        return [float(r) for r in self.measured.result["ratios"]]
+
+    @property
+    def ratio(self) -> float:
+        """The median of the pairwise ratios (gpudr pass / the flat pass next to it)."""
+        return statistics.median(self.ratios)
+
+
+def overhead(plans: Sequence[SynthPlan], work: Path, pairs: int) -> Overhead:
+    progress(f"program overhead: {pairs} pairs of passes")
+    spec = {"kind": "program", "plans": [str(p.path) for p in plans], "pairs": pairs}
+    return Overhead(run_worker(spec, work))
+
+
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)")
+
+
+def import_times(stderr: str) -> dict[str, float]:
+    """Seconds of import (self time, summed) per top-level package, from -X importtime."""
+    out: dict[str, float] = {}
+    for line in stderr.splitlines():
+        match = _IMPORT_LINE.match(line)
+        if match:
+            top = match.group(4).split(".")[0]
+            out[top] = out.get(top, 0.0) + int(match.group(1)) / 1e6
+    return out
+
+
+@dataclass
+class ImportCost:
+    label: str
+    pairs: dict[str, int]
+    measured: Measured
+    seconds: dict[str, float]
+
+
+def import_cost(plans: Sequence[SynthPlan], work: Path, label: str) -> ImportCost:
+    progress(f"imports: {label}")
+    spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans], "policy": "none"}
+    m = run_worker(spec, work, importtime=True)
+    return ImportCost(label, pairs_of(plans), m, import_times(m.stderr))
+
+
+@dataclass
+class CliLoop:
+    plans: int
+    resources: int
+    wall_s: float
+    cpu_s: float
+    maxrss_mb: float
+    per_plan_wall: list[float]
+    exit_codes: dict[int, int]
+
+
+def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
+    """`gpudr plan PLAN --format json -o FILE` once per plan, one process each, in sequence, as
+    a CI job looping over plan files in a shell does."""
+    walls: list[float] = []
+    cpu = maxrss = 0.0
+    resources = 0
+    codes: dict[int, int] = {}
+    for i, plan in enumerate(plans):
+        progress(f"gpudr plan, one process per plan: {i + 1}/{len(plans)} {plan.path.name}")
+        out = work / f"cli-{plan.index:03d}.json"
+        argv = [sys.executable, "-m", "gpudr.cli", "plan", str(plan.path)]
+        code, wall, usage, text, _, _ = _spawn([*argv, "--format", "json", "-o", str(out)])
+        if code not in (0, 1):
+            raise RuntimeError(f"gpudr plan {plan.path} exited {code}: {text[-3000:]}")
+        codes[code] = codes.get(code, 0) + 1
+        walls.append(wall)
+        cpu += usage.ru_utime + usage.ru_stime
+        maxrss = max(maxrss, usage.ru_maxrss / 1024)
+        report = json.loads(out.read_text(encoding="utf-8"))
+        resources += sum(1 for s in report["stacks"] for r in s["resources"] if r["custom"])
+    return CliLoop(len(plans), resources, sum(walls), cpu, maxrss, walls, codes)
+
+
+# --- the machine ------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name} (not installed)")
+    commit = "unknown"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.splitlines()
+        # The bench's own files do not change what is measured; anything else would.
+        ours = ("bench/", "docs/benchmarks.md", "tests/bench/", "Makefile")
+        others = sorted({line[3:] for line in status if not line[3:].startswith(ours)})
+        commit += (
+            f"; uncommitted changes to measured code: {', '.join(others)}"
+            if others
+            else "; no uncommitted changes outside the bench's own files"
+        )
+    except OSError:
+        pass
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "CPU": cpu,
+        "cores": f"{os.cpu_count()} (usable by this process: {affinity})",
+        "RAM": mem,
+        "OS": f"{platform.system()} {platform.release()}",
+        "Python": f"{platform.python_implementation()} {platform.python_version()}",
+        "packages": ", ".join(versions),
+        "gpudr commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+    }
+
+
+# --- the whole run ----------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    config: Config
+    quick: bool
+    seed: int
+    machine: dict[str, str]
+    rows: list[Row]  # as is
+    whatif: list[Row]  # one policy pack for the portfolio, emulated
+    overhead: Overhead
+    imports: list[ImportCost]
+    cli: CliLoop | None
+    pack_start_s: list[float]
+    elapsed_s: float = 0.0
+
+    def row(self, label: str, role: str, systems: int | None = None) -> Row | None:
+        for r in (*self.rows, *self.whatif):
+            if r.label == label and r.role == role and systems in (None, r.systems):
+                return r
+        return None
+
+    def sizes(self, label: str) -> list[Row]:
+        rows = [r for r in (*self.rows, *self.whatif) if r.label == label and r.role == SIZE]
+        return sorted(rows, key=lambda r: r.systems)
+
+
+def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
+    started = time.perf_counter()
+    info = machine()
+    largest = max(config.systems)
+    progress(f"generating {largest} synthetic plans (seed {seed}) into {work / 'plans'}")
+    plans, _ = write_portfolio(work / "plans", largest, seed)
+    progress(f"{len(plans)} plans validated by gpudr.spec.load_plan: {pairs_of(plans)}")
+
+    def once_if_large(n: int) -> int:
+        return 1 if n > 20 else config.repeats
+
+    # The largest portfolio first: it counts every plan's resources, which calibrates the
+    # 1,000-resource portfolios (plans are prefixes of one sequence).
+    first = portfolio(plans, work, once_if_large(largest), AS_IS, SIZE)
+    per_plan = first.measured.result["per_plan_resources"]
+    calibrated = plans[: calibrate(per_plan, config.target_resources)]
+    aws = aws_only(plans, per_plan, config.target_resources)
+    portfolios: list[tuple[str, list[SynthPlan]]] = [
+        *[(SIZE, plans[:n]) for n in sorted(config.systems)],
+        (CALIBRATED, calibrated),
+        (AWS_ONLY, aws),
+    ]
+    rows = [first]
+    for role, chosen in portfolios:
+        if not (role == SIZE and len(chosen) == largest):
+            rows.append(portfolio(chosen, work, once_if_large(len(chosen)), AS_IS, role))
+    whatif = [
+        portfolio(chosen, work, once_if_large(len(chosen)), SHARED, role, "shared")
+        for role, chosen in portfolios
+    ]
+    for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
+        whatif.append(portfolio(chosen, work, config.repeats, PIPELINED, role, "background"))
+    progress("policy pack start-up")
+    pack = run_worker({"kind": "pack", "repeats": 5}, work).result["start_wall_s"]
+    over = overhead(calibrated, work, config.program_pairs)
+    imports = [
+        import_cost([plans[i]], work, f"plan {i} only") for i in config.import_plans if i < largest
+    ]
+    imports.append(import_cost(calibrated, work, f"first {len(calibrated)} plans"))
+    cli = cli_loop(calibrated, work)
+    order = {SIZE: 0, CALIBRATED: 1, AWS_ONLY: 2}
+    rows.sort(key=lambda r: (order[r.role], r.systems))
+    results = Results(config, quick, seed, info, rows, whatif, over, imports, cli, pack)
+    results.elapsed_s = time.perf_counter() - started
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: the smallest sizes")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help=f"where to write the markdown (default: {DOC.relative_to(ROOT)}; --quick: nowhere)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw results here")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args(argv)
+    from bench.doc import render  # after argparse: --help stays fast
+
+    config = QUICK if args.quick else FULL
+    output = args.output if args.output is not None else (None if args.quick else DOC)
+    work = Path(tempfile.mkdtemp(prefix="gpudr-bench-"))
+    try:
+        results = run_all(config, args.seed, args.quick, work)
+    finally:
+        if not args.keep:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            progress(f"kept {work}")
+    text = render(results)
+    if args.json is not None:
+        from dataclasses import asdict
+
+        args.json.write_text(json.dumps(asdict(results), indent=1, default=str), encoding="utf-8")
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+        progress(f"wrote {output} ({results.elapsed_s:.0f} s)")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

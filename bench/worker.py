@@ -1,0 +1,375 @@
+"""One measurement, in a fresh interpreter: `python -m bench.worker SPEC.json`.
+
+The driver (bench/run.py) starts one worker per measurement, so peak RSS (`ru_maxrss`) and
+the import state belong to that measurement alone. The spec says what to run; the result is
+written as JSON to `spec["out"]`.
+
+kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/cli.py `plan`):
+  spec     gpudr.spec.load_plan + gpudr.design.design
+  program  offline.plan.run_design (the Pulumi program per stack under mocks; the first plan
+           also pays for importing Pulumi and each cloud SDK, as `gpudr plan` does)
+  policy   offline.policy.evaluate (a new pack process per plan, as `gpudr plan` starts one),
+           or with policy "shared", one pack process for the whole portfolio, or "background"
+           (see run_portfolio)
+  render   gpudr.report.build_report + render_text (the default --format text)
+kind "pack": the policy pack's start-up time, alone.
+kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
+  the portfolio uses, and records what each stack registered), then measured passes of gpudr's
+  program and of the flat baseline (bench/flat.py) over the same stacks, alternating.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+STARTED_AT = time.time()  # the driver compares it with its own clock: interpreter start-up
+SDK_PACKAGES = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
+
+
+class GcClock:
+    """Time spent in the cyclic garbage collector, from gc.callbacks."""
+
+    def __init__(self) -> None:
+        self.collections = 0
+        self.full = 0
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: Mapping[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.collections += 1
+            self.full += info["generation"] == 2
+            self.seconds += time.perf_counter() - self._started
+
+    def snapshot(self) -> dict[str, float]:
+        return {"collections": self.collections, "full": self.full, "seconds": self.seconds}
+
+
+def _status_kb(pid: int | str, field: str) -> int:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    return 0
+
+
+class ChildPeak:
+    """Peak RSS (VmHWM) of the policy pack processes this process started, sampled every
+    20 ms. (`RUSAGE_CHILDREN` cannot tell: a child started by vfork reports its parent's pages
+    as its own until it execs; so children are sampled only once their command line is the
+    pack's.)"""
+
+    def __init__(self) -> None:
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _children(self) -> list[str]:
+        pids: list[str] = []
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                pids.extend((task / "children").read_text().split())
+            except OSError:
+                continue
+        return pids
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for pid in self._children():
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"policies/__main__.py" in cmdline:
+                    self.peak_kb = max(self.peak_kb, _status_kb(pid, "VmHWM"))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class Stages:
+    """Wall and CPU time per stage, summed over plans (CPU: the running thread's, plus the
+    child processes the stage waited for: the policy pack), and how much each stage raised the
+    process's peak RSS (VmHWM), summed: the stages' shares of the final peak."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.wall = dict.fromkeys(names, 0.0)
+        self.cpu = dict.fromkeys(names, 0.0)
+        self.child_cpu = dict.fromkeys(names, 0.0)
+        self.peak_growth_mb = dict.fromkeys(names, 0.0)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        wall, cpu, child = time.perf_counter(), time.thread_time(), _children_cpu()
+        hwm = _status_kb("self", "VmHWM")
+        try:
+            yield
+        finally:
+            self.wall[name] += time.perf_counter() - wall
+            self.cpu[name] += time.thread_time() - cpu
+            self.child_cpu[name] += _children_cpu() - child
+            self.peak_growth_mb[name] += (_status_kb("self", "VmHWM") - hwm) / 1024
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        return {
+            name: {
+                "wall_s": self.wall[name],
+                "cpu_s": self.cpu[name] + self.child_cpu[name],
+                "child_cpu_s": self.child_cpu[name],
+                "peak_rss_growth_mb": self.peak_growth_mb[name],
+            }
+            for name in self.wall
+        }
+
+
+def sdk_modules() -> dict[str, int]:
+    """How many modules of each cloud SDK this interpreter has imported."""
+    counts = dict.fromkeys(SDK_PACKAGES, 0)
+    for name in list(sys.modules):
+        top = name.split(".")[0]
+        if top in counts:
+            counts[top] += 1
+    return counts
+
+
+def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
+    custom = sum(1 for s in stacks for r in s["resources"] if r["custom"])
+    return custom, sum(len(s["resources"]) for s in stacks)
+
+
+def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Policy "per-plan": `offline.policy.evaluate` per plan, as `gpudr plan` does. "shared":
+    one pack process for the portfolio. "background": the shared pack, with each plan's policy
+    and rendering done by a second thread while the main thread runs the next plan's program
+    (the pack's work then runs on another core). "none": no policy."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from gpudr.design import Design, design
+    from gpudr.report import build_report, render_text
+    from gpudr.spec import load_plan
+
+    startup_rss_mb = _status_kb("self", "VmHWM") / 1024
+    gc_clock = GcClock()
+    children = ChildPeak()
+    stages = Stages(("spec", "program", "policy", "render"))
+    policy_mode = spec.get("policy", "per-plan")
+    shared: Any = None
+
+    def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
+        """Policy and rendering of one plan; what the result counts."""
+        nonlocal shared
+        if policy_mode != "none":
+            with stages.stage("policy"):
+                from offline.policy import PolicyPackProcess, evaluate
+
+                if policy_mode in ("shared", "background"):
+                    if shared is None:
+                        shared = PolicyPackProcess()
+                        shared.start()
+                    found = {
+                        s["name"]: shared.evaluate_stack(s["name"], s["resources"]) for s in stacks
+                    }
+                else:
+                    found = evaluate(stacks, {})
+                stacks = [
+                    {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
+                    for s in stacks
+                ]
+        with stages.stage("render"):
+            report = build_report(des, stacks)
+            render_text(report)
+        custom, registrations = _count(stacks)
+        levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
+        return {
+            "resources": custom,
+            "registrations": registrations,
+            "clouds": sorted(
+                {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
+            ),
+            "stacks": len(stacks),
+            "meets": bool(report["meets"]),
+            "mandatory": levels.count("mandatory"),
+            "advisory": levels.count("advisory"),
+        }
+
+    background = ThreadPoolExecutor(max_workers=1) if policy_mode == "background" else None
+    pending: list[Future[dict[str, Any]]] = []
+    done: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for path in spec["plans"]:
+        with stages.stage("spec"):
+            des = design(load_plan(path))
+        with stages.stage("program"):
+            from offline.plan import run_design  # as gpudr plan: Pulumi loads only here
+
+            stacks = run_design(des)
+        if background is not None:
+            pending.append(background.submit(finish, des, stacks))
+        else:
+            done.append(finish(des, stacks))
+    if background is not None:
+        done += [f.result() for f in pending]
+        background.shutdown()
+    if shared is not None:
+        with stages.stage("policy"):
+            shared.stop()
+    elapsed = time.perf_counter() - started
+    return {
+        "plans": len(spec["plans"]),
+        "stacks": sum(d["stacks"] for d in done),
+        "resources": sum(d["resources"] for d in done),
+        "registrations": sum(d["registrations"] for d in done),
+        "plans_meeting_targets": sum(d["meets"] for d in done),
+        "violations": {
+            "mandatory": sum(d["mandatory"] for d in done),
+            "advisory": sum(d["advisory"] for d in done),
+        },
+        "overlapped": background is not None,
+        "stages": stages.as_dict(),
+        "per_plan_resources": [d["resources"] for d in done],
+        # The providers the registered resources belong to (aws, gcp, azure-native, random).
+        "resource_clouds": sorted({c for d in done for c in d["clouds"]} - {"pulumi"}),
+        "in_process_wall_s": elapsed,
+        "startup_rss_mb": startup_rss_mb,
+        "rss_peak_mb": _maxrss_mb(),
+        "pack_rss_peak_mb": children.stop() / 1024,
+        "gc": gc_clock.snapshot(),
+        "sdk_modules": sdk_modules(),
+        "modules_total": len(sys.modules),
+    }
+
+
+def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """gpudr's program against the flat baseline, alternating in one process: after the
+    warm-up, `pairs` times one pass of each, the order swapped every pair, so both see the same
+    process state and machine drift cancels in the pairwise ratios."""
+    from bench import flat
+    from gpudr.design import design
+    from gpudr.spec import load_plan
+    from gpudr.stackconfig import stack_config_values
+    from offline.mocks import GpudrMocks
+    from offline.plan import run_design
+
+    designs = [design(load_plan(p)) for p in spec["plans"]]
+    # Warm-up: every SDK module the portfolio needs is imported, and each stack's custom
+    # resources are recorded for the flat baseline.
+    recorded: list[tuple[str, str, dict[str, Any], list[flat.FlatResource]]] = []
+    for des in designs:
+        for s in run_design(des):
+            config = stack_config_values(des, des.plan.sites[s["site"]])
+            recorded.append((s["name"], s["region"], config, flat.flat_resources(s["resources"])))
+    custom = sum(len(r[3]) for r in recorded)
+    # Settle: the warm-up's garbage is collected here, not in whichever pass comes first.
+    gc.collect()
+    run: Callable[..., Any] = sys.modules["offline.plan"].run_stack  # what run_design calls
+    gc_clock = GcClock()
+    passes: dict[str, list[dict[str, float]]] = {"gpudr": [], "flat": []}
+    mismatches = 0
+
+    def one(variant: str, check: bool) -> None:
+        nonlocal mismatches
+        before = gc_clock.snapshot()
+        wall, cpu = time.perf_counter(), time.process_time()
+        if variant == "gpudr":
+            for des in designs:
+                run_design(des)
+        else:
+            for name, region, config, resources in recorded:
+                flat.CURRENT[:] = resources
+                result = run(
+                    name, config, GpudrMocks(default_region=region), program=Path(flat.PROGRAM)
+                )
+                if check:
+                    got = {(x.type, x.name): x.inputs for x in result.registrations if x.custom}
+                    mismatches += sum(got.get((f.type, f.name)) != f.inputs for f in resources)
+                    mismatches += len(got) != len(resources)
+        passes[variant].append(
+            {
+                "wall_s": time.perf_counter() - wall,
+                "cpu_s": time.process_time() - cpu,
+                "gc_s": gc_clock.snapshot()["seconds"] - before["seconds"],
+            }
+        )
+
+    for pair in range(int(spec.get("pairs", 1))):
+        for variant in ("gpudr", "flat") if pair % 2 == 0 else ("flat", "gpudr"):
+            one(variant, check=pair == 0)
+    return {
+        "resources": custom,
+        "stacks": len(recorded),
+        "passes": passes,
+        "ratios": [
+            g["wall_s"] / f["wall_s"] for g, f in zip(passes["gpudr"], passes["flat"], strict=True)
+        ],
+        "flat_mismatches": mismatches,
+        "rss_peak_mb": _maxrss_mb(),
+    }
+
+
+def run_pack(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """How long the policy pack process takes to start and answer (`PolicyPackProcess.start`:
+    spawn, the pack's imports, the gRPC server, GetAnalyzerInfo), as `evaluate` pays it."""
+    from offline.policy import PolicyPackProcess
+
+    walls = []
+    for _ in range(int(spec.get("repeats", 3))):
+        pack = PolicyPackProcess()
+        started = time.perf_counter()
+        pack.start()
+        walls.append(time.perf_counter() - started)
+        pack.stop()
+    return {"start_wall_s": walls}
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    project = str(Path(__file__).resolve().parent.parent)
+    if project not in sys.path:
+        sys.path.insert(0, project)
+    kind = spec["kind"]
+    if kind == "portfolio":
+        result = run_portfolio(spec)
+    elif kind == "program":
+        result = run_program(spec)
+    elif kind == "pack":
+        result = run_pack(spec)
+    else:
+        raise SystemExit(f"bench.worker: unknown kind {kind!r}")
+    result["sdk_modules"] = sdk_modules()
+    result["pid"] = os.getpid()
+    result["started_at"] = STARTED_AT
+    result["finished_at"] = time.time()  # the rest, to exit, is the interpreter's teardown
+    Path(spec["out"]).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
