@@ -55,6 +55,15 @@ def run_stack(
     SETTINGS.outputs.clear()
     # set_mocks creates the root Stack resource when none is active; each run is a new stack.
     set_root_resource(None)  # type: ignore[arg-type]  # the SDK resets it the same way
+    # The program builds hundreds of thousands of small, long-lived objects (the SDK's Outputs,
+    # futures, protobuf structs): the cyclic collector rescanning them, and every imported SDK
+    # module, took over half of the program's time (docs/benchmarks.md). With the previous
+    # stack's state released above, collect it once and freeze what survives (modules, the
+    # plan), then run this stack with the collector off; its garbage goes before the next one.
+    # The freeze comes before set_mocks: this stack's own root objects must stay collectable,
+    # or memory grows with every stack run in one process.
+    gc.collect()
+    gc.freeze()
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT_NAME, stack=stack, preview=True, monitor=monitor
     )
@@ -76,13 +85,6 @@ def run_stack(
         if isinstance(root, Stack):
             root.register_outputs(massage(root.outputs, []))
 
-    # The program builds hundreds of thousands of small, long-lived objects (the SDK's Outputs,
-    # futures, protobuf structs): the cyclic collector rescanning them, and every imported SDK
-    # module, took over half of the program's time (docs/benchmarks.md). The previous stack's
-    # state is released above; collect it once, freeze what survives (modules, the plan), and
-    # run this stack with the collector off. Its garbage is collected before the next stack.
-    gc.collect()
-    gc.freeze()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
