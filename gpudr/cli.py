@@ -10,13 +10,22 @@ interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from gpudr.design import Design, design
-from gpudr.report import build_report, render_text, to_json, to_markdown
+from gpudr.report import (
+    build_portfolio,
+    build_report,
+    portfolio_markdown,
+    portfolio_text,
+    render_text,
+    to_json,
+    to_markdown,
+)
 from gpudr.spec import Plan, PlanError, load_plan
 from gpudr.stackconfig import stack_name
 
@@ -27,22 +36,28 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"gpudr: {message}", err=True)
     sys.exit(code)
 
 
 def _load(path: str) -> tuple[Plan, Design]:
+    loaded = _load_all(path, "; nothing was run or written")
+    if loaded is None:
+        sys.exit(EXIT_BAD_INPUT)
+    return loaded
+
+
+def _load_all(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
+    """The plan and its design; None after printing its problems, one line each."""
     try:
-        plan = load_plan(path)
+        spec = load_plan(path)
     except PlanError as exc:
         for error in exc.errors:
             click.echo(f"gpudr: {error}", err=True)
-        click.echo(
-            f"gpudr: {len(exc.errors)} problem(s) in {path}; nothing was run or written", err=True
-        )
-        sys.exit(EXIT_BAD_INPUT)
-    return plan, design(plan)
+        click.echo(f"gpudr: {len(exc.errors)} problem(s) in {path}{suffix}", err=True)
+        return None
+    return spec, design(spec)
 
 
 def _progress(message: str) -> None:
@@ -57,8 +72,10 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
-@click.option("--stack", "stack", help="Only this stack (stack name or site name).")
+@click.argument(
+    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+)
+@click.option("--stack", "stack", help="Only this stack (stack name or site name); one plan only.")
 @click.option(
     "--format",
     "fmt",
@@ -75,22 +92,50 @@ def main() -> None:
 @click.option(
     "--no-policy", is_flag=True, help="Do not run the policy pack (faster; verdicts omitted)."
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Plans run at once, each in a worker process [default: the cores gpudr may use, at "
+    "most one per plan]. 1 runs every plan in this process, one after another.",
+)
 def plan(
-    plan_file: str,
+    plan_files: tuple[str, ...],
     stack: str | None,
     fmt: str,
     output: str | None,
     policy_config: str | None,
     no_policy: bool,
+    jobs: int | None,
 ) -> None:
     """Show what each site stack would create, whether the targets are met, and the cost.
 
     Runs the same Pulumi program `pulumi up` runs, per stack, in-process under the SDK's mocks:
-    no credentials, no CLI, nothing deployed.
+    no credentials, no CLI, nothing deployed. Given several plans (a portfolio), it runs them
+    on every core with one policy pack and ends with a table of the plans; the exit code is
+    the worst of them.
     """
-    spec, des = _load(plan_file)
+    if stack is not None and len(plan_files) > 1:
+        _fail(f"--stack needs exactly one PLAN.yaml; {len(plan_files)} were given", EXIT_BAD_INPUT)
+    if len(set(plan_files)) != len(plan_files):
+        twice = sorted({f for f in plan_files if plan_files.count(f) > 1})
+        _fail(f"{', '.join(twice)}: given more than once; give each plan once", EXIT_BAD_INPUT)
+    # Every plan is checked before anything runs: a typo in the tenth plan costs nothing.
+    if len(plan_files) == 1:
+        designs = [_load(plan_files[0])[1]]
+    else:
+        loaded = [_load_all(path) for path in plan_files]
+        bad = sum(item is None for item in loaded)
+        if bad:
+            _fail(
+                f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT
+            )
+        designs = [item[1] for item in loaded if item is not None]
+    _refuse_shared_stacks(designs)
     sites = None
     if stack is not None:
+        spec = designs[0].plan
         matches = [s.name for s in spec.sites.values() if stack in (s.name, stack_name(spec, s))]
         if not matches:
             names = ", ".join(stack_name(spec, s) for s in spec.sites.values())
@@ -98,16 +143,17 @@ def plan(
                 f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT
             )
         sites = matches
-    from offline.plan import ProgramError, run_design  # imports Pulumi: only when running
-
+    config = _policy_config(policy_config) if not no_policy else None
     try:
-        stacks = run_design(des, sites, progress=_progress)
-    except ProgramError as exc:
-        _fail(str(exc), EXIT_PROGRAM)
-    if not no_policy:
-        stacks = _with_policy(stacks, policy_config)
-    report = build_report(des, stacks)
-    text = _render(report, fmt)
+        reports = _run_plans(designs, sites, config, jobs)
+    except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
+        _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    if len(reports) == 1:
+        report = reports[0]
+        text = _render(report, fmt)
+    else:
+        report = build_portfolio(reports)
+        text = _render_portfolio(report, fmt)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -115,31 +161,90 @@ def plan(
     sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
 
 
-def _with_policy(stacks: list[dict[str, Any]], config_path: str | None) -> list[dict[str, Any]]:
-    """Each stack with `policy.violations` from the pack, run as `pulumi preview` runs it."""
+def _refuse_shared_stacks(designs: list[Design]) -> None:
+    """Two plans that name the same stack would deploy into one another's state."""
+    owner: dict[str, str] = {}
+    for des in designs:
+        for site in des.plan.sites.values():
+            name = stack_name(des.plan, site)
+            if name in owner:
+                _fail(
+                    f'{des.plan.source} and {owner[name]} both have stack "{name}"; '
+                    f"give the plans different names",
+                    EXIT_BAD_INPUT,
+                )
+            owner[name] = des.plan.source
+
+
+def _policy_config(config_path: str | None) -> dict[str, Any]:
     import json
 
-    from offline.policy import PolicyPackError, evaluate
-
-    config: dict[str, Any] = {}
-    if config_path is not None:
-        try:
-            config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            _fail(f"--policy-config {config_path}: not a JSON object ({exc})", EXIT_BAD_INPUT)
-        if not isinstance(config, dict):
-            _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
-    _progress(f"running the policy pack on {len(stacks)} stack(s)")
+    if config_path is None:
+        return {}
     try:
-        found = evaluate(stacks, config)
+        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        _fail(f"--policy-config {config_path}: not a JSON object ({exc})", EXIT_BAD_INPUT)
+    if not isinstance(config, dict):
+        _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
+    return config
+
+
+def _run_plans(
+    designs: list[Design],
+    sites: list[str] | None,
+    policy_config: dict[str, Any] | None,
+    jobs: int | None,
+) -> list[dict[str, Any]]:
+    """Each plan's report, in the plans' order: the programs under mocks (in worker processes
+    when there are several plans and cores), each plan's stacks sent to the one policy pack as
+    soon as they are known, while the next plans run (no pack when `policy_config` is None)."""
+    from concurrent.futures import Future
+
+    # Imports Pulumi: only when running.
+    from offline.policy import PackSession, PolicyPackError, Violation
+    from offline.portfolio import PlanRunError, Workers, default_jobs
+
+    runs: dict[int, list[dict[str, Any]]] = {}
+    verdicts: dict[int, Future[dict[str, list[Violation]]]] = {}
+    try:
+        # The workers are forked before the pack's thread starts.
+        with Workers(designs, jobs or default_jobs(), progress=_progress, sites=sites) as workers:
+            if not workers.in_process:
+                _progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
+            with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
+                for index, stacks in workers.results():
+                    runs[index] = stacks
+                    if pack is not None:
+                        _progress(
+                            f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
+                        )
+                        verdicts[index] = pack.submit(stacks)
+                found = {index: verdict.result() for index, verdict in verdicts.items()}
+    except PlanRunError as exc:
+        _fail(str(exc), EXIT_PROGRAM)
     except PolicyPackError as exc:
         # A bad --policy-config is the user's input; a pack that does not run is ours.
         code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
         _fail(f"policy pack: {exc}", code)
-    return [
-        {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
-        for s in stacks
-    ]
+    reports = []
+    for index, des in enumerate(designs):
+        stacks = runs[index]
+        if index in found:
+            stacks = [
+                {**s, "policy": {"violations": [v.as_dict() for v in found[index][s["name"]]]}}
+                for s in stacks
+            ]
+        reports.append(build_report(des, stacks))
+    return reports
+
+
+def _render_portfolio(portfolio: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(portfolio)
+    if fmt == "markdown":
+        return portfolio_markdown(portfolio)
+    return portfolio_text(portfolio)
 
 
 def _render(report: dict[str, Any], fmt: str) -> str:

@@ -523,3 +523,93 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
         console.print(f"- {n}")
     console.print(_verdict(report))
     return console.export_text()
+
+
+# --- portfolio: `gpudr plan A.yaml B.yaml ...` --------------------------------------------------
+
+
+def build_portfolio(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several plans' reports, in the order the plans were given, with the portfolio verdict:
+    `meets` when every plan meets every target; `policy_ok` False when the pack refuses any
+    stack of any plan, None when it was not run."""
+    verdicts = [r["policy_ok"] for r in reports]
+    return {
+        "schema": SCHEMA_VERSION,
+        "meets": all(r["meets"] for r in reports),
+        "policy_ok": None if None in verdicts else all(verdicts),
+        "plans": [dict(r) for r in reports],
+    }
+
+
+def _rows_portfolio(portfolio: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["plan", "file", "stacks", "resources", "targets", "policy", "DR posture / month"]
+    rows = []
+    for r in portfolio["plans"]:
+        failing = [w["name"] for w in r["workloads"] if not w["meets"]]
+        levels = [
+            v["level"] for s in r["stacks"] for v in s.get("policy", {}).get("violations", ())
+        ]
+        if r["policy_ok"] is None:
+            policy = "not run"
+        elif not levels:
+            policy = "no violations"
+        else:
+            policy = f"{levels.count('mandatory')} mandatory, {levels.count('advisory')} advisory"
+        rows.append(
+            [
+                r["plan"]["name"],
+                r["plan"]["source"],
+                str(len(r["stacks"])),
+                str(sum(1 for s in r["stacks"] for x in s["resources"] if x.get("custom"))),
+                "met" if not failing else f"NOT MET: {', '.join(failing)}",
+                policy,
+                fmt_usd(r["cost"]["monthly_usd"]),
+            ]
+        )
+    total = sum(r["cost"]["monthly_usd"] for r in portfolio["plans"])
+    rows.append(["total", "", "", "", "", "", fmt_usd(total)])
+    return head, rows
+
+
+def _portfolio_verdict(portfolio: Mapping[str, Any]) -> str:
+    plans = portfolio["plans"]
+    short = [r["plan"]["name"] for r in plans if not r["meets"]]
+    refused = [r["plan"]["name"] for r in plans if r["policy_ok"] is False]
+    parts = [f"{len(plans)} plans:"]
+    parts.append(
+        "every recovery target is met." if not short else f"targets NOT MET in {', '.join(short)}."
+    )
+    if refused:
+        parts.append(f"The policy pack refuses {', '.join(refused)}.")
+    elif portfolio["policy_ok"]:
+        parts.append("The policy pack refuses nothing.")
+    else:
+        parts.append("The policy pack was not run.")
+    return " ".join(parts)
+
+
+def portfolio_text(portfolio: Mapping[str, Any], width: int | None = None) -> str:
+    """Each plan's text report, then the portfolio table and verdict (last, where a terminal
+    or a CI log ends)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    parts = [render_text(r, width) for r in portfolio["plans"]]
+    console = Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
+    table = Table(title="Portfolio", title_justify="left")
+    head, rows = _rows_portfolio(portfolio)
+    for h in head:
+        table.add_column(h, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    console.print(_portfolio_verdict(portfolio))
+    return "\n".join(parts) + "\n" + console.export_text()
+
+
+def portfolio_markdown(portfolio: Mapping[str, Any]) -> str:
+    """The portfolio table and verdict first (what a pull request reader needs), then each
+    plan's markdown report."""
+    parts = ["# gpudr plan: portfolio", "", _portfolio_verdict(portfolio), ""]
+    parts += [_md_table(*_rows_portfolio(portfolio)), ""]
+    return "\n".join(parts) + "\n" + "\n".join(to_markdown(r) for r in portfolio["plans"])

@@ -280,9 +280,11 @@ class RecordingMonitor(MockMonitor):
             parent=request.parent,
             inputs=_plain(inputs),
             outputs=_plain(outputs),
-            dependencies=list(request.dependencies),
+            # The SDK gathers these from sets of resources, so their order follows object
+            # addresses and changed from run to run; sorted, two runs of a plan are identical.
+            dependencies=sorted(request.dependencies),
             property_dependencies={
-                k: list(v.urns) for k, v in request.propertyDependencies.items()
+                k: sorted(v.urns) for k, v in sorted(request.propertyDependencies.items())
             },
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),

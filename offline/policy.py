@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -198,15 +199,10 @@ class PolicyPackProcess:
         )
 
     def analyze(self, resource: Mapping[str, Any]) -> list[Violation]:
-        request = analyzer_pb2.AnalyzeRequest(
-            type=resource["type"],
-            properties=_struct(resource.get("inputs") or {}),
-            urn=resource["urn"],
-            name=resource["name"],
-            options=_options(resource),
-        )
         # A resource policy's diagnostic names no URN: it is the analyzed resource's.
-        return _violations(self._stub().Analyze(request), default_urn=resource["urn"])
+        return _violations(
+            self._stub().Analyze(_analyze_request(resource)), default_urn=resource["urn"]
+        )
 
     def analyze_stack(self, resources: Sequence[Mapping[str, Any]]) -> list[Violation]:
         request = analyzer_pb2.AnalyzeStackRequest(
@@ -231,14 +227,33 @@ class PolicyPackProcess:
 
     def evaluate_stack(self, stack: str, resources: Sequence[Mapping[str, Any]]) -> list[Violation]:
         """What `pulumi preview --policy-pack` reports for one stack: every resource analyzed on
-        its own, then the whole stack."""
+        its own, then the whole stack.
+
+        The `Analyze` calls are all in flight at once, as the engine sends them while resources
+        register. One at a time, waiting for each answer, the 1,069-resource bench portfolio
+        took 1.35 s in the pack instead of 1.0 s. The violations keep the resources' order."""
         self.configure_stack(stack)
+        stub = self._stub()
+        calls = [
+            (r["urn"], stub.Analyze.future(_analyze_request(r)))
+            for r in resources
+            if r.get("custom", True)
+        ]
         found: list[Violation] = []
-        for r in resources:
-            if r.get("custom", True):
-                found.extend(self.analyze(r))
+        for urn, call in calls:
+            found.extend(_violations(call.result(), default_urn=urn))
         found.extend(self.analyze_stack(resources))
         return found
+
+
+def _analyze_request(resource: Mapping[str, Any]) -> analyzer_pb2.AnalyzeRequest:
+    return analyzer_pb2.AnalyzeRequest(
+        type=resource["type"],
+        properties=_struct(resource.get("inputs") or {}),
+        urn=resource["urn"],
+        name=resource["name"],
+        options=_options(resource),
+    )
 
 
 def _options(resource: Mapping[str, Any]) -> analyzer_pb2.AnalyzerResourceOptions:
@@ -260,6 +275,48 @@ def _violations(response: analyzer_pb2.AnalyzeResponse, default_urn: str = "") -
     ]
 
 
+class PackSession:
+    """One pack process for a whole `gpudr plan` run, started and fed from a thread of its own.
+
+    The pack takes a quarter of a second to start and answers over gRPC; done in this thread,
+    both would wait for the programs to finish first. Here they overlap them: the pack starts
+    while the first program runs, and each plan's stacks are sent to it as soon as they are
+    known, while the next plan's program runs (the pack itself is another process, so on
+    another core). Create it after any worker process is forked: it starts a thread."""
+
+    def __init__(
+        self, config: Mapping[str, Mapping[str, Any]] | None = None, pack_dir: Path = PACK_DIR
+    ) -> None:
+        self.pack = PolicyPackProcess(pack_dir, config)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudr-policy")
+        self._started = self._thread.submit(self.pack.start)
+
+    def __enter__(self) -> PackSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def submit(self, stacks: Iterable[Mapping[str, Any]]) -> Future[dict[str, list[Violation]]]:
+        """Violations per stack name, once the pack has seen these stacks; the future raises
+        PolicyPackError if the pack did not start or answer."""
+        return self._thread.submit(self._evaluate, list(stacks))
+
+    def _evaluate(self, stacks: list[Mapping[str, Any]]) -> dict[str, list[Violation]]:
+        self._started.result()  # the start's own error, for every batch
+        return {s["name"]: self.pack.evaluate_stack(s["name"], s["resources"]) for s in stacks}
+
+    def close(self) -> None:
+        """Stop the pack; batches not yet sent are dropped. Waits for the one being sent."""
+        self._thread.shutdown(wait=True, cancel_futures=True)
+        self.pack.stop()
+
+
 def evaluate(
     stacks: Iterable[Mapping[str, Any]],
     config: Mapping[str, Mapping[str, Any]] | None = None,
@@ -273,4 +330,4 @@ def evaluate(
     return out
 
 
-__all__ = ["PolicyPackError", "PolicyPackProcess", "Violation", "evaluate"]
+__all__ = ["PackSession", "PolicyPackError", "PolicyPackProcess", "Violation", "evaluate"]

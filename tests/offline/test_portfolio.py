@@ -1,0 +1,215 @@
+"""`gpudr plan A.yaml B.yaml ...`: several plans on worker processes with one policy pack."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import offline.plan
+from gpudr.cli import main
+from gpudr.design import design
+from gpudr.spec import load_plan
+from offline.policy import PackSession, PolicyPackError, PolicyPackProcess
+from offline.portfolio import PlanRunError, Workers, choose_plan
+from tests.conftest import EXAMPLE, ROOT
+
+GCP = ROOT / "examples" / "gcp-two-region.yaml"
+AZURE = ROOT / "examples" / "azure-two-region.yaml"
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def singles() -> dict[str, dict[str, Any]]:
+    """Each plan's report from `gpudr plan PLAN` alone."""
+    out = {}
+    for path in (EXAMPLE, GCP, AZURE):
+        result = CliRunner().invoke(main, ["plan", str(path), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        out[str(path)] = json.loads(result.output)
+    return out
+
+
+@pytest.mark.parametrize("jobs", ["1", "2", "3"])
+def test_a_portfolio_reports_each_plan_as_gpudr_plan_does_alone(
+    singles: dict[str, dict[str, Any]], jobs: str
+) -> None:
+    paths = [str(EXAMPLE), str(GCP), str(AZURE)]
+    result = invoke("plan", *paths, "--format", "json", "--jobs", jobs)
+    assert result.exit_code == 0, result.output
+    portfolio = json.loads(result.output)
+    assert portfolio["meets"] is True
+    assert portfolio["policy_ok"] is True
+    # In the order given, whichever finished first; each exactly as run alone, policy included.
+    assert [r["plan"]["source"] for r in portfolio["plans"]] == paths
+    for r in portfolio["plans"]:
+        assert r == singles[r["plan"]["source"]], r["plan"]["source"]
+
+
+def test_two_runs_of_a_plan_are_identical() -> None:
+    # The SDK gathers dependencies from sets: unsorted, their order changed between runs.
+    first = invoke("plan", str(EXAMPLE), "--format", "json")
+    second = invoke("plan", str(EXAMPLE), "--format", "json", "--jobs", "2")
+    assert first.output == second.output
+
+
+def test_text_and_markdown_end_and_start_with_the_portfolio(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw.pop("quotas")  # the checkpoint stream overruns the default RTC rate: not met
+    short = tmp_path / "short.yaml"
+    raw["name"] = "short"
+    short.write_text(yaml.safe_dump(raw))
+    text = invoke("plan", str(EXAMPLE), str(short))
+    assert text.exit_code == 1  # the worst of the plans
+    tail = text.output[text.output.index("Portfolio") :]
+    assert "llm-training" in tail and "short" in tail
+    assert "NOT MET: checkpoints, datasets" in tail
+    # replication-meets-rpo refuses the overrun streams: mandatory.
+    assert "2 mandatory, 0 advisory" in tail
+    assert tail.rstrip().endswith(
+        "2 plans: targets NOT MET in short. The policy pack refuses short."
+    )
+    md = invoke("plan", str(EXAMPLE), str(short), "--format", "markdown")
+    assert md.output.startswith("# gpudr plan: portfolio\n\n2 plans: targets NOT MET in short.")
+    assert md.output.index("| short |") < md.output.index("# gpudr plan: llm-training")
+
+
+def test_every_plan_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["data"]["checkpoints"]["rpo"] = "4 hours"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(raw))
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), str(bad), str(tmp_path / "gone.yaml")])
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert any("data.checkpoints.rpo" in line for line in lines), lines
+    assert any("gone.yaml" in line for line in lines), lines
+    assert lines[-1] == "gpudr: 2 of 3 plans have problems; nothing was run"
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stack", "use1", str(GCP)], "--stack needs exactly one PLAN.yaml; 2 were given"),
+        ([str(EXAMPLE)], "given more than once; give each plan once"),
+        (["--jobs", "0"], "--jobs"),
+    ],
+)
+def test_bad_options_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_plans_that_share_a_stack_name_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(EXAMPLE.read_text())
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), str(copy)])
+    assert result.exit_code == 2
+    assert 'both have stack "llm-training-use1"; give the plans different names' in result.stderr
+
+
+def _failing_for(name: str, how: str) -> Any:
+    real = offline.plan.run_design
+
+    def run_design(des: Any, *args: Any, **kwargs: Any) -> Any:
+        if des.plan.name == name:
+            if how == "die":
+                os._exit(7)
+            raise offline.plan.ProgramError(f"stack {name}-x: ValueError: broken on purpose")
+        return real(des, *args, **kwargs)
+
+    return run_design
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_program_names_its_plan_and_exits_3(
+    monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    # Forked workers inherit the patched module, as they inherit every import.
+    monkeypatch.setattr(offline.plan, "run_design", _failing_for("vision-models", "raise"))
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), str(GCP), "--jobs", str(jobs)])
+    assert result.exit_code == 3
+    assert result.stderr == (
+        f"gpudr: plan vision-models ({GCP}): stack vision-models-x: ValueError: broken on purpose\n"
+    )
+
+
+def test_a_worker_that_dies_is_reported_and_the_others_stopped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(offline.plan, "run_design", _failing_for("vision-models", "die"))
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
+    workers = Workers(designs, 2)
+    with (
+        pytest.raises(
+            PlanRunError, match=r"vision-models .*worker process .* exited \(exit code 7\)"
+        ),
+        workers,
+    ):
+        processes = [w.process for w in workers._workers]
+        list(workers.results())
+    assert processes and not any(p.is_alive() for p in processes)
+
+
+@pytest.mark.parametrize(
+    ("pending", "mine", "others", "expected"),
+    [
+        # Nothing imported yet: the first plan.
+        ([0, 1, 2], set(), set(), 0),
+        # The first plan whose clouds this worker has already imported.
+        ([0, 1, 2], {"gcp"}, {"aws"}, 1),
+        # None of those: one whose new SDK no other worker has imported...
+        ([0, 2], {"gcp"}, {"aws"}, 2),
+        # ...then one needing the fewest new SDKs.
+        ([3, 0], {"azure"}, set(), 0),
+        ([3, 4], {"azure"}, set(), 4),
+    ],
+)
+def test_choose_plan_keeps_each_sdk_in_one_worker(
+    pending: list[int], mine: set[str], others: set[str], expected: int
+) -> None:
+    clouds = [
+        frozenset({"aws"}),
+        frozenset({"gcp"}),
+        frozenset({"azure"}),
+        frozenset({"aws", "gcp"}),
+        frozenset({"azure", "gcp"}),
+    ]
+    assert choose_plan(pending, clouds, mine, others) == expected
+
+
+def test_pack_session_answers_as_the_pack_does(singles: dict[str, dict[str, Any]]) -> None:
+    stacks = singles[str(EXAMPLE)]["stacks"]
+    with PolicyPackProcess() as pack:
+        # One Analyze at a time, waiting for each answer: what evaluate_stack pipelines.
+        expected = {}
+        for s in stacks:
+            pack.configure_stack(s["name"])
+            found = [v for r in s["resources"] if r["custom"] for v in pack.analyze(r)]
+            expected[s["name"]] = found + pack.analyze_stack(s["resources"])
+    with PackSession() as session:
+        got = session.submit(stacks).result()
+    assert got == expected
+    assert [v.as_dict() for v in got[stacks[0]["name"]]] == stacks[0]["policy"]["violations"]
+
+
+def test_pack_session_reports_a_pack_that_cannot_start_and_stops_it() -> None:
+    session = PackSession({"no-such-policy": {"enforcementLevel": "mandatory"}})
+    first, second = session.submit([]), session.submit([])
+    with pytest.raises(PolicyPackError, match='names "no-such-policy"'):
+        first.result()
+    with pytest.raises(PolicyPackError):
+        second.result()
+    session.close()
+    assert session.pack._proc is None
