@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -156,15 +157,13 @@ def median_run(runs: Sequence[Measured]) -> tuple[Measured, float, float]:
 # --- measurements -----------------------------------------------------------------------------
 
 
-AS_IS = "as is"
-SHARED = "shared pack"
-PIPELINED = "pack in background"
+ONE_PROCESS = "one process"  # bench/worker.py: gpudr plan's stages in one process, timed
 SIZE, CALIBRATED, AWS_ONLY = "size", "calibrated", "aws only"
 
 
 @dataclass
 class Row:
-    label: str  # AS_IS, SHARED, PIPELINED: how gpudr ran
+    label: str  # ONE_PROCESS
     role: str  # SIZE (one of Config.systems), CALIBRATED or AWS_ONLY: which portfolio
     systems: int
     measured: Measured
@@ -310,6 +309,169 @@ def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
     return CliLoop(len(plans), resources, sum(walls), cpu, maxrss, walls, codes)
 
 
+class TreePeak:
+    """Peak RSS (VmHWM) of a process and every process under it (gpudr's plan workers, the
+    policy pack), per process: their sum bounds the run's peak. VmHWM is the kernel's own
+    high-water mark, so sampling every 50 ms misses only growth in a process's last 50 ms.
+
+    With `pss`, also the peak over time of the processes' summed PSS (smaps_rollup: a page
+    shared by n processes counts 1/n in each), i.e. the memory the run held at once, sampled
+    every 20 ms. Reading PSS walks each process's page tables: only for untimed runs."""
+
+    def __init__(self, root: int, pss: bool = False) -> None:
+        self.root = root
+        self.pss = pss
+        self.interval = 0.02 if pss else 0.05
+        self.pss_peak_kb = 0
+        self.peaks: dict[int, tuple[str, int]] = {}  # pid -> (kind, peak kB)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _tree(self) -> list[int]:
+        found, todo = [], [self.root]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            try:
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    todo.extend(int(c) for c in (task / "children").read_text().split())
+            except OSError:
+                continue
+        return found
+
+    def _kind(self, pid: int) -> str:
+        if pid == self.root:
+            return "gpudr"
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return "?"
+        # A plan worker is forked: its command line is gpudr's own.
+        return "pack" if b"policies/__main__.py" in cmdline else "worker"
+
+    def _run(self) -> None:
+        while True:
+            pss = 0
+            for pid in self._tree():
+                kb = _status_kb(pid, "VmHWM")
+                kind, peak = self.peaks.get(pid, (self._kind(pid), 0))
+                if kb > peak:
+                    self.peaks[pid] = (kind, kb)
+                if self.pss:
+                    pss += _status_kb(pid, "Pss", "smaps_rollup")
+            self.pss_peak_kb = max(self.pss_peak_kb, pss)
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self) -> list[tuple[str, float]]:
+        """(kind, peak MB) per process, gpudr first."""
+        self._stop.set()
+        self._thread.join()
+        order = {"gpudr": 0, "worker": 1, "pack": 2}
+        out = sorted(self.peaks.values(), key=lambda kv: (order.get(kv[0], 3), -kv[1]))
+        return [(kind, kb / 1024) for kind, kb in out]
+
+
+def _status_kb(pid: int, field_name: str, file: str = "status") -> int:
+    try:
+        text = Path(f"/proc/{pid}/{file}").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(f"{field_name}:"):
+            return int(line.split()[1])
+    return 0
+
+
+@dataclass
+class CliRun:
+    """`gpudr plan P1 ... Pn --format json -o FILE [--jobs N]`, the real CLI, in a fresh
+    process: the median of `repeats` runs by wall time."""
+
+    jobs: int | None  # None: gpudr's default (the usable cores)
+    role: str
+    systems: int
+    walls: list[float]
+    cpu_s: float
+    processes: list[tuple[str, float]]  # (gpudr | worker | pack, peak RSS MB)
+    exit_code: int
+    resources: int
+    stacks: int
+    per_plan_resources: list[int]
+    pairs: dict[str, int] = field(default_factory=dict)
+    pss_peak_mb: float | None = None  # from one more, untimed run (TreePeak with pss)
+
+    @property
+    def wall_s(self) -> float:
+        return sorted(self.walls)[len(self.walls) // 2]
+
+    @property
+    def peak_mb(self) -> float:
+        return sum(mb for _, mb in self.processes)
+
+    @property
+    def label(self) -> str:
+        return "gpudr plan" if self.jobs is None else f"gpudr plan --jobs {self.jobs}"
+
+
+def cli_portfolio(
+    plans: Sequence[SynthPlan],
+    work: Path,
+    repeats: int,
+    role: str,
+    jobs: int | None,
+    pss: bool = False,
+) -> CliRun:
+    out = work / f"portfolio-{time.monotonic_ns()}.json"
+    argv = [sys.executable, "-m", "gpudr.cli", "plan", *(str(p.path) for p in plans)]
+    argv += ["--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
+    runs: list[tuple[float, float, list[tuple[str, float]], int]] = []
+    label = "gpudr plan" if jobs is None else f"gpudr plan --jobs {jobs}"
+    for i in range(repeats):
+        progress(f"{label}, {role}: {len(plans)} plan(s), run {i + 1}/{repeats}")
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sampler = TreePeak(proc.pid)
+        assert proc.stderr is not None
+        text = proc.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        processes = sampler.stop()
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            raise RuntimeError(f"gpudr plan exited {code}: {text[-3000:]}")
+        # wait4: the process and every child it waited for (its workers, the pack).
+        runs.append((wall, usage.ru_utime + usage.ru_stime, processes, code))
+        progress(f"  {wall:.2f} s wall, peak {sum(mb for _, mb in processes):.0f} MB")
+    pss_peak_mb = None
+    if pss:
+        progress(f"{label}, {role}: one more run, sampling PSS (untimed)")
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sampler = TreePeak(proc.pid, pss=True)
+        proc.communicate()
+        sampler.stop()
+        pss_peak_mb = sampler.pss_peak_kb / 1024
+        progress(f"  peak of the summed PSS {pss_peak_mb:.0f} MB")
+    report = json.loads(out.read_text(encoding="utf-8"))
+    reports = report.get("plans", [report])
+    median = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+    return CliRun(
+        jobs,
+        role,
+        len(plans),
+        [r[0] for r in runs],
+        median[1],
+        median[2],
+        median[3],
+        sum(1 for r in reports for s in r["stacks"] for x in s["resources"] if x["custom"]),
+        sum(len(r["stacks"]) for r in reports),
+        [sum(1 for s in r["stacks"] for x in s["resources"] if x["custom"]) for r in reports],
+        pairs_of(plans),
+        pss_peak_mb,
+    )
+
+
 # --- the machine ------------------------------------------------------------------------------
 
 
@@ -375,23 +537,33 @@ class Results:
     quick: bool
     seed: int
     machine: dict[str, str]
-    rows: list[Row]  # as is
-    whatif: list[Row]  # one policy pack for the portfolio, emulated
+    cli: list[CliRun]  # the real `gpudr plan P1 ... Pn`
+    rows: list[Row]  # one process, stage by stage (bench/worker.py)
     overhead: Overhead
     imports: list[ImportCost]
-    cli: CliLoop | None
+    loop: CliLoop | None  # one process per plan
     pack_start_s: list[float]
     elapsed_s: float = 0.0
 
-    def row(self, label: str, role: str, systems: int | None = None) -> Row | None:
-        for r in (*self.rows, *self.whatif):
-            if r.label == label and r.role == role and systems in (None, r.systems):
+    def cli_run(self, role: str, jobs: int | None = None) -> CliRun | None:
+        for r in self.cli:
+            if r.role == role and r.jobs == jobs:
                 return r
         return None
 
-    def sizes(self, label: str) -> list[Row]:
-        rows = [r for r in (*self.rows, *self.whatif) if r.label == label and r.role == SIZE]
-        return sorted(rows, key=lambda r: r.systems)
+    def cli_sizes(self, jobs: int | None = None) -> list[CliRun]:
+        return sorted(
+            (r for r in self.cli if r.role == SIZE and r.jobs == jobs), key=lambda r: r.systems
+        )
+
+    def row(self, role: str) -> Row | None:
+        for r in self.rows:
+            if r.role == role:
+                return r
+        return None
+
+    def sizes(self) -> list[Row]:
+        return sorted((r for r in self.rows if r.role == SIZE), key=lambda r: r.systems)
 
 
 def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
@@ -407,8 +579,8 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
 
     # The largest portfolio first: it counts every plan's resources, which calibrates the
     # 1,000-resource portfolios (plans are prefixes of one sequence).
-    first = portfolio(plans, work, once_if_large(largest), AS_IS, SIZE)
-    per_plan = first.measured.result["per_plan_resources"]
+    first = cli_portfolio(plans, work, once_if_large(largest), SIZE, None)
+    per_plan = first.per_plan_resources
     calibrated = plans[: calibrate(per_plan, config.target_resources)]
     aws = aws_only(plans, per_plan, config.target_resources)
     portfolios: list[tuple[str, list[SynthPlan]]] = [
@@ -416,16 +588,17 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
         (CALIBRATED, calibrated),
         (AWS_ONLY, aws),
     ]
-    rows = [first]
+    cli = [first]
     for role, chosen in portfolios:
         if not (role == SIZE and len(chosen) == largest):
-            rows.append(portfolio(chosen, work, once_if_large(len(chosen)), AS_IS, role))
-    whatif = [
-        portfolio(chosen, work, once_if_large(len(chosen)), SHARED, role, "shared")
+            pss = role in (CALIBRATED, AWS_ONLY)  # the memory target's portfolios
+            cli.append(cli_portfolio(chosen, work, once_if_large(len(chosen)), role, None, pss))
+    for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
+        cli.append(cli_portfolio(chosen, work, config.repeats, role, 1, pss=True))
+    rows = [
+        portfolio(chosen, work, once_if_large(len(chosen)), ONE_PROCESS, role, "shared")
         for role, chosen in portfolios
     ]
-    for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
-        whatif.append(portfolio(chosen, work, config.repeats, PIPELINED, role, "background"))
     progress("policy pack start-up")
     pack = run_worker({"kind": "pack", "repeats": 5}, work).result["start_wall_s"]
     over = overhead(calibrated, work, config.program_pairs)
@@ -433,10 +606,8 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
         import_cost([plans[i]], work, f"plan {i} only") for i in config.import_plans if i < largest
     ]
     imports.append(import_cost(calibrated, work, f"first {len(calibrated)} plans"))
-    cli = cli_loop(calibrated, work)
-    order = {SIZE: 0, CALIBRATED: 1, AWS_ONLY: 2}
-    rows.sort(key=lambda r: (order[r.role], r.systems))
-    results = Results(config, quick, seed, info, rows, whatif, over, imports, cli, pack)
+    loop = cli_loop(calibrated, work)
+    results = Results(config, quick, seed, info, cli, rows, over, imports, loop, pack)
     results.elapsed_s = time.perf_counter() - started
     return results
 

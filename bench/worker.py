@@ -8,9 +8,9 @@ kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/cli.py
   spec     gpudr.spec.load_plan + gpudr.design.design
   program  offline.plan.run_design (the Pulumi program per stack under mocks; the first plan
            also pays for importing Pulumi and each cloud SDK, as `gpudr plan` does)
-  policy   offline.policy.evaluate (a new pack process per plan, as `gpudr plan` starts one),
-           or with policy "shared", one pack process for the whole portfolio, or "background"
-           (see run_portfolio)
+  policy   one pack process for the whole portfolio, as `gpudr plan --jobs 1 P1 ... Pn` has,
+           but waited for stage by stage (gpudr feeds it from a thread while the next plan's
+           program runs), so that each stage's time is its own
   render   gpudr.report.build_report + render_text (the default --format text)
 kind "pack": the policy pack's start-up time, alone.
 kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
@@ -166,12 +166,7 @@ def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Policy "per-plan": `offline.policy.evaluate` per plan, as `gpudr plan` does. "shared":
-    one pack process for the portfolio. "background": the shared pack, with each plan's policy
-    and rendering done by a second thread while the main thread runs the next plan's program
-    (the pack's work then runs on another core). "none": no policy."""
-    from concurrent.futures import Future, ThreadPoolExecutor
-
+    """Policy "shared": one pack process for the portfolio; "none": no policy."""
     from gpudr.design import Design, design
     from gpudr.report import build_report, render_text
     from gpudr.spec import load_plan
@@ -180,7 +175,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     gc_clock = GcClock()
     children = ChildPeak()
     stages = Stages(("spec", "program", "policy", "render"))
-    policy_mode = spec.get("policy", "per-plan")
+    policy_mode = spec.get("policy", "shared")
     shared: Any = None
 
     def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -188,17 +183,14 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         nonlocal shared
         if policy_mode != "none":
             with stages.stage("policy"):
-                from offline.policy import PolicyPackProcess, evaluate
+                from offline.policy import PolicyPackProcess
 
-                if policy_mode in ("shared", "background"):
-                    if shared is None:
-                        shared = PolicyPackProcess()
-                        shared.start()
-                    found = {
-                        s["name"]: shared.evaluate_stack(s["name"], s["resources"]) for s in stacks
-                    }
-                else:
-                    found = evaluate(stacks, {})
+                if shared is None:
+                    shared = PolicyPackProcess()
+                    shared.start()
+                found = {
+                    s["name"]: shared.evaluate_stack(s["name"], s["resources"]) for s in stacks
+                }
                 stacks = [
                     {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
                     for s in stacks
@@ -220,8 +212,6 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
             "advisory": levels.count("advisory"),
         }
 
-    background = ThreadPoolExecutor(max_workers=1) if policy_mode == "background" else None
-    pending: list[Future[dict[str, Any]]] = []
     done: list[dict[str, Any]] = []
     started = time.perf_counter()
     for path in spec["plans"]:
@@ -231,13 +221,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
             from offline.plan import run_design  # as gpudr plan: Pulumi loads only here
 
             stacks = run_design(des)
-        if background is not None:
-            pending.append(background.submit(finish, des, stacks))
-        else:
-            done.append(finish(des, stacks))
-    if background is not None:
-        done += [f.result() for f in pending]
-        background.shutdown()
+        done.append(finish(des, stacks))
     if shared is not None:
         with stages.stage("policy"):
             shared.stop()
@@ -252,7 +236,6 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
             "mandatory": sum(d["mandatory"] for d in done),
             "advisory": sum(d["advisory"] for d in done),
         },
-        "overlapped": background is not None,
         "stages": stages.as_dict(),
         "per_plan_resources": [d["resources"] for d in done],
         # The providers the registered resources belong to (aws, gcp, azure-native, random).

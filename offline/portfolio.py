@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -138,6 +139,9 @@ class Workers:
             if sys.platform == "linux"
             else multiprocessing.get_context("spawn")
         )
+        # Frozen, gpudr's objects are left out of the workers' collections, which would write
+        # to every object they visit and so copy the pages the workers share with this process.
+        gc.freeze()
         try:
             for _ in range(self.jobs):
                 ours, theirs = context.Pipe()
@@ -150,6 +154,8 @@ class Workers:
         except BaseException:
             self.close()
             raise
+        finally:
+            gc.unfreeze()
         return self
 
     def __exit__(

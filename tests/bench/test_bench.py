@@ -1,11 +1,16 @@
 """The bench's plan generator, at its smallest size: plans are valid, varied and reproducible.
 
-No timing here: `make bench` measures; this only keeps the bench code from rotting."""
+No timing here: `make bench` measures; this keeps the bench code from rotting and checks its
+memory sampler and its growth verdict."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+from bench.doc import _cli_growth
+from bench.run import SIZE, CliRun, TreePeak
 from bench.synth import PAIR_CYCLE, pairs_of, plan_dict, write_portfolio
 from gpudr.spec import PAIRS
 
@@ -25,3 +30,30 @@ def test_smallest_portfolio_is_generated_and_validated(tmp_path: Path) -> None:
 
 def test_pair_cycle_covers_every_supported_pair() -> None:
     assert set(PAIR_CYCLE) == set(PAIRS)
+
+
+def test_tree_peak_sees_memory_of_a_process_the_measured_one_started() -> None:
+    # The root starts a child that holds 150 MB: what a plan worker or the pack is to gpudr.
+    child = "x = bytearray(150 * 2**20); import time; time.sleep(0.6)"
+    root = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    proc = subprocess.Popen([sys.executable, "-c", root])
+    sampler = TreePeak(proc.pid, pss=True)
+    proc.wait()
+    processes = sampler.stop()
+    kinds = [kind for kind, _ in processes]
+    assert kinds == ["gpudr", "worker"], processes
+    assert processes[1][1] >= 150, processes  # the child's own peak
+    assert processes[0][1] < 100, processes  # not the root's
+    assert sampler.pss_peak_kb / 1024 >= 150
+
+
+def _run(jobs: int | None, walls: list[float], resources: int, systems: int) -> CliRun:
+    return CliRun(jobs, SIZE, systems, walls, 1.0, [("gpudr", 60.0)], 0, resources, 2, [])
+
+
+def test_growth_verdict_scales_the_allowance_with_the_resources() -> None:
+    small = _run(None, [1.0, 2.0, 3.0], 100, 1)  # median 2.0 s
+    # 5x the resources: 6x the time allowed (12x for 10x).
+    inside, outside = _run(None, [11.9], 500, 5), _run(None, [12.1], 500, 5)
+    assert _cli_growth([small, inside])[0][-1] == "**met**"
+    assert _cli_growth([small, outside])[0][-1] == "**missed**"
