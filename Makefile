@@ -21,6 +21,9 @@ $(TOOLS): tools/package.json tools/package-lock.json
 	@touch $(TOOLS)
 
 setup: $(STAMP) $(TOOLS)
+	@# Byte-compile gpudr's own modules (quick when up to date): with PYTHONDONTWRITEBYTECODE set,
+	@# as in some CI images, every process (plan workers, the policy pack) compiled them anew.
+	@$(BIN)/python -m compileall -q gpudr components offline policies drill bench
 
 plan: setup
 	$(BIN)/gpudr plan $(EXAMPLE)
