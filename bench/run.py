@@ -61,7 +61,7 @@ FULL = Config(
     systems=(1, 10, 100),
     target_resources=1000,
     repeats=3,
-    program_pairs=4,
+    program_pairs=6,
     import_plans=(0, 1, 2, 3),
 )
 QUICK = Config(
