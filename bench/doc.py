@@ -193,17 +193,24 @@ CLI_GROWTH_HEAD = (
 
 
 def _cli_growth(runs: Sequence[CliRun]) -> list[list[str]]:
+    return _growth_rows([(r.systems, r.resources, r.wall_s, None) for r in runs])
+
+
+def _growth_rows(points: Sequence[tuple[int, int, float, float | None]]) -> list[list[str]]:
+    """Between consecutive (systems, resources, wall s, program stage s or None) points: the
+    growth and its verdict, the allowance scaled to the measured resource ratio."""
     out = []
-    for a, b in itertools.pairwise(runs):
-        res_ratio = b.resources / a.resources
-        wall_ratio = b.wall_s / a.wall_s
+    for (sa, ra, wa, pa), (sb, rb, wb, pb) in itertools.pairwise(points):
+        res_ratio, wall_ratio = rb / ra, wb / wa
         allowed = TARGET_GROWTH * res_ratio / 10
+        program = [] if pa is None or pb is None else [f"{_s(pa)} -> {_s(pb)} ({pb / pa:.1f}x)"]
         out.append(
             [
-                f"{a.systems} -> {b.systems} systems",
-                f"{a.resources:,} -> {b.resources:,} ({res_ratio:.1f}x)",
-                f"{_s(a.wall_s)} -> {_s(b.wall_s)} ({wall_ratio:.1f}x)",
-                f"{1000 * a.wall_s / a.resources:.1f} -> {1000 * b.wall_s / b.resources:.1f}",
+                f"{sa} -> {sb} systems",
+                f"{ra:,} -> {rb:,} ({res_ratio:.1f}x)",
+                f"{_s(wa)} -> {_s(wb)} ({wall_ratio:.1f}x)",
+                *program,
+                f"{1000 * wa / ra:.1f} -> {1000 * wb / rb:.1f}",
                 f"{allowed:.1f}x",
                 _verdict(wall_ratio <= allowed),
             ]
@@ -244,25 +251,9 @@ GROWTH_HEAD = (
 
 
 def _growth(rows: Sequence[Row]) -> list[list[str]]:
-    out = []
-    for a, b in itertools.pairwise(rows):
-        res_ratio = _res(b) / _res(a)
-        wall_ratio = b.measured.wall_s / a.measured.wall_s
-        pa, pb = _stage(a, "program"), _stage(b, "program")
-        allowed = TARGET_GROWTH * res_ratio / 10
-        out.append(
-            [
-                f"{a.systems} -> {b.systems} systems",
-                f"{_res(a):,} -> {_res(b):,} ({res_ratio:.1f}x)",
-                f"{_s(a.measured.wall_s)} -> {_s(b.measured.wall_s)} ({wall_ratio:.1f}x)",
-                f"{_s(pa)} -> {_s(pb)} ({pb / pa:.1f}x)",
-                f"{1000 * a.measured.wall_s / _res(a):.1f} -> "
-                f"{1000 * b.measured.wall_s / _res(b):.1f}",
-                f"{allowed:.1f}x",
-                _verdict(wall_ratio <= allowed),
-            ]
-        )
-    return out
+    return _growth_rows(
+        [(r.systems, _res(r), r.measured.wall_s, _stage(r, "program")) for r in rows]
+    )
 
 
 def _overhead_table(o: Overhead) -> str:

@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from bench.procs import TreePeak
 from bench.synth import DEFAULT_SEED, SynthPlan, pairs_of, write_portfolio
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,13 +179,8 @@ def portfolio(
     repeats: int,
     label: str,
     role: str,
-    policy: str = "per-plan",
 ) -> Row:
-    spec = {
-        "kind": "portfolio",
-        "plans": [str(p.path) for p in plans],
-        "policy": policy,
-    }
+    spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans]}
     runs = []
     for i in range(repeats):
         progress(f"{label}, {role}: {len(plans)} system(s), run {i + 1}/{repeats}")
@@ -307,81 +302,6 @@ def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
         report = json.loads(out.read_text(encoding="utf-8"))
         resources += sum(1 for s in report["stacks"] for r in s["resources"] if r["custom"])
     return CliLoop(len(plans), resources, sum(walls), cpu, maxrss, walls, codes)
-
-
-class TreePeak:
-    """Peak RSS (VmHWM) of a process and every process under it (gpudr's plan workers, the
-    policy pack), per process: their sum bounds the run's peak. VmHWM is the kernel's own
-    high-water mark, so sampling every 50 ms misses only growth in a process's last 50 ms.
-
-    With `pss`, also the peak over time of the processes' summed PSS (smaps_rollup: a page
-    shared by n processes counts 1/n in each), i.e. the memory the run held at once, sampled
-    every 20 ms. Reading PSS walks each process's page tables: only for untimed runs."""
-
-    def __init__(self, root: int, pss: bool = False) -> None:
-        self.root = root
-        self.pss = pss
-        self.interval = 0.02 if pss else 0.05
-        self.pss_peak_kb = 0
-        self.peaks: dict[int, tuple[str, int]] = {}  # pid -> (kind, peak kB)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _tree(self) -> list[int]:
-        found, todo = [], [self.root]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            try:
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    todo.extend(int(c) for c in (task / "children").read_text().split())
-            except OSError:
-                continue
-        return found
-
-    def _kind(self, pid: int) -> str:
-        if pid == self.root:
-            return "gpudr"
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return "?"
-        # A plan worker is forked: its command line is gpudr's own.
-        return "pack" if b"policies/__main__.py" in cmdline else "worker"
-
-    def _run(self) -> None:
-        while True:
-            pss = 0
-            for pid in self._tree():
-                kb = _status_kb(pid, "VmHWM")
-                kind, peak = self.peaks.get(pid, (self._kind(pid), 0))
-                if kb > peak:
-                    self.peaks[pid] = (kind, kb)
-                if self.pss:
-                    pss += _status_kb(pid, "Pss", "smaps_rollup")
-            self.pss_peak_kb = max(self.pss_peak_kb, pss)
-            if self._stop.wait(self.interval):
-                return
-
-    def stop(self) -> list[tuple[str, float]]:
-        """(kind, peak MB) per process, gpudr first."""
-        self._stop.set()
-        self._thread.join()
-        order = {"gpudr": 0, "worker": 1, "pack": 2}
-        out = sorted(self.peaks.values(), key=lambda kv: (order.get(kv[0], 3), -kv[1]))
-        return [(kind, kb / 1024) for kind, kb in out]
-
-
-def _status_kb(pid: int, field_name: str, file: str = "status") -> int:
-    try:
-        text = Path(f"/proc/{pid}/{file}").read_text()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith(f"{field_name}:"):
-            return int(line.split()[1])
-    return 0
 
 
 @dataclass
@@ -596,7 +516,7 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
     for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
         cli.append(cli_portfolio(chosen, work, config.repeats, role, 1, pss=True))
     rows = [
-        portfolio(chosen, work, once_if_large(len(chosen)), ONE_PROCESS, role, "shared")
+        portfolio(chosen, work, once_if_large(len(chosen)), ONE_PROCESS, role)
         for role, chosen in portfolios
     ]
     progress("policy pack start-up")

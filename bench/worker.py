@@ -25,12 +25,13 @@ import json
 import os
 import resource
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from bench.procs import TreePeak, status_kb
 
 STARTED_AT = time.time()  # the driver compares it with its own clock: interpreter start-up
 SDK_PACKAGES = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
@@ -58,54 +59,6 @@ class GcClock:
         return {"collections": self.collections, "full": self.full, "seconds": self.seconds}
 
 
-def _status_kb(pid: int | str, field: str) -> int:
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    return 0
-
-
-class ChildPeak:
-    """Peak RSS (VmHWM) of the policy pack processes this process started, sampled every
-    20 ms. (`RUSAGE_CHILDREN` cannot tell: a child started by vfork reports its parent's pages
-    as its own until it execs; so children are sampled only once their command line is the
-    pack's.)"""
-
-    def __init__(self) -> None:
-        self.peak_kb = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _children(self) -> list[str]:
-        pids: list[str] = []
-        for task in Path("/proc/self/task").iterdir():
-            try:
-                pids.extend((task / "children").read_text().split())
-            except OSError:
-                continue
-        return pids
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            for pid in self._children():
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"policies/__main__.py" in cmdline:
-                    self.peak_kb = max(self.peak_kb, _status_kb(pid, "VmHWM"))
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak_kb
-
-
 def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -129,14 +82,14 @@ class Stages:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         wall, cpu, child = time.perf_counter(), time.thread_time(), _children_cpu()
-        hwm = _status_kb("self", "VmHWM")
+        hwm = status_kb("self", "VmHWM")
         try:
             yield
         finally:
             self.wall[name] += time.perf_counter() - wall
             self.cpu[name] += time.thread_time() - cpu
             self.child_cpu[name] += _children_cpu() - child
-            self.peak_growth_mb[name] += (_status_kb("self", "VmHWM") - hwm) / 1024
+            self.peak_growth_mb[name] += (status_kb("self", "VmHWM") - hwm) / 1024
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {
@@ -166,35 +119,28 @@ def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Policy "shared": one pack process for the portfolio; "none": no policy."""
+    """gpudr plan's stages, one plan after another, with one pack process for the portfolio."""
     from gpudr.design import Design, design
     from gpudr.report import build_report, render_text
     from gpudr.spec import load_plan
 
-    startup_rss_mb = _status_kb("self", "VmHWM") / 1024
+    startup_rss_mb = status_kb("self", "VmHWM") / 1024
     gc_clock = GcClock()
-    children = ChildPeak()
+    # The policy pack's peak: the other processes under this one are none.
+    children = TreePeak(os.getpid())
     stages = Stages(("spec", "program", "policy", "render"))
-    policy_mode = spec.get("policy", "shared")
-    shared: Any = None
+    session: Any = None
 
     def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
         """Policy and rendering of one plan; what the result counts."""
-        nonlocal shared
-        if policy_mode != "none":
-            with stages.stage("policy"):
-                from offline.policy import PolicyPackProcess
+        nonlocal session
+        with stages.stage("policy"):
+            from offline.policy import PackSession, with_violations
 
-                if shared is None:
-                    shared = PolicyPackProcess()
-                    shared.start()
-                found = {
-                    s["name"]: shared.evaluate_stack(s["name"], s["resources"]) for s in stacks
-                }
-                stacks = [
-                    {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], [])]}}
-                    for s in stacks
-                ]
+            if session is None:
+                session = PackSession()
+            # Waited for here, where gpudr plan goes on with the next program.
+            stacks = with_violations(stacks, session.submit(stacks).result())
         with stages.stage("render"):
             report = build_report(des, stacks)
             render_text(report)
@@ -222,9 +168,9 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
 
             stacks = run_design(des)
         done.append(finish(des, stacks))
-    if shared is not None:
+    if session is not None:
         with stages.stage("policy"):
-            shared.stop()
+            session.close()
     elapsed = time.perf_counter() - started
     return {
         "plans": len(spec["plans"]),
@@ -243,7 +189,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         "in_process_wall_s": elapsed,
         "startup_rss_mb": startup_rss_mb,
         "rss_peak_mb": _maxrss_mb(),
-        "pack_rss_peak_mb": children.stop() / 1024,
+        "pack_rss_peak_mb": sum(mb for kind, mb in children.stop() if kind == "pack"),
         "gc": gc_clock.snapshot(),
         "sdk_modules": sdk_modules(),
         "modules_total": len(sys.modules),

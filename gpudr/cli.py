@@ -202,7 +202,7 @@ def _run_plans(
     from concurrent.futures import Future
 
     # Imports Pulumi: only when running.
-    from offline.policy import PackSession, PolicyPackError, Violation
+    from offline.policy import PackSession, PolicyPackError, Violation, with_violations
     from offline.portfolio import PlanRunError, Workers, default_jobs
 
     runs: dict[int, list[dict[str, Any]]] = {}
@@ -227,16 +227,10 @@ def _run_plans(
         # A bad --policy-config is the user's input; a pack that does not run is ours.
         code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
         _fail(f"policy pack: {exc}", code)
-    reports = []
-    for index, des in enumerate(designs):
-        stacks = runs[index]
-        if index in found:
-            stacks = [
-                {**s, "policy": {"violations": [v.as_dict() for v in found[index][s["name"]]]}}
-                for s in stacks
-            ]
-        reports.append(build_report(des, stacks))
-    return reports
+    return [
+        build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
+        for i, des in enumerate(designs)
+    ]
 
 
 def _render_portfolio(portfolio: dict[str, Any], fmt: str) -> str:

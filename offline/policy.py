@@ -323,11 +323,25 @@ def evaluate(
     pack_dir: Path = PACK_DIR,
 ) -> dict[str, list[Violation]]:
     """Violations per stack name, from one pack process for all stacks."""
-    out: dict[str, list[Violation]] = {}
-    with PolicyPackProcess(pack_dir, config) as pack:
-        for s in stacks:
-            out[s["name"]] = pack.evaluate_stack(s["name"], s["resources"])
-    return out
+    with PackSession(config, pack_dir) as session:
+        return session.submit(stacks).result()
 
 
-__all__ = ["PackSession", "PolicyPackError", "PolicyPackProcess", "Violation", "evaluate"]
+def with_violations(
+    stacks: Iterable[Mapping[str, Any]], found: Mapping[str, Sequence[Violation]]
+) -> list[dict[str, Any]]:
+    """Each stack with `policy.violations`, as the report reads them."""
+    return [
+        {**s, "policy": {"violations": [v.as_dict() for v in found.get(s["name"], ())]}}
+        for s in stacks
+    ]
+
+
+__all__ = [
+    "PackSession",
+    "PolicyPackError",
+    "PolicyPackProcess",
+    "Violation",
+    "evaluate",
+    "with_violations",
+]
