@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from gpudr.design import Design, design
+from gpudr.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
 from gpudr.report import (
     build_portfolio,
     build_report,
@@ -29,10 +30,6 @@ from gpudr.report import (
 from gpudr.spec import Plan, PlanError, load_plan
 from gpudr.stackconfig import stack_name
 
-EXIT_NOT_MET = 1
-EXIT_BAD_INPUT = 2
-EXIT_PROGRAM = 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
 
 
@@ -42,13 +39,13 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def _load(path: str) -> tuple[Plan, Design]:
-    loaded = _load_all(path, "; nothing was run or written")
+    loaded = _try_load(path, "; nothing was run or written")
     if loaded is None:
         sys.exit(EXIT_BAD_INPUT)
     return loaded
 
 
-def _load_all(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
+def _try_load(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
     """The plan and its design; None after printing its problems, one line each."""
     try:
         spec = load_plan(path)
@@ -125,7 +122,7 @@ def plan(
     if len(plan_files) == 1:
         designs = [_load(plan_files[0])[1]]
     else:
-        loaded = [_load_all(path) for path in plan_files]
+        loaded = [_try_load(path) for path in plan_files]
         bad = sum(item is None for item in loaded)
         if bad:
             _fail(

@@ -21,9 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpudr.diff import DEFAULT_LIMIT, diff_reports
+from gpudr.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 
-EXIT_BAD_INPUT = 2
-EXIT_PROGRAM = 3
 # The checkout that holds the running gpudr: __main__.py, components/, offline/, policies/.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PLAN_TIMEOUT_S = 900.0
@@ -186,34 +185,27 @@ def _start(side: str, label: str, project: Path, plan: Path, work: Path, tmp: Pa
 
 
 def _wait(runs: Sequence[_Run], progress: Callable[[str], None] | None) -> None:
+    """Until every run has exited. The caller stops what is still running (a timeout here, or
+    anything else going wrong)."""
     deadline = time.monotonic() + PLAN_TIMEOUT_S
     pending = list(runs)
-    try:
-        while pending:
-            for run in list(pending):
-                code = run.proc.poll()
-                if code is not None:
-                    run.code = code
-                    pending.remove(run)
-                    if progress:
-                        took = time.monotonic() - run.started
-                        progress(f"{run.side} ({run.label}) done in {took:.1f} s")
-            if pending and time.monotonic() > deadline:
-                for run in pending:
-                    run.proc.kill()
-                    run.proc.wait()
-                raise DiffError(
-                    f"the plan run on the {pending[0].side} side took over "
-                    f"{PLAN_TIMEOUT_S:g} s and was stopped",
-                    EXIT_PROGRAM,
-                )
-            if pending:
-                time.sleep(0.05)
-    finally:
-        for run in pending:
-            if run.proc.poll() is None:
-                run.proc.kill()
-                run.proc.wait()
+    while pending:
+        for run in list(pending):
+            code = run.proc.poll()
+            if code is not None:
+                run.code = code
+                pending.remove(run)
+                if progress:
+                    took = time.monotonic() - run.started
+                    progress(f"{run.side} ({run.label}) done in {took:.1f} s")
+        if pending and time.monotonic() > deadline:
+            raise DiffError(
+                f"the plan run on the {pending[0].side} side took over "
+                f"{PLAN_TIMEOUT_S:g} s and was stopped",
+                EXIT_PROGRAM,
+            )
+        if pending:
+            time.sleep(0.05)
 
 
 def _tail(path: Path) -> list[str]:
