@@ -46,6 +46,7 @@ from gpudr.drill import (
     iso,
     new_report,
     outcome,
+    parse_ts,
     workload_rtos,
 )
 from gpudr.stackconfig import BucketConfig
@@ -126,7 +127,7 @@ def run_drill(setup: DrillSetup, deps: Deps) -> DrillReport:
             _cleanup(name, deps, report)
         report.finished_at = iso(deps.clock())
         report.workloads = workload_rtos(setup, report)
-        started = datetime.fromisoformat(report.started_at.replace("Z", "+00:00"))
+        started = parse_ts(report.started_at)
         elapsed = (deps.clock() - started).total_seconds()
         report.cost_measured_usd = setup.cost.for_seconds(elapsed) if created else 0.0
         report.outcome = "error" if error is not None else outcome(report)

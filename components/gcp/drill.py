@@ -20,6 +20,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
+from components.gcp.kms import key_path
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.tags import drill_pool_tags, drill_tags, gcp_labels
 from gpudr.drill import (
@@ -41,12 +42,6 @@ class GcpDrillArgs:
     drill: DrillConfig
 
 
-def regional_key(project: str, cfg: SiteConfig) -> str:
-    """The DR site's regional key, as components/gcp/kms.py names it."""
-    loc = cfg.region.lower()
-    return f"projects/{project}/locations/{loc}/keyRings/{cfg.key_ring}-{loc}/cryptoKeys/data"
-
-
 class GcpDrill(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
     reader: pulumi.Output[str]  # the reader's email ("" when the site holds no data)
@@ -65,6 +60,8 @@ class GcpDrill(pulumi.ComponentResource):
             )
         child = pulumi.ResourceOptions(parent=self)
         region = cfg.region
+        # The DR site's regional key, declared (and protected) by its own stack.
+        key_id = key_path(project, cfg.key_ring, region.lower())
         drill_cfg = replace(cfg, clusters=drill_clusters(cfg, drill))
         network = SiteNetwork(
             f"{name}-net",
@@ -93,7 +90,7 @@ class GcpDrill(pulumi.ComponentResource):
                     pods_range=ranges.pods_range,
                     services_range=ranges.services_range,
                     master_cidr=ranges.master_cidr,
-                    key_id=regional_key(project, cfg),
+                    key_id=key_id,
                     key_grant=None,
                     api_public_cidrs=cfg.api_public_cidrs,
                     failover=drill.failover,

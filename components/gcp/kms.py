@@ -33,6 +33,20 @@ class DataKeyArgs:
     encrypters: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
+KEY_NAME = "data"
+
+
+def ring_name(prefix: str, location: str) -> str:
+    """The key ring of a location: one per region (and one for the multi-region buckets)."""
+    return f"{prefix}-{location}"
+
+
+def key_path(project: str, prefix: str, location: str) -> str:
+    """The resource path of the data key a DataKey declares, for a stack that only uses it."""
+    ring = ring_name(prefix, location)
+    return f"projects/{project}/locations/{location}/keyRings/{ring}/cryptoKeys/{KEY_NAME}"
+
+
 class DataKey(pulumi.ComponentResource):
     key_id: pulumi.Output[str]
     key_ring_id: pulumi.Output[str]
@@ -50,7 +64,7 @@ class DataKey(pulumi.ComponentResource):
         # protected so that a refactor cannot try to re-create it under the same name.
         ring = gcp.kms.KeyRing(
             f"{name}-ring",
-            name=f"{args.key_ring}-{args.location}",
+            name=ring_name(args.key_ring, args.location),
             location=args.location,
             project=args.project,
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
@@ -58,7 +72,7 @@ class DataKey(pulumi.ComponentResource):
         # Destroying this key makes every object encrypted with it unreadable, replicas included.
         key = gcp.kms.CryptoKey(
             f"{name}-key",
-            name="data",
+            name=KEY_NAME,
             key_ring=ring.id,
             purpose="ENCRYPT_DECRYPT",
             rotation_period=ROTATION_PERIOD,
