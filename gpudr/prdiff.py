@@ -58,12 +58,12 @@ class Sides:
 
     root: Path  # the repository's top level
     plan_rel: PurePosixPath  # the plan's path from `root`
-    ref: str
     sha: str
     base_has_plan: bool
     # The gpudr project's path from `root` when the running code lives in this repository.
     project_rel: PurePosixPath | None
-    base_has_project: bool
+    # The same, when the base commit has the project there too: the base runs its own code.
+    base_project_rel: PurePosixPath | None
 
 
 def resolve(plan_file: str, ref: str) -> Sides:
@@ -110,11 +110,10 @@ def resolve(plan_file: str, ref: str) -> Sides:
     return Sides(
         root,
         plan_rel,
-        ref,
         sha,
         _exists_at(root, sha, plan_rel),
         project_rel,
-        base_has_project,
+        project_rel if base_has_project else None,
     )
 
 
@@ -163,7 +162,7 @@ class _Run:
     code: int | None = None
 
 
-def _start(side: str, label: str, project: Path, plan: Path, work: Path, tmp: Path) -> _Run:
+def _start(side: str, label: str, project: Path, plan: Path, tmp: Path) -> _Run:
     """`python -m gpudr.cli plan` with `project`'s code first on the path, from `project`."""
     out, err = tmp / f"{side}.json", tmp / f"{side}.stderr"
     env = dict(os.environ)
@@ -171,11 +170,11 @@ def _start(side: str, label: str, project: Path, plan: Path, work: Path, tmp: Pa
         x for x in (str(project), os.environ.get("PYTHONPATH", "")) if x
     )
     env.pop("PYTHONSAFEPATH", None)
-    plan_arg = os.path.relpath(plan, work)
+    plan_arg = os.path.relpath(plan, project)
     with err.open("wb") as err_file:
         proc = subprocess.Popen(
             [*PLAN_COMMAND, plan_arg, "--format", "json", "-o", str(out)],
-            cwd=work,
+            cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -258,13 +257,12 @@ def run_diff(
         base_label += f" ({sides.sha[:7]})"
     head_label = _head_label(sides)
     notes: list[str] = []
-    head_project = PROJECT_DIR if sides.project_rel is not None else None
-    if head_project is None:
+    if sides.project_rel is None:
         notes.append(
             f"The gpudr code ({PROJECT_DIR}) is not in this repository: both sides ran with it, "
             "so only the plan's changes show."
         )
-    elif not sides.base_has_project:
+    elif sides.base_project_rel is None:
         notes.append(
             f"{base_ref} has no gpudr project at {sides.project_rel}: the base plan ran with the "
             "working tree's code, so only the plan's changes show."
@@ -275,31 +273,19 @@ def run_diff(
         try:
             if sides.base_has_plan:
                 tree = tmp / "base"
-                wanted = [sides.plan_rel]
-                if sides.base_has_project:
-                    assert sides.project_rel is not None
-                    wanted.append(sides.project_rel)
+                rel = sides.base_project_rel
                 if progress:
                     progress(f"extracting {base_ref} ({sides.sha[:7]})")
-                extract(sides.root, sides.sha, wanted, tree)
-                if sides.base_has_project:
-                    assert sides.project_rel is not None
-                    base_project = tree / sides.project_rel
-                else:
-                    base_project = PROJECT_DIR
-                runs.append(
-                    _start(
-                        "base",
-                        base_ref,
-                        base_project,
-                        tree / sides.plan_rel,
-                        base_project,
-                        tmp,
-                    )
+                extract(
+                    sides.root,
+                    sides.sha,
+                    [sides.plan_rel, *([rel] if rel is not None else [])],
+                    tree,
                 )
-            work = PROJECT_DIR
+                base_project = tree / rel if rel is not None else PROJECT_DIR
+                runs.append(_start("base", base_ref, base_project, tree / sides.plan_rel, tmp))
             runs.append(
-                _start("head", "working tree", work, sides.root / sides.plan_rel, work, tmp)
+                _start("head", "working tree", PROJECT_DIR, sides.root / sides.plan_rel, tmp)
             )
             if progress:
                 progress(
