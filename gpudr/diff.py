@@ -20,8 +20,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudr.report import key_settings, short_type
-from gpudr.units import fmt_duration, fmt_gbps, fmt_usd
+from gpudr.report import (
+    PATH_COLUMNS,
+    WORKLOAD_COLUMNS,
+    key_settings,
+    md_table,
+    path_cells,
+    short_type,
+    workload_cells,
+)
+from gpudr.units import fmt_usd
 
 COMMENT_LIMIT = 65_536  # GitHub's maximum comment body, in characters
 DEFAULT_LIMIT = 60_000  # room left for what CI wraps around it
@@ -341,38 +349,9 @@ def _yes(value: Any) -> str:
     return "-" if value is None else "yes" if value else "NO"
 
 
-def _gbps(w: Mapping[str, Any], key: str) -> str:
-    value = w.get(key)
-    if value is None and key == "provisioned_gbps" and w.get("mechanism", "x") is not None:
-        return "unbounded"
-    return fmt_gbps(value)
-
-
-# (column, how a workload's value is shown); the diff compares what is shown.
-_WORKLOAD_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
-    ("meets", lambda w: _yes(w.get("meets"))),
-    ("RPO / RTO", lambda w: f"{fmt_duration(w.get('rpo_s'))} / {fmt_duration(w.get('rto_s'))}"),
-    ("pattern / mechanism", lambda w: f"{w.get('pattern') or '-'} / {w.get('mechanism') or '-'}"),
-    ("required", lambda w: _gbps(w, "required_gbps")),
-    ("provisioned", lambda w: _gbps(w, "provisioned_gbps")),
-    ("est. RPO", lambda w: fmt_duration(w.get("estimated_rpo_s"))),
-    ("est. RTO", lambda w: fmt_duration(w.get("estimated_rto_s"))),
-)
-
-_PATH_COLUMNS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
-    ("ok", lambda p: _yes(p.get("ok"))),
-    ("carries", lambda p: ", ".join(p.get("flows") or ()) or "control traffic"),
-    ("required", lambda p: fmt_gbps(p.get("required_gbps"))),
-    ("needed (x headroom)", lambda p: fmt_gbps(p.get("needed_gbps"))),
-    (
-        "provisioned",
-        lambda p: (
-            "unbounded"
-            if p.get("provisioned_gbps") is None
-            else fmt_gbps(p.get("provisioned_gbps"))
-        ),
-    ),
-)
+# A workload or path row as the plan report shows it (gpudr.report): the first cells name it,
+# the rest are compared.
+_LABEL_CELLS = 2
 
 
 @dataclass
@@ -390,28 +369,34 @@ def _row_diffs(
     old: Sequence[Mapping[str, Any]],
     new: Sequence[Mapping[str, Any]],
     key: Callable[[Mapping[str, Any]], tuple[str, ...]],
-    columns: Sequence[tuple[str, Callable[[Mapping[str, Any]], str]]],
+    cells: Callable[[Mapping[str, Any]], list[str]],
+    columns: Sequence[str],
+    verdict: str,
 ) -> list[RowDiff]:
+    """Rows matched by `key` whose cells (one per `columns`, as the plan report shows them)
+    differ; `verdict` names the compliance column."""
+    v = list(columns).index(verdict) - _LABEL_CELLS
     a = {key(x): x for x in old}
     b = {key(x): x for x in new}
     out = []
     for k in list(b) + [k for k in a if k not in b]:
         x, y = a.get(k), b.get(k)
-        if x is not None and y is not None:
-            cells = [(fn(x), fn(y)) for _, fn in columns]
-            if all(c[0] == c[1] for c in cells):
-                continue
-            status = ""
-        elif y is not None:
-            cells = [("", fn(y)) for _, fn in columns]
-            status = "new"
-        else:
-            assert x is not None
-            cells = [(fn(x), "") for _, fn in columns]
-            status = "removed"
-        compliance = cells[0][0] != cells[0][1] if status == "" else "NO" in cells[0]
+        shown_x = None if x is None else cells(x)
+        shown_y = None if y is None else cells(y)
+        if shown_x == shown_y:
+            continue
+        status = "new" if shown_x is None else "removed" if shown_y is None else ""
+        before = shown_x or [""] * len(columns)
+        after = shown_y or [""] * len(columns)
+        # A label cell that changed (a path's ports) shows both.
+        label = [
+            q if not p else p if not q or p == q else f"{p} -> {q}"
+            for p, q in zip(before[:_LABEL_CELLS], after[:_LABEL_CELLS], strict=True)
+        ]
+        pairs = list(zip(before[_LABEL_CELLS:], after[_LABEL_CELLS:], strict=True))
+        compliance = pairs[v][0] != pairs[v][1] if status == "" else "NO" in pairs[v]
         notes = list(y.get("notes") or ()) if y is not None and y.get("meets") is False else []
-        out.append(RowDiff(list(k), cells, status, compliance, notes))
+        out.append(RowDiff(label, pairs, status, compliance, notes))
     out.sort(key=lambda r: not r.compliance)
     return out
 
@@ -423,7 +408,9 @@ def diff_workloads(base: Mapping[str, Any] | None, head: Mapping[str, Any]) -> l
         (base or {}).get("workloads", ()),
         head.get("workloads", ()),
         lambda w: (str(w.get("name")), str(w.get("pair"))),
-        _WORKLOAD_COLUMNS,
+        workload_cells,
+        WORKLOAD_COLUMNS,
+        "meets",
     )
 
 
@@ -433,7 +420,9 @@ def diff_paths(base: Mapping[str, Any] | None, head: Mapping[str, Any]) -> list[
         (base or {}).get("paths", ()),
         head.get("paths", ()),
         lambda p: (str(p.get("pair")), str(p.get("kind"))),
-        _PATH_COLUMNS,
+        path_cells,
+        PATH_COLUMNS,
+        "ok",
     )
 
 
@@ -542,12 +531,6 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 def _arrow(old: str, new: str) -> str:
     return cell(new) if old == new else f"{cell(old)} -> **{cell(new)}**"
 
@@ -648,7 +631,7 @@ def _summary(d: _Diff, base_label: str, head_label: str, plan_path: str | None) 
             f"{new_v} new, {resolved_v} resolved violation(s)",
         ],
     ]
-    out += table(["", "base", "head", "change"], rows)
+    out += md_table(["", "base", "head", "change"], rows)
     return out
 
 
@@ -671,7 +654,7 @@ def _stack_section(s: StackDiff, level: _Level) -> list[str]:
     out = [f"#### Stack {code(shorten(s.name, 100))}{status} ({cell(s.title)}): {counts}", ""]
     if s.violations:
         shown = _take(s.violations, level.items)
-        out += table(
+        out += md_table(
             ["policy verdict", "level", "policy", "resource", "message"],
             [
                 [
@@ -693,7 +676,7 @@ def _stack_section(s: StackDiff, level: _Level) -> list[str]:
         return out
     if level.resources:
         shown_r = _take(s.resources, level.items)
-        out += table(
+        out += md_table(
             ["", "type", "name", "settings: old -> new, or what is added / removed"],
             [
                 [
@@ -712,7 +695,7 @@ def _stack_section(s: StackDiff, level: _Level) -> list[str]:
             per_type.setdefault(short_type(r.type), Counter())[r.kind] += 1
         types = sorted(per_type)
         shown_t = _take(types, level.items)
-        out += table(
+        out += md_table(
             ["type", "+", "~", "-", "URN changed"],
             [
                 [cell(shorten(t, 80))]
@@ -742,7 +725,7 @@ def _rows_section(
         if r.status:
             label[0] += f" ({r.status})"
         body.append(label + [_arrow(a, b) if not r.status else cell(a or b) for a, b in r.cells])
-    out = [title, "", *table([*labels, *columns], body)]
+    out = [title, "", *md_table([*labels, *columns], body)]
     out += _more(len(shown), len(rows), noun)
     notes = [f"- {cell(r.label[0])}: {cell(shorten(n_, 300))}" for r in shown for n_ in r.notes]
     if notes:
@@ -756,7 +739,7 @@ def _cost_section(c: CostDiff, n: int | None) -> list[str]:
     out = ["#### Monthly cost (USD, list prices)", ""]
     if c.categories:
         shown_c = _take(c.categories, n)
-        out += table(
+        out += md_table(
             ["DR category", "base", "head", "change"],
             [
                 [
@@ -773,7 +756,7 @@ def _cost_section(c: CostDiff, n: int | None) -> list[str]:
     if c.lines:
         shown = _take(c.lines, n)
         out += ["Cost lines that changed, largest first:", ""]
-        out += table(
+        out += md_table(
             ["site", "category", "item", "side", "base", "head", "change"],
             [
                 [
@@ -822,16 +805,16 @@ def _render(
         return "\n".join([*out, "No changes: the same resources, verdicts, sizing and cost.", ""])
     out += _rows_section(
         "#### Recovery targets and sizing",
-        ["workload", "pair"],
-        [c for c, _ in _WORKLOAD_COLUMNS],
+        WORKLOAD_COLUMNS[:_LABEL_CELLS],
+        WORKLOAD_COLUMNS[_LABEL_CELLS:],
         d.workloads,
         level.items,
         "changed workload(s)",
     )
     out += _rows_section(
         "#### Replication paths",
-        ["path", "kind"],
-        [c for c, _ in _PATH_COLUMNS],
+        PATH_COLUMNS[:_LABEL_CELLS],
+        PATH_COLUMNS[_LABEL_CELLS:],
         d.paths,
         level.items,
         "changed path(s)",

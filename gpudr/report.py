@@ -11,11 +11,15 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gpudr.design import Design
 from gpudr.units import fmt_duration, fmt_gbps, fmt_usd
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 SCHEMA_VERSION = 1
 
@@ -296,65 +300,72 @@ def short_type(resource_type: str) -> str:
 
 
 def _provisioned(w: Mapping[str, Any]) -> str:
-    if w["provisioned_gbps"] is not None:
+    if w.get("provisioned_gbps") is not None:
         return fmt_gbps(w["provisioned_gbps"])
     # No capacity figure: a pool (no path), or a path with no provisioned limit.
-    return "-" if w["mechanism"] is None else "unbounded"
+    return "-" if w.get("mechanism") is None else "unbounded"
+
+
+# The recovery-targets and replication-paths tables: column names and one row's cells. The plan
+# report shows them; `gpudr diff` compares them, so both show a value the same way.
+WORKLOAD_COLUMNS = (
+    "workload",
+    "pair",
+    "RPO",
+    "RTO",
+    "pattern",
+    "mechanism",
+    "required",
+    "provisioned",
+    "est. RPO",
+    "est. RTO",
+    "meets",
+)
+PATH_COLUMNS = ("path", "kind", "carries", "required", "x headroom", "provisioned", "ok")
+
+
+def workload_cells(w: Mapping[str, Any]) -> list[str]:
+    """A workload of the report as shown, one cell per `WORKLOAD_COLUMNS`."""
+    est_rpo = w.get("estimated_rpo_s")
+    mechanism = w.get("mechanism")
+    return [
+        str(w.get("name")),
+        str(w.get("pair")),
+        fmt_duration(w.get("rpo_s")),
+        fmt_duration(w.get("rto_s")),
+        w.get("pattern") or "-",
+        mechanism or "-",
+        fmt_gbps(w.get("required_gbps")),
+        _provisioned(w),
+        "no guarantee"
+        if est_rpo is None and mechanism is not None and w.get("rpo_s") is not None
+        else fmt_duration(est_rpo),
+        fmt_duration(w.get("estimated_rto_s")),
+        "yes" if w.get("meets") else "NO",
+    ]
+
+
+def path_cells(p: Mapping[str, Any]) -> list[str]:
+    """A replication path of the report as shown, one cell per `PATH_COLUMNS`."""
+    ports = p.get("ports")
+    provisioned = p.get("provisioned_gbps")
+    return [
+        str(p.get("pair")),
+        str(p.get("kind")) + (f" ({ports['ports']} x {ports['port_gbps']} Gbps)" if ports else ""),
+        ", ".join(p.get("flows") or ()) or "control traffic",
+        fmt_gbps(p.get("required_gbps")),
+        fmt_gbps(p.get("needed_gbps")),
+        fmt_gbps(provisioned) if provisioned is not None else "unbounded",
+        "yes" if p.get("ok") else "NO",
+    ]
 
 
 def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = [
-        "workload",
-        "pair",
-        "RPO",
-        "RTO",
-        "pattern",
-        "mechanism",
-        "required",
-        "provisioned",
-        "est. RPO",
-        "est. RTO",
-        "meets",
-    ]
-    rows = []
-    for w in report["workloads"]:
-        est_rpo = w["estimated_rpo_s"]
-        rows.append(
-            [
-                w["name"],
-                w["pair"],
-                fmt_duration(w["rpo_s"]),
-                fmt_duration(w["rto_s"]),
-                w["pattern"] or "-",
-                w["mechanism"] or "-",
-                fmt_gbps(w["required_gbps"]),
-                _provisioned(w),
-                "no guarantee"
-                if est_rpo is None and w["mechanism"] is not None and w["rpo_s"] is not None
-                else fmt_duration(est_rpo),
-                fmt_duration(w["estimated_rto_s"]),
-                "yes" if w["meets"] else "NO",
-            ]
-        )
-    return head, rows
+    return list(WORKLOAD_COLUMNS), [workload_cells(w) for w in report["workloads"]]
 
 
 def _rows_paths(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["path", "kind", "carries", "required", "x headroom", "provisioned", "ok"]
-    rows = [
-        [
-            p["pair"],
-            p["kind"]
-            + (f" ({p['ports']['ports']} x {p['ports']['port_gbps']} Gbps)" if p["ports"] else ""),
-            ", ".join(p["flows"]) or "control traffic",
-            fmt_gbps(p["required_gbps"]),
-            fmt_gbps(p["needed_gbps"]),
-            fmt_gbps(p["provisioned_gbps"]) if p["provisioned_gbps"] is not None else "unbounded",
-            "yes" if p["ok"] else "NO",
-        ]
-        for p in report["paths"]
-    ]
-    return head, rows
+    return list(PATH_COLUMNS), [path_cells(p) for p in report["paths"]]
 
 
 def _rows_cost(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -404,13 +415,15 @@ def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     return head, rows
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    def esc(cell: str) -> str:
-        return cell.replace("|", "\\|")
-
+def md_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A markdown table's lines, the cells as given: escaping them is the caller's business."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(md_table(head, ([c.replace("|", "\\|") for c in row] for row in rows)))
 
 
 def _stack_title(s: Mapping[str, Any]) -> str:
@@ -487,38 +500,46 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
     return "\n".join(parts)
 
 
-def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
-    """Rich tables rendered to plain text (no colour codes when not on a terminal)."""
+def _console(width: int | None) -> Console:
+    """A console that records plain text (no colour codes) for `export_text`."""
     from rich.console import Console
+
+    return Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
+
+
+def _rich_table(title: str, head: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
     from rich.table import Table
 
-    console = Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for h in head:
+        t.add_column(h, overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    return t
 
-    def table(title: str, head: list[str], rows: list[list[str]]) -> Table:
-        t = Table(title=title, title_justify="left", show_lines=False)
-        for h in head:
-            t.add_column(h, overflow="fold")
-        for row in rows:
-            t.add_row(*row)
-        return t
 
+def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
+    """Rich tables rendered to plain text (no colour codes when not on a terminal)."""
+    console = _console(width)
     console.print(f"gpudr plan: {report['plan']['name']} ({report['plan']['source']})")
     for s in report["stacks"]:
-        console.print(table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
+        console.print(_rich_table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
         if "policy" in s:
             head, rows = _rows_policy(s)
             if rows:
-                console.print(table(f"Policy violations: {s['name']}", head, rows))
+                console.print(_rich_table(f"Policy violations: {s['name']}", head, rows))
             else:
                 console.print(f"Policy pack: no violations in {s['name']}.")
-    console.print(table("Recovery targets", *_rows_workloads(report)))
+    console.print(_rich_table("Recovery targets", *_rows_workloads(report)))
     console.print(
-        table("Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report))
+        _rich_table(
+            "Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report)
+        )
     )
     console.print(
-        table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report))
+        _rich_table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report))
     )
-    console.print(table("DR pattern alternatives", *_rows_alternatives(report)))
+    console.print(_rich_table("DR pattern alternatives", *_rows_alternatives(report)))
     for n in _notes(report):
         console.print(f"- {n}")
     console.print(_verdict(report))
@@ -591,18 +612,9 @@ def _portfolio_verdict(portfolio: Mapping[str, Any]) -> str:
 def portfolio_text(portfolio: Mapping[str, Any], width: int | None = None) -> str:
     """Each plan's text report, then the portfolio table and verdict (last, where a terminal
     or a CI log ends)."""
-    from rich.console import Console
-    from rich.table import Table
-
     parts = [render_text(r, width) for r in portfolio["plans"]]
-    console = Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
-    table = Table(title="Portfolio", title_justify="left")
-    head, rows = _rows_portfolio(portfolio)
-    for h in head:
-        table.add_column(h, overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console = _console(width)
+    console.print(_rich_table("Portfolio", *_rows_portfolio(portfolio)))
     console.print(_portfolio_verdict(portfolio))
     return "\n".join(parts) + "\n" + console.export_text()
 

@@ -23,6 +23,7 @@ from gpudr.diff import (
     shorten,
     signed_usd,
 )
+from gpudr.report import PATH_COLUMNS, WORKLOAD_COLUMNS, path_cells, workload_cells
 from tests.conftest import ROOT
 
 BUCKET = "aws:s3/bucket:Bucket"
@@ -436,12 +437,14 @@ def test_policy_verdicts_that_changed() -> None:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"meets": False}, "| checkpoints | use1->usw2 | yes -> **NO** |"),
+        ({"meets": False}, "| 13m53s | yes -> **NO** |"),
         ({"required_gbps": 2.37037}, "790 Mbps -> **2.37 Gbps**"),
         ({"provisioned_gbps": 1.0}, "5 Gbps -> **1 Gbps**"),
         ({"estimated_rpo_s": 4004.15}, "1h -> **1h6m**"),
         ({"estimated_rto_s": 1900.0}, "13m53s -> **31m40s**"),
-        ({"rpo_s": 3600.0}, "4h / 4h -> **1h / 4h**"),
+        ({"rpo_s": 3600.0}, "| 4h -> **1h** | 4h |"),
+        # As the plan report shows it: a mechanism that gives no RPO figure.
+        ({"estimated_rpo_s": None}, "1h -> **no guarantee**"),
     ],
 )
 def test_workload_compliance_and_sizing_rows(changes: dict[str, Any], expected: str) -> None:
@@ -457,6 +460,22 @@ def test_workload_compliance_and_sizing_rows(changes: dict[str, Any], expected: 
     if changes.get("meets") is False:
         assert "- checkpoints: a burst takes longer than the RPO" in text
         assert row(text, "every target met").startswith("| every target met | yes | NO |")
+
+
+def test_rows_show_the_plan_reports_columns_and_cells() -> None:
+    """A workload and a path are shown as `gpudr plan` shows them, under its column names."""
+    base = report(workloads=[workload("checkpoints")])
+    head = report(workloads=[workload("checkpoints", estimated_rpo_s=None)])
+    head["paths"][0].update(provisioned_gbps=None, ok=False)
+    text = render(base, head)
+    lines = text.splitlines()
+    for columns in (WORKLOAD_COLUMNS, PATH_COLUMNS):
+        assert "| " + " | ".join(columns) + " |" in lines
+    w = workload_cells(head["workloads"][0])
+    assert w[8] == "no guarantee"
+    assert row(text, *w[:2]).endswith(f"| 1h -> **{w[8]}** | {w[9]} | {w[10]} |")
+    p = path_cells(head["paths"][0])
+    assert row(text, *p[:2]).endswith(f"| 5 Gbps -> **{p[5]}** | yes -> **{p[6]}** |")
 
 
 def test_replication_path_row_when_the_need_rises() -> None:
@@ -526,7 +545,7 @@ def test_new_plan_shows_everything_added() -> None:
     assert row(text, "resources") == "| resources | - | 2 | +2 ~0 -0 |"
     assert row(text, "DR cost / month").endswith("| **+$1,000** (new) |")
     assert row(text, "checkpoints (new)", "use1->usw2").endswith(
-        "| yes | 4h / 4h | - / crr-rtc | 790 Mbps | 5 Gbps | 1h | 13m53s |"
+        "| 4h | 4h | - | crr-rtc | 790 Mbps | 5 Gbps | 1h | 13m53s | yes |"
     )
     row(text, "+", "s3.Bucket", "`a`")
 
