@@ -34,13 +34,16 @@ from typing import Any
 
 from gpudr import cost, reference
 from gpudr.design import Design
-from gpudr.runbook import agent_pool_name, build_runbook
+from gpudr.runbook import build_runbook
 from gpudr.spec import Plan, Site, drill_default
 from gpudr.stackconfig import (
+    AKS_SYSTEM_NODE_COUNT,
+    AKS_SYSTEM_VM_SIZE,
     CONFIG_NAMESPACE,
     BucketConfig,
     ClusterConfig,
     SiteConfig,
+    agent_pool_name,
     build_site_configs,
     stack_config_values,
 )
@@ -62,8 +65,6 @@ _HOURLY = {
     "gcp": (("gke_cluster_hour", "GKE cluster fee"), ("cloud_nat_gateway_hour", "Cloud NAT")),
     "azure": (("aks_cluster_hour", "AKS Standard tier"),),
 }
-# What every AKS cluster also runs (components/azure/gpu_cluster.py: system pool).
-AKS_SYSTEM = ("Standard_D4s_v5", 2)
 
 
 class DrillError(ValueError):
@@ -582,7 +583,7 @@ def drill_cost(cloud: str, pools: Iterable[DrillPool], clusters: int, ttl_s: flo
             continue
         lines.append(CostLine(title, count, "each", price.usd, price.citation))
     if cloud == "azure" and clusters:
-        size, count = AKS_SYSTEM
+        size, count = AKS_SYSTEM_VM_SIZE, AKS_SYSTEM_NODE_COUNT
         try:
             price = cost.gpu_hour(cloud, size)
             lines.append(

@@ -27,13 +27,19 @@ from dataclasses import dataclass, field
 from gpudr.design import DataFlow, Design, Pool
 from gpudr.spec import Plan, Site
 from gpudr.stackconfig import (
+    GPU_TAINT,
+    POOL_LABEL,
     BucketConfig,
     ClusterConfig,
     CredentialKey,
     InboundTransfer,
     PoolConfig,
     SiteConfig,
+    agent_pool_name,
     build_site_configs,
+    datasync_schedule,
+    datasync_task_name,
+    datasync_task_prefix,
     stack_name,
     transfer_credential_keys,
 )
@@ -43,10 +49,6 @@ from gpudr.units import fmt_duration, fmt_size
 TEMPLATE = "runbook.md.j2"
 RUNBOOKS_DIR = "runbooks"
 POLICY_PACK = "policies"
-# What components/*/gpu_cluster.py put on every GPU node: the label selects a pool's nodes; the
-# taint keeps everything without a matching toleration off them.
-POOL_LABEL = "gpudr/pool"
-GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
 NOT_TIMED = "not timed by the plan"
 PHASES = ("prepare", "failover", "failback")
 # In a step's prose, `{step:<key>}` becomes "step <number>".
@@ -161,21 +163,6 @@ class Runbook:
 
 def runbook_path(plan: Plan, primary: Site, dr: Site) -> str:
     return f"{RUNBOOKS_DIR}/{plan.name}-{primary.name}-to-{dr.name}.md"
-
-
-def agent_pool_name(pool: str) -> str:
-    """The AKS node pool name of a gpudr pool, as components/azure/gpu_cluster.py derives it
-    (that module imports Pulumi, so the rule is repeated here; a test keeps them equal)."""
-    cleaned = "".join(c for c in pool.lower() if c.isascii() and c.isalnum())
-    if not cleaned or not cleaned[0].isalpha():
-        cleaned = f"p{cleaned}"
-    return cleaned[:12]
-
-
-def datasync_schedule(schedule_s: int) -> str:
-    """The task's schedule expression, as components/aws/datasync.py writes it."""
-    hours = schedule_s // 3600
-    return "rate(1 hour)" if hours == 1 else f"rate({hours} hours)"
 
 
 def kube_context(site: SiteConfig, cluster: ClusterConfig) -> str:
@@ -387,7 +374,9 @@ def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTra
             f"{var}=$(gcloud transfer jobs list --project {dr.project} "
             f"--filter='description~gs://{bucket.name}' --format='value(name)')"
         )
-    task = f"gpudr-{dr.system}-{dr.site}-{bucket.data_class}-from-{t.source_site}"
+    task = datasync_task_name(
+        datasync_task_prefix(dr.system, dr.site, bucket.data_class), t.source_site
+    )
     return (
         f"{var}=$(aws datasync list-tasks --region {dr.region} "
         f"--query \"Tasks[?Name=='{task}'].TaskArn\" --output text)"

@@ -50,6 +50,62 @@ def transit_gateway_name(plan: Plan, site: Site) -> str:
     return f"gpudr-{plan.name}-{site.name}"
 
 
+# --- rules the components apply and the runbooks and drills name --------------------------------
+
+# Every GPU node carries the pool label (a pool's node selector) and the GPU taint (everything
+# without a matching toleration stays off): components/*/gpu_cluster.py.
+POOL_LABEL = "gpudr/pool"
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule"  # as kubectl and AKS write it
+# The system pool every AKS cluster also runs (components/azure/gpu_cluster.py).
+AKS_SYSTEM_VM_SIZE = "Standard_D4s_v5"
+AKS_SYSTEM_NODE_COUNT = 2
+
+
+def agent_pool_name(pool: str) -> str:
+    """AKS Linux node pool names are 1-12 lowercase letters and digits, starting with a letter.
+    gpudr lowercases the pool name, drops every other character, prefixes "p" if it would not
+    start with a letter, and keeps the first 12: "svc-chat" -> "svcchat", "train" -> "train",
+    "Train_H100-large" -> "trainh100lar", "8x-h100" -> "p8xh100"."""
+    cleaned = "".join(c for c in pool.lower() if c.isascii() and c.isalnum())
+    if not cleaned or not cleaned[0].isalpha():
+        cleaned = f"p{cleaned}"
+    return cleaned[:12]
+
+
+def datasync_schedule(schedule_s: int) -> str:
+    """A DataSync task's schedule expression for an interval of whole hours (the caller checks
+    that it is one). Rate expressions want the singular for a value of 1."""
+    hours = schedule_s // 3600
+    return "rate(1 hour)" if hours == 1 else f"rate({hours} hours)"
+
+
+def datasync_task_prefix(system: str, site: str, data_class: str) -> str:
+    """What the names of one replica bucket's DataSync tasks start with."""
+    return f"gpudr-{system}-{site}-{data_class}"
+
+
+def datasync_task_name(prefix: str, source_site: str) -> str:
+    """A DataSync task's name: its bucket's `datasync_task_prefix` and the site it pulls from."""
+    return f"{prefix}-from-{source_site}"
+
+
+def copy_credential_command(
+    primary_stack: str, dr_site: str, key: str, secret: bool, dr_stack: str
+) -> str:
+    """The command that copies one value of the primary stack's `transfer_credentials` output
+    (`{dr site: {key: value}}`) into the DR stack's config key `gpudr:<key>`. The value goes
+    through a pipe, never a file, an argument or the shell history; `jq -j` adds no trailing
+    newline, which would become part of the value."""
+    flag = " --secret" if secret else ""
+    return (
+        f"pulumi stack output transfer_credentials --show-secrets --json -s {primary_stack} "
+        f'| jq -j \'.["{dr_site}"]["{key}"]\' '
+        f"| pulumi config set{flag} {CONFIG_NAMESPACE}:{key} -s {dr_stack}"
+    )
+
+
 @dataclass(frozen=True)
 class Lifecycle:
     archive_after_days: int | None  # current versions move to the archive class
@@ -822,11 +878,8 @@ class CredentialKey:
     def command(self, dr_stack: str) -> str:
         """The exact command that copies it; the value never passes through a file."""
         short = self.key.split(":", 1)[1]
-        flag = " --secret" if self.secret else ""
-        return (
-            f"pulumi stack output transfer_credentials -s {self.primary_stack} --show-secrets "
-            f"--json | jq -j '.\"{self.dr_site}\".{short}' | "
-            f"pulumi config set{flag} {self.key} -s {dr_stack}"
+        return copy_credential_command(
+            self.primary_stack, self.dr_site, short, self.secret, dr_stack
         )
 
 

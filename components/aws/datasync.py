@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import InboundTransfer
+from gpudr.stackconfig import InboundTransfer, datasync_schedule, datasync_task_name
 
 GCS_ENDPOINT = "storage.googleapis.com"
 # Enhanced mode tasks log only to this group: DataSync sends their logs nowhere else
@@ -51,9 +51,7 @@ def schedule_expression(t: InboundTransfer) -> str:
             f"{t.schedule_s} is not a whole number of hours of at least one; regenerate the "
             "stack with `gpudr generate`"
         )
-    hours = t.schedule_s // 3600
-    # Rate expressions want the singular for a value of 1.
-    return "rate(1 hour)" if hours == 1 else f"rate({hours} hours)"
+    return datasync_schedule(t.schedule_s)
 
 
 @dataclass(frozen=True)
@@ -170,7 +168,7 @@ class DataSyncPull(pulumi.ComponentResource):
             tasks.append(
                 aws.datasync.Task(
                     f"{name}-from-{t.source_site}",
-                    name=f"{args.task_name}-from-{t.source_site}",
+                    name=datasync_task_name(args.task_name, t.source_site),
                     task_mode="ENHANCED",
                     source_location_arn=source.arn,
                     destination_location_arn=sink.arn,

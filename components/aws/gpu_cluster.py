@@ -11,7 +11,13 @@ import pulumi
 import pulumi_aws as aws
 
 from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import ClusterConfig, PoolConfig
+from gpudr.stackconfig import (
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    POOL_LABEL,
+    ClusterConfig,
+    PoolConfig,
+)
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
@@ -235,10 +241,10 @@ class GpuCluster(pulumi.ComponentResource):
             ),
             taints=[
                 aws.eks.NodeGroupTaintArgs(
-                    key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE"
+                    key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE"
                 )
             ],
-            labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
+            labels={POOL_LABEL: pool.name, "gpudr/pattern": pool.pattern},
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),

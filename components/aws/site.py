@@ -33,7 +33,12 @@ from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
 from components.config import TransferCredentials
 from components.tags import bucket_tags, pool_tags, site_tags
-from gpudr.stackconfig import BucketConfig, SiteConfig
+from gpudr.stackconfig import (
+    BucketConfig,
+    SiteConfig,
+    copy_credential_command,
+    datasync_task_prefix,
+)
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ class AwsSite(pulumi.ComponentResource):
                     hmac_access_id=creds.gcs_hmac_access_id,
                     hmac_secret=creds.gcs_hmac_secret,
                     log_group_arn=logs.log_group_arn,
-                    task_name=f"gpudr-{cfg.system}-{cfg.site}-{b.data_class}",
+                    task_name=datasync_task_prefix(cfg.system, cfg.site, b.data_class),
                     tags=site_tags(cfg, "transfer", data_class=b.data_class),
                 ),
                 # The bucket's versioning and encryption exist before the first run writes.
@@ -320,12 +325,7 @@ def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:
     ]
     for primary in primaries:
         source = f"{cfg.system}-{primary}"  # the primary's stack (gpudr.stackconfig.stack_name)
-        for key, secret in (("gcs_hmac_access_id", ""), ("gcs_hmac_secret", "--secret ")):
-            # -j: no trailing newline, or it would become part of the value.
-            lines.append(
-                f"  pulumi stack output transfer_credentials --show-secrets --json -s {source}"
-                f" | jq -j '.[\"{cfg.site}\"].{key}'"
-                f" | pulumi config set {secret}gpudr:{key} -s {stack}"
-            )
+        for key, secret in (("gcs_hmac_access_id", False), ("gcs_hmac_secret", True)):
+            lines.append(f"  {copy_credential_command(source, cfg.site, key, secret, stack)}")
     lines.append(f"  pulumi up -s {stack}")
     return "\n".join(lines)

@@ -18,28 +18,23 @@ from components.azure.arm import (
     role_definition_id,
 )
 from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import ClusterConfig, PoolConfig
+from gpudr.stackconfig import (
+    AKS_SYSTEM_NODE_COUNT,
+    AKS_SYSTEM_VM_SIZE,
+    GPU_TAINT,
+    POOL_LABEL,
+    ClusterConfig,
+    PoolConfig,
+    agent_pool_name,
+)
 
 SYSTEM_POOL = "system"
-SYSTEM_VM_SIZE = "Standard_D4s_v5"
-GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
 # Overlay: pods take addresses from a private range that never leaves the cluster (traffic
 # to the VNet and its peers is NATed to the node), one /24 per node: a /14 holds 1,024 nodes.
 # Neither range may overlap the site's or a peer's network, or that network is unreachable.
 POD_CIDR = "10.244.0.0/14"
 SERVICE_CIDR = "172.16.0.0/16"
 DNS_SERVICE_IP = "172.16.0.10"
-
-
-def agent_pool_name(pool: str) -> str:
-    """AKS Linux node pool names are 1-12 lowercase letters and digits, starting with a letter.
-    gpudr lowercases the pool name, drops every other character, prefixes "p" if it would not
-    start with a letter, and keeps the first 12: "svc-chat" -> "svcchat", "train" -> "train",
-    "Train_H100-large" -> "trainh100lar", "8x-h100" -> "p8xh100"."""
-    cleaned = "".join(c for c in pool.lower() if c.isascii() and c.isalnum())
-    if not cleaned or not cleaned[0].isalpha():
-        cleaned = f"p{cleaned}"
-    return cleaned[:12]
 
 
 def _dns_prefix(cluster: str) -> str:
@@ -144,8 +139,8 @@ class AzureGpuCluster(pulumi.ComponentResource):
                     mode=containerservice.AgentPoolMode.SYSTEM,
                     type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
                     os_type=containerservice.OSType.LINUX,
-                    vm_size=SYSTEM_VM_SIZE,
-                    count=2,
+                    vm_size=AKS_SYSTEM_VM_SIZE,
+                    count=AKS_SYSTEM_NODE_COUNT,
                     availability_zones=list(args.zones),
                     vnet_subnet_id=args.nodes_subnet_id,
                 )
@@ -258,7 +253,7 @@ class AzureGpuCluster(pulumi.ComponentResource):
             max_count=size.max_size,
             count=size.desired_size,
             node_taints=[GPU_TAINT],
-            node_labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
+            node_labels={POOL_LABEL: pool.name, "gpudr/pattern": pool.pattern},
             # One zone for GPU pools: training nodes must share one InfiniBand fabric, and the
             # reservation (if any) is zonal.
             availability_zones=[args.gpu_zone],

@@ -11,7 +11,13 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import ClusterConfig, PoolConfig
+from gpudr.stackconfig import (
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    POOL_LABEL,
+    ClusterConfig,
+    PoolConfig,
+)
 
 
 @dataclass(frozen=True)
@@ -173,10 +179,10 @@ class GpuCluster(pulumi.ComponentResource):
                 ],
                 taints=[
                     gcp.container.NodePoolNodeConfigTaintArgs(
-                        key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE"
+                        key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE"
                     )
                 ],
-                labels={"gpudr/pool": pool.name, "gpudr/pattern": pool.pattern},
+                labels={POOL_LABEL: pool.name, "gpudr/pattern": pool.pattern},
                 resource_labels=labels,
                 # gVNIC: the high-bandwidth virtual NIC GPU machine types need.
                 gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),

@@ -26,7 +26,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
-from gpudr.stackconfig import InboundTransfer
+from gpudr.stackconfig import InboundTransfer, copy_credential_command
 
 # What the transfer service agent needs on the sink bucket: objects (write, overwrite, list)
 # and the bucket's metadata.
@@ -111,10 +111,7 @@ def missing_azure_identity(t: InboundTransfer, system: str, dr: str) -> str:
     primary, here = f"{system}-{t.source_site}", pulumi.get_stack()
 
     def copy(key: str) -> str:
-        return (
-            f'pulumi config set gpudr:{key} "$(pulumi stack output transfer_credentials '
-            f'-s {primary} --json | jq -r \'."{dr}".{key}\')" -s {here}'
-        )
+        return copy_credential_command(primary, dr, key, False, here)
 
     return (
         f"Storage Transfer from Azure ({t.source_storage_account}/{t.source_bucket}, site "

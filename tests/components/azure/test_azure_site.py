@@ -19,7 +19,7 @@ from components.azure.arm import (
     NETWORK_CONTRIBUTOR,
 )
 from components.azure.bucket import lifecycle_rules
-from components.azure.gpu_cluster import PoolSize, agent_pool_name, pool_size
+from components.azure.gpu_cluster import PoolSize, pool_size
 from components.azure.network import nodes_subnet_cidr
 from components.azure.site import AzureSite, AzureSiteArgs
 from gpudr.stackconfig import (
@@ -31,6 +31,7 @@ from gpudr.stackconfig import (
     PoolConfig,
     ReplicationTarget,
     SiteConfig,
+    agent_pool_name,
 )
 from offline.mocks import GpudrMocks, Registration, UnreachableError
 from offline.mocks_azure import OFFLINE_SUBSCRIPTION
