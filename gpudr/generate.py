@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from gpudr.design import Design
-from gpudr.runbook import RUNBOOKS_DIR, _var, render_runbooks
+from gpudr.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.spec import Plan
 from gpudr.stackconfig import (
     OPERATOR_KEYS,
@@ -124,7 +124,7 @@ def render_workflow(design: Design, plan_path: str, generated: Sequence[str]) ->
                 "name": stack_name(plan, site),
                 "site": site.name,
                 # A GitHub configuration variable suffix (letters, digits, underscores).
-                "var": _var(site.name),
+                "var": var_name(site.name),
                 "role": site.role,
                 "region": site.region,
                 "clouds": clouds,

@@ -189,8 +189,9 @@ def credentials_commands(site: SiteConfig, cluster: ClusterConfig) -> tuple[str,
     )
 
 
-def _var(name: str) -> str:
-    """A pool or site name as part of a shell variable name."""
+def var_name(name: str) -> str:
+    """A name as part of a shell or GitHub configuration variable name (upper-case letters,
+    digits, underscores)."""
     return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
@@ -226,7 +227,7 @@ def list_newest(site: SiteConfig, bucket: BucketConfig) -> str:
 
 def key_var(data_class: str) -> str:
     """The shell variable naming the object of a class that is being verified."""
-    return f"{_var(data_class)}_KEY"
+    return f"{var_name(data_class)}_KEY"
 
 
 def describe_object(site: SiteConfig, bucket: BucketConfig, key: str) -> str:
@@ -362,7 +363,7 @@ def pool_trouble(site: SiteConfig, cluster: ClusterConfig, pool: PoolConfig) -> 
 
 def pull_var(f: DataFlow) -> str:
     """The shell variable holding one class's job (Storage Transfer) or task (DataSync)."""
-    return f"{'JOB' if f.mechanism == 'sts' else 'TASK'}_{_var(f.data_class)}"
+    return f"{'JOB' if f.mechanism == 'sts' else 'TASK'}_{var_name(f.data_class)}"
 
 
 def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTransfer) -> str:
@@ -662,7 +663,7 @@ def _variables(pair: _Pair) -> list[tuple[str, str]]:
     if pair.dr.cloud == "azure" or pair.primary.cloud == "azure":
         out.append(("AZURE_SUBSCRIPTION_ID", "the subscription of the Azure site(s)"))
     for p in pair.pools:
-        v = _var(p.name)
+        v = var_name(p.name)
         if p.kind == "training":
             out += [
                 (f"{v}_MANIFEST_DR", f"the {p.name} training job's manifest for {pair.dr.name}"),
@@ -1249,7 +1250,7 @@ def _training(pair: _Pair, steps: _Steps) -> None:
             continue
         cluster, pool = pair.dr_pool(p)
         ctx = kube_context(dcfg, cluster)
-        v = _var(p.name)
+        v = var_name(p.name)
         s = p.chosen.stages
         ckpt = pair.flow("checkpoints")
         where = (
@@ -1336,7 +1337,7 @@ def _services(pair: _Pair, steps: _Steps) -> None:
             continue
         cluster, pool = pair.dr_pool(p)
         ctx = kube_context(dcfg, cluster)
-        v = _var(p.name)
+        v = var_name(p.name)
         s = p.chosen.stages
         serving = p.pattern == "active-active"
         commands = [] if serving else [f'kubectl --context {ctx} apply -f "${v}_MANIFEST_DR"']
@@ -1495,7 +1496,7 @@ def _failback(pair: _Pair, steps: _Steps) -> None:
     for q in trainings:
         c = pair.primary_cluster(q.cluster)
         if c is not None:
-            v = _var(q.name)
+            v = var_name(q.name)
             checks.append(
                 Check(
                     f"no pod: training {q.name} did not restart on its own at {p.name} (it "
@@ -1532,7 +1533,7 @@ def _failback(pair: _Pair, steps: _Steps) -> None:
         stop_cmds = []
         for q in trainings:
             cluster, _ = pair.dr_pool(q)
-            v = _var(q.name)
+            v = var_name(q.name)
             stop_cmds.append(
                 f'kubectl --context {kube_context(dcfg, cluster)} delete -f "${v}_MANIFEST_DR"'
             )
@@ -1548,7 +1549,7 @@ def _failback(pair: _Pair, steps: _Steps) -> None:
                 Check(
                     "no pod left",
                     f"kubectl --context {kube_context(dcfg, pair.dr_pool(q)[0])} get pods "
-                    f'-n "${_var(q.name)}_NAMESPACE" -l "${_var(q.name)}_SELECTOR"',
+                    f'-n "${var_name(q.name)}_NAMESPACE" -l "${var_name(q.name)}_SELECTOR"',
                 )
                 for q in trainings
             ],
@@ -1651,7 +1652,7 @@ def _failback(pair: _Pair, steps: _Steps) -> None:
         if c is None:
             continue
         ctx = kube_context(pcfg, c)
-        v = _var(q.name)
+        v = var_name(q.name)
         key = f"fb:training:{q.name}"
         resumed.append(key)
         dst = pair.primary_bucket("checkpoints")
@@ -1689,7 +1690,7 @@ def _failback(pair: _Pair, steps: _Steps) -> None:
     for q in pair.pools:
         if q.kind != "service":
             continue
-        v = _var(q.name)
+        v = var_name(q.name)
         key = f"fb:traffic:{q.name}"
         moved.append(key)
         steps.add(
@@ -1767,7 +1768,7 @@ def _replication_back(pair: _Pair, steps: _Steps, after: list[str]) -> None:
     for f in pair.flows:
         b = pair.dr_bucket(f.data_class)
         src = pair.primary_bucket(f.data_class)
-        new = f"NEW_{_var(f.data_class)}_KEY"
+        new = f"NEW_{var_name(f.data_class)}_KEY"
         if f.mechanism in ("crr-rtc", "crr", "azure-or", "dual-write"):
             exports.append(
                 f"export {new}='<a {f.data_class} object written at {pair.primary.name} after "
