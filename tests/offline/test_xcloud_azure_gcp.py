@@ -224,7 +224,7 @@ def test_without_the_client_id_the_dr_stack_declares_no_azure_job_and_says_what_
         for key in ("azure_sts_client_id", "azure_tenant_id"):
             assert (
                 f"pulumi stack output transfer_credentials --show-secrets --json -s "
-                f"{stack(PRIMARY)} | jq -j '.[\"{DR}\"][\"{key}\"]' | pulumi config set "
+                f'{stack(PRIMARY)} | jq -j \'.["{DR}"]["{key}"]\' | pulumi config set '
                 f"gpudr:{key} -s {stack(DR)}"
             ) in text, text
         assert text.endswith(f"pulumi up -s {stack(DR)}"), text
