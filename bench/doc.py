@@ -70,13 +70,17 @@ def _startup(row: Row) -> float:
 
 
 def _name(row: Row) -> str:
-    n = row.systems
-    systems = f"{n} system{'s' if n != 1 else ''}"
-    if row.role == CALIBRATED:
-        return f"{_res(row):,} resources ({systems})"
-    if row.role == AWS_ONLY:
-        return f"aws only, {_res(row):,} resources ({systems})"
-    return systems
+    return _portfolio_name(row.role, row.systems, _res(row))
+
+
+def _portfolio_name(role: str, systems: int, resources: int) -> str:
+    """How a portfolio is named in the tables: its size, or what it was calibrated to."""
+    size = f"{systems} system{'s' if systems != 1 else ''}"
+    if role == CALIBRATED:
+        return f"{resources:,} resources ({size})"
+    if role == AWS_ONLY:
+        return f"aws only, {resources:,} resources ({size})"
+    return size
 
 
 def _portfolio_table(rows: Sequence[Row]) -> str:
@@ -119,12 +123,7 @@ def _portfolio_table(rows: Sequence[Row]) -> str:
 
 
 def _cli_name(run: CliRun) -> str:
-    systems = f"{run.systems} system{'s' if run.systems != 1 else ''}"
-    if run.role == CALIBRATED:
-        return f"{run.resources:,} resources ({systems})"
-    if run.role == AWS_ONLY:
-        return f"aws only, {run.resources:,} resources ({systems})"
-    return systems
+    return _portfolio_name(run.role, run.systems, run.resources)
 
 
 def _processes(run: CliRun) -> str:
@@ -133,7 +132,7 @@ def _processes(run: CliRun) -> str:
     for kind, mb in run.processes:
         by_kind.setdefault(kind, []).append(mb)
     parts = []
-    for kind in ("gpudr", "worker", "pack", "?"):
+    for kind in ("gpudr", "worker", "pack"):
         mbs = by_kind.get(kind)
         if not mbs:
             continue

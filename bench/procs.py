@@ -37,13 +37,16 @@ class TreePeak:
                 continue
         return found
 
-    def _kind(self, pid: int) -> str:
+    def _kind(self, pid: int) -> str | None:
+        """gpudr, worker or pack; None for a process that has just exited."""
         if pid == self.root:
             return "gpudr"
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
-            return "?"
+            return None
+        if not cmdline:
+            return None
         # A plan worker is forked: its command line is gpudr's own.
         return "pack" if b"policies/__main__.py" in cmdline else "worker"
 
@@ -52,7 +55,11 @@ class TreePeak:
             pss = 0
             for pid in self._tree():
                 kb = status_kb(pid, "VmHWM")
+                if kb == 0:  # exited (a zombie has no memory and no command line)
+                    continue
                 kind = self._kind(pid)
+                if kind is None:
+                    continue
                 seen, peak = self.peaks.get(pid, (kind, 0))
                 # A child started by vfork shows gpudr's command line and pages until it execs
                 # (the pack): what it was before then was not its own.

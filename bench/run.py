@@ -157,13 +157,13 @@ def median_run(runs: Sequence[Measured]) -> tuple[Measured, float, float]:
 # --- measurements -----------------------------------------------------------------------------
 
 
-ONE_PROCESS = "one process"  # bench/worker.py: gpudr plan's stages in one process, timed
 SIZE, CALIBRATED, AWS_ONLY = "size", "calibrated", "aws only"
 
 
 @dataclass
 class Row:
-    label: str  # ONE_PROCESS
+    """bench/worker.py: gpudr plan's stages for a portfolio in one process, each timed."""
+
     role: str  # SIZE (one of Config.systems), CALIBRATED or AWS_ONLY: which portfolio
     systems: int
     measured: Measured
@@ -177,18 +177,17 @@ def portfolio(
     plans: Sequence[SynthPlan],
     work: Path,
     repeats: int,
-    label: str,
     role: str,
 ) -> Row:
     spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans]}
     runs = []
     for i in range(repeats):
-        progress(f"{label}, {role}: {len(plans)} system(s), run {i + 1}/{repeats}")
+        progress(f"one process, {role}: {len(plans)} system(s), run {i + 1}/{repeats}")
         runs.append(run_worker(spec, work))
         r = runs[-1].result
         progress(f"  {runs[-1].wall_s:.1f} s wall, {r['resources']} resources")
     m, lo, hi = median_run(runs)
-    return Row(label, role, len(plans), m, lo, hi, repeats, pairs_of(plans))
+    return Row(role, len(plans), m, lo, hi, repeats, pairs_of(plans))
 
 
 def calibrate(per_plan: Sequence[int], target: int) -> int:
@@ -332,7 +331,11 @@ class CliRun:
 
     @property
     def label(self) -> str:
-        return "gpudr plan" if self.jobs is None else f"gpudr plan --jobs {self.jobs}"
+        return cli_label(self.jobs)
+
+
+def cli_label(jobs: int | None) -> str:
+    return "gpudr plan" if jobs is None else f"gpudr plan --jobs {jobs}"
 
 
 def cli_portfolio(
@@ -347,7 +350,7 @@ def cli_portfolio(
     argv = [sys.executable, "-m", "gpudr.cli", "plan", *(str(p.path) for p in plans)]
     argv += ["--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
     runs: list[tuple[float, float, list[tuple[str, float]], int]] = []
-    label = "gpudr plan" if jobs is None else f"gpudr plan --jobs {jobs}"
+    label = cli_label(jobs)
     for i in range(repeats):
         progress(f"{label}, {role}: {len(plans)} plan(s), run {i + 1}/{repeats}")
         started = time.perf_counter()
@@ -516,8 +519,7 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
     for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
         cli.append(cli_portfolio(chosen, work, config.repeats, role, 1, pss=True))
     rows = [
-        portfolio(chosen, work, once_if_large(len(chosen)), ONE_PROCESS, role)
-        for role, chosen in portfolios
+        portfolio(chosen, work, once_if_large(len(chosen)), role) for role, chosen in portfolios
     ]
     progress("policy pack start-up")
     pack = run_worker({"kind": "pack", "repeats": 5}, work).result["start_wall_s"]
