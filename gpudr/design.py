@@ -96,6 +96,12 @@ class Pool:
     def chosen(self) -> PatternOption:
         return next(o for o in self.options if o.pattern == self.pattern)
 
+    @property
+    def workload_name(self) -> str:
+        """Its row's name in the verdict table: `cluster-<name>` for a training pool, the pool's
+        own (`svc-<name>`) for a service."""
+        return self.name if self.kind == "service" else f"cluster-{self.name}"
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -356,7 +362,7 @@ def _plan_pool(
     if control_plane_standing:
         params = replace(params, infra_create_s=0.0)
     control_plane = (
-        reference.price(dr.cloud, *_SITE_PRICES[dr.cloud]["control_plane"]).usd
+        reference.price(dr.cloud, *SITE_PRICES[dr.cloud]["control_plane"]).usd
         * cost.HOURS_PER_MONTH
     )
     working = _working_set(plan, kind)
@@ -418,10 +424,10 @@ def _plan_pools(plan: Plan, primary: Site, dr: Site, weights_rpo: float | None) 
     members: list[tuple[str, str, Cluster | Service, float | None]] = []
     for cl in plan.clusters.values():
         if cl.site == primary.name:
-            members.append((cl.name, "training", cl, None))
+            members.append((cl.pool_name, "training", cl, None))
     for svc in plan.services.values():
         if svc.site == primary.name:
-            members.append((f"svc-{svc.name}", "service", svc, weights_rpo))
+            members.append((svc.pool_name, "service", svc, weights_rpo))
 
     def cluster_of(w: Cluster | Service) -> str:
         return w.cluster if isinstance(w, Service) else w.name
@@ -687,7 +693,7 @@ def _workloads(
         meets = _meets(p.rto_s, chosen.estimated_rto_s) and _meets(p.rpo_s, p.estimated_rpo_s)
         rows.append(
             Workload(
-                name=p.name if p.kind == "service" else f"cluster-{p.name}",
+                name=p.workload_name,
                 kind="service" if p.kind == "service" else "cluster",
                 pair=f"{p.primary}->{p.dr}",
                 rpo_s=p.rpo_s,
@@ -708,8 +714,9 @@ def _workloads(
 # --- cost -------------------------------------------------------------------------------------
 
 
-# Price keys per cloud (prices.yaml) for the items every site has.
-_SITE_PRICES: dict[str, dict[str, tuple[str, ...]]] = {
+# Price keys per cloud (prices.yaml) for the items every site has; drill.py prices a drill's
+# control planes and NAT gateway by the same keys.
+SITE_PRICES: dict[str, dict[str, tuple[str, ...]]] = {
     "aws": {
         "control_plane": ("eks_cluster_hour",),
         "key": ("kms_key_month",),
@@ -775,7 +782,7 @@ def _cost_lines(
     storage = reference.defaults()["storage"]
     for site in plan.sites.values():
         cloud, is_dr = site.cloud, site.role == "dr"
-        prices = _SITE_PRICES[cloud]
+        prices = SITE_PRICES[cloud]
         out.add(site.name, "keys", "data key", 1, "key-month", cloud, prices["key"], is_dr)
         if "nat" in prices:
             # One NAT per site for node egress; the primary's is its own running cost.
@@ -818,7 +825,7 @@ def _cost_lines(
                 out.add(
                     site.name,
                     "gpu",
-                    f"svc-{svc.name}: {svc.instance_type} (primary)",
+                    f"{svc.pool_name}: {svc.instance_type} (primary)",
                     svc.nodes * hours,
                     "node-hour",
                     cloud,
@@ -869,7 +876,7 @@ def _cost_lines(
             hours,
             "cluster-hour",
             cloud,
-            _SITE_PRICES[cloud]["control_plane"],
+            SITE_PRICES[cloud]["control_plane"],
             True,
         )
     for f in flows:
@@ -1113,7 +1120,7 @@ def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]
         if pattern != "backup-restore":
             for dr_name, _cluster in sorted({(p.dr, p.cluster) for p in pools}):
                 cloud = plan.sites[dr_name].cloud
-                key = _SITE_PRICES[cloud]["control_plane"]
+                key = SITE_PRICES[cloud]["control_plane"]
                 total += reference.price(cloud, *key).usd * cost.HOURS_PER_MONTH
         out[pattern] = (total, ok)
     return out

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gpudr import cost, reference
-from gpudr.design import Design
+from gpudr.design import SITE_PRICES, Design
 from gpudr.runbook import build_runbook
 from gpudr.spec import Plan, Site, drill_default
 from gpudr.stackconfig import (
@@ -59,11 +59,12 @@ EXTENDED = "%Y-%m-%dT%H:%M:%SZ"
 TAG_DRILL = "gpudr:drill"
 TAG_EXPIRES = "gpudr:expires-at"
 TEMPLATE = "drill-report.md.j2"
-# Control plane and egress gateway per cloud, as design.py prices a standing DR site.
-_HOURLY = {
-    "aws": (("eks_cluster_hour", "EKS control plane"), ("nat_gateway_hour", "NAT gateway")),
-    "gcp": (("gke_cluster_hour", "GKE cluster fee"), ("cloud_nat_gateway_hour", "Cloud NAT")),
-    "azure": (("aks_cluster_hour", "AKS Standard tier"),),
+# Titles of the hourly items besides GPUs a drill runs: a control plane per cluster and one
+# egress gateway, priced as design.py prices a standing DR site (`SITE_PRICES`).
+_HOURLY_TITLES = {
+    "aws": {"control_plane": "EKS control plane", "nat": "NAT gateway"},
+    "gcp": {"control_plane": "GKE cluster fee", "nat": "Cloud NAT"},
+    "azure": {"control_plane": "AKS Standard tier"},
 }
 
 
@@ -546,7 +547,7 @@ def _data_targets(design: Design, cfg: SiteConfig) -> tuple[DataTarget, ...]:
 def _workloads(design: Design, site: Site) -> tuple[WorkloadModel, ...]:
     return tuple(
         WorkloadModel(
-            name=f"cluster-{p.name}" if p.kind == "training" else p.name,
+            name=p.workload_name,
             pool=p.name,
             pattern=p.pattern,
             rto_s=p.rto_s,
@@ -572,16 +573,19 @@ def drill_cost(cloud: str, pools: Iterable[DrillPool], clusters: int, ttl_s: flo
                 price.citation,
             )
         )
-    for key, title in _HOURLY[cloud]:
-        count = clusters if "cluster" in key else 1
-        if not count:
+    for item in ("control_plane", "nat"):
+        key = SITE_PRICES[cloud].get(item)
+        count = clusters if item == "control_plane" else 1
+        if key is None or not count:
             continue
         try:
-            price = reference.price(cloud, key)
+            price = reference.price(cloud, *key)
         except reference.ReferenceError:
-            unpriced.append(f"{cloud}.{key}")
+            unpriced.append(f"{cloud}.{'.'.join(key)}")
             continue
-        lines.append(CostLine(title, count, "each", price.usd, price.citation))
+        lines.append(
+            CostLine(_HOURLY_TITLES[cloud][item], count, "each", price.usd, price.citation)
+        )
     if cloud == "azure" and clusters:
         size, count = AKS_SYSTEM_VM_SIZE, AKS_SYSTEM_NODE_COUNT
         try:

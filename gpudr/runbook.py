@@ -1915,8 +1915,7 @@ def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
 def _critical_path(pair: _Pair, workload: str | None) -> list[tuple[str, float]]:
     """The steps the slowest workload's estimate is made of, with that workload's own stages."""
     for p in pair.pools:
-        name = f"cluster-{p.name}" if p.kind == "training" else p.name
-        if name != workload:
+        if p.workload_name != workload:
             continue
         s = p.chosen.stages
         out = [

@@ -115,6 +115,11 @@ class Cluster:
     rto_s: float | None
     pattern: str
 
+    @property
+    def pool_name(self) -> str:
+        """Its training pool's name, at the primary and at every DR site: the cluster's."""
+        return self.name
+
 
 @dataclass(frozen=True)
 class Service:
@@ -128,6 +133,11 @@ class Service:
     rpo_s: float | None
     rto_s: float | None
     pattern: str
+
+    @property
+    def pool_name(self) -> str:
+        """Its GPU pool's name, at the primary and at every DR site: `svc-<name>`."""
+        return f"svc-{self.name}"
 
 
 @dataclass(frozen=True)
@@ -1103,8 +1113,8 @@ def _parse_drill(
     path = "drill"
     base = default_drill()
     s = r.mapping(raw, path, ["nodes", "pools", "ttl", "verify", "cidr"])
-    full = {c.name: (c.name, c.nodes) for c in clusters.values()}
-    full.update({v.name: (f"svc-{v.name}", v.nodes) for v in services.values()})
+    full = {c.name: (c.pool_name, c.nodes) for c in clusters.values()}
+    full.update({v.name: (v.pool_name, v.nodes) for v in services.values()})
     nodes = r.convert(s, "nodes", path, _positive_int, base.nodes) or base.nodes
     for name, (_, size) in full.items():
         if "nodes" in s and nodes > size:

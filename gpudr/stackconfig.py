@@ -726,7 +726,7 @@ def _primary_pool(w: Cluster | Service, cloud: str) -> PoolConfig:
     training = isinstance(w, Cluster)
     return PoolConfig(
         accelerator=_accelerator(cloud, w.gpu),
-        name=w.name if training else f"svc-{w.name}",
+        name=w.pool_name,
         kind="training" if training else "service",
         gpu=w.gpu,
         instance_type=w.instance_type,
@@ -908,7 +908,7 @@ def stack_clouds(plan: Plan, site: Site) -> tuple[str, ...]:
     half of the link and the read-only reader in each cross-cloud DR site's cloud."""
     clouds = [site.cloud]
     if site.role == "primary":
-        for other in plan.sites.values():
-            if other.protects == site.name and other.cloud not in clouds:
-                clouds.append(other.cloud)
+        for dr in plan.dr_sites_for(site.name):
+            if dr.cloud not in clouds:
+                clouds.append(dr.cloud)
     return tuple(clouds)

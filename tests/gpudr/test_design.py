@@ -183,3 +183,25 @@ def test_one_interface_endpoint_per_receiving_site(example_raw: dict[str, Any]) 
     d = design(parse_plan(example_raw))
     endpoint = [x for x in d.cost.lines if x.item.startswith("S3 interface endpoint")]
     assert [(x.site, x.quantity) for x in endpoint] == [("usw2", 2 * HOURS_PER_MONTH)]
+
+
+def test_pool_and_workload_names_follow_one_rule() -> None:
+    """A service's pool is `svc-<name>` and a cluster's is its own name, at the primary (stack
+    config) and at the DR site (design); each DR pool's verdict row is its `workload_name`."""
+    from gpudr.stackconfig import build_site_configs
+
+    plan = load_plan(EXAMPLE)
+    d = design(plan)
+    assert {c.pool_name for c in plan.clusters.values()} == set(plan.clusters)
+    assert {s.pool_name for s in plan.services.values()} == {f"svc-{s}" for s in plan.services}
+    assert plan.services
+    wanted = {w.pool_name for w in (*plan.clusters.values(), *plan.services.values())}
+    assert {p.name for p in d.pools} == wanted
+    primary = next(s for s in plan.sites.values() if s.role == "primary")
+    cfg = build_site_configs(d)[primary.name]
+    assert {p.name for c in cfg.clusters for p in c.pools} == wanted
+    rows = {w.name for w in d.workloads if w.kind != "data"}
+    assert {p.workload_name for p in d.pools} == rows
+    assert {p.workload_name for p in d.pools if p.kind == "training"} == {
+        f"cluster-{c}" for c in plan.clusters
+    }
