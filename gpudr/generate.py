@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,10 @@ class Rendered:
     kind: str  # stack | runbook | workflow
     content: str
     stack: str | None = None  # stack files: the stack's name
+    # Stack files: the template's variables but the YAML body, and the config values `content`
+    # holds; `reconcile` renders the file again with the operator's values merged into these.
+    context: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
 
 
 def render_all(design: Design, plan_path: str) -> list[Rendered]:
@@ -86,24 +90,30 @@ def render_all(design: Design, plan_path: str) -> list[Rendered]:
 
 def render_stack_files(design: Design, command: str) -> list[Rendered]:
     plan = design.plan
-    template = environment().get_template("stack.yaml.j2")
     files = []
     for site in plan.sites.values():
         name = stack_name(plan, site)
-        credentials = [
-            {"key": c.key, "secret": c.secret, "command": c.command(name)}
-            for c in transfer_credential_keys(design, site)
-        ]
-        text = template.render(
-            header=header_text(command, plan.name),
-            stack=name,
-            role=site.role,
-            cloud=site.cloud,
-            credentials=credentials,
-            body=_dump({"config": stack_config_values(design, site)}).rstrip(),
-        )
-        files.append(Rendered(f"{STACKS_DIR}/Pulumi.{name}.yaml", "stack", text, name))
+        context = {
+            "header": header_text(command, plan.name),
+            "stack": name,
+            "role": site.role,
+            "cloud": site.cloud,
+            "credentials": [
+                {"key": c.key, "secret": c.secret, "command": c.command(name)}
+                for c in transfer_credential_keys(design, site)
+            ],
+        }
+        config = stack_config_values(design, site)
+        text = _render_stack(context, {"config": config})
+        path = f"{STACKS_DIR}/Pulumi.{name}.yaml"
+        files.append(Rendered(path, "stack", text, name, context, config))
     return files
+
+
+def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    """A stack file: the template's comments, then `values` as YAML."""
+    body = _dump(values).rstrip()
+    return environment().get_template("stack.yaml.j2").render(**context, body=body)
 
 
 def _gh(expression: str) -> str:
@@ -182,22 +192,6 @@ def _carried_over(existing: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     return top, ops
 
 
-def _with_operator_values(rendered: str, existing: Mapping[str, Any]) -> str:
-    """The rendered stack file with the existing file's operator-set values in place."""
-    top, ops = _carried_over(existing)
-    if not top and not ops:
-        return rendered
-    head, _, body = rendered.partition("\nconfig:\n")
-    data = yaml.safe_load("config:\n" + body)
-    config = data["config"]
-    for key, value in ops.items():
-        config[key] = value  # replaces a default (gpudr:mode) in place, or appends
-    out = head + "\n"
-    if top:
-        out += _dump(top)
-    return out + _dump({"config": config})
-
-
 def _leading_comments(text: str) -> list[str]:
     """The comment block a stack file starts with (the header and its instructions). The Pulumi
     CLI keeps comments when it rewrites the file; the formatting of the YAML below may change."""
@@ -261,12 +255,14 @@ def reconcile(files: Iterable[Rendered], root: Path, plan: Plan) -> list[Outcome
         if not isinstance(existing, Mapping):
             outcomes.append(Outcome(f.path, "updated", f.content, "not a YAML mapping"))
             continue
-        content = _with_operator_values(f.content, existing)
-        expected = yaml.safe_load(content)
+        # The plan's values with the existing file's operator-set ones in place: an operator
+        # key replaces a default (gpudr:mode) where it is, or is appended.
+        top, ops = _carried_over(existing)
+        expected = {**top, "config": {**f.config, **ops}}
+        content = _render_stack(f.context, expected)
         differing = _paths_differing(expected, existing)
         if _leading_comments(current) != _leading_comments(content):
             differing.insert(0, "the header comments")
-        _, ops = _carried_over(existing)
         note = (
             "in failover (gpudr:mode failover is kept; switch back with `pulumi config set "
             f"gpudr:mode standby -s {f.stack}` and `pulumi up -s {f.stack}` after failback)"
