@@ -23,7 +23,6 @@ from components.tags import drill_pool_tags, drill_tags
 from gpudr.drill import (
     DrillConfig,
     drill_clusters,
-    network_name,
     reader_name,
     replica_buckets,
 )
@@ -120,8 +119,6 @@ class AwsDrill(pulumi.ComponentResource):
                 region=region,
                 cidr=drill.cidr or cfg.cidr,
                 azs=cfg.azs,
-                transit_gateway_name=network_name(drill.id, region),
-                transit_gateway_asn=cfg.transit_gateway_asn,
                 peer_cidrs=[],
                 dual_write_endpoint=False,
                 tags=drill_tags(cfg, drill, "network"),

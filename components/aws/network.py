@@ -19,13 +19,14 @@ class SiteNetworkArgs:
     region: pulumi.Input[str]
     cidr: str
     azs: Sequence[str]
-    transit_gateway_name: str
-    transit_gateway_asn: int
     peer_cidrs: Sequence[str]
     dual_write_endpoint: bool
     tags: dict[str, str]
     # A drill's network: no transit gateway, no peer routes, no endpoint for dual writers.
     isolated: bool = False
+    # The transit gateway's name tag and ASN: required unless isolated.
+    transit_gateway_name: str | None = None
+    transit_gateway_asn: int | None = None
 
 
 def subnet_plan(cidr: str, azs: Sequence[str]) -> tuple[list[str], str]:
@@ -49,11 +50,16 @@ class SiteNetwork(pulumi.ComponentResource):
         super().__init__("gpudr:network:SiteNetwork", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = args.region
-        if args.isolated and (args.peer_cidrs or args.dual_write_endpoint):
-            raise ValueError(
-                f"network {name}: an isolated network routes to no peer and takes no dual "
-                "writes; pass peer_cidrs=[] and dual_write_endpoint=False"
-            )
+        if args.isolated:
+            if args.peer_cidrs or args.dual_write_endpoint:
+                raise ValueError(
+                    f"network {name}: an isolated network routes to no peer and takes no dual "
+                    "writes; pass peer_cidrs=[] and dual_write_endpoint=False"
+                )
+        else:
+            for field in ("transit_gateway_name", "transit_gateway_asn"):
+                if getattr(args, field) is None:
+                    raise ValueError(f"network {name}: {field} is required unless isolated=True")
 
         def tags(role: str) -> dict[str, str]:
             return {**args.tags, "Name": f"{name}-{role}"}
@@ -120,7 +126,9 @@ class SiteNetwork(pulumi.ComponentResource):
         )
         tgw: aws.ec2transitgateway.TransitGateway | None = None
         attachment: aws.ec2transitgateway.VpcAttachment | None = None
+        peer_routes: list[aws.ec2.RouteTableRouteArgs] = []
         if not args.isolated:
+            assert args.transit_gateway_name is not None  # checked above
             tgw = aws.ec2transitgateway.TransitGateway(
                 f"{name}-tgw",
                 description=f"gpudr DR links for {args.transit_gateway_name}",
@@ -143,15 +151,17 @@ class SiteNetwork(pulumi.ComponentResource):
                 tags=tags("tgw-vpc"),
                 opts=child,
             )
+            # Traffic to the peer site goes over the DR link, never the internet.
+            peer_routes = [
+                aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
+                for peer in args.peer_cidrs
+            ]
         private_rt = aws.ec2.RouteTable(
             f"{name}-private-rt",
             vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)]
-            + [
-                # Traffic to the peer site goes over the DR link, never the internet.
-                aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
-                for peer in args.peer_cidrs
-                if tgw is not None
+            routes=[
+                aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id),
+                *peer_routes,
             ],
             region=region,
             tags=tags("private-rt"),
