@@ -23,7 +23,7 @@ $(TOOLS): tools/package.json tools/package-lock.json
 setup: $(STAMP) $(TOOLS)
 	@# Byte-compile gpudr's own modules (quick when up to date): with PYTHONDONTWRITEBYTECODE set,
 	@# as in some CI images, every process (plan workers, the policy pack) compiled them anew.
-	@$(BIN)/python -m compileall -q gpudr components offline policies drill bench
+	@$(BIN)/python -m compileall -q gpudr components policies bench
 
 plan: setup
 	$(BIN)/gpudr plan $(EXAMPLE)
@@ -41,7 +41,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy gpudr components offline drill policies bench __main__.py
+	$(BIN)/mypy gpudr components policies bench __main__.py
 
 unit: setup
 	$(BIN)/pytest

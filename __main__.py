@@ -12,7 +12,7 @@ import importlib
 import pulumi
 
 from components.config import StackConfig, load
-from gpudr.drill import DrillConfig
+from gpudr.contract.drill import DrillConfig
 
 # cloud -> (module, component class, its Args class); each takes (config, failover).
 SITES = {

@@ -290,7 +290,7 @@ def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
     for i, plan in enumerate(plans):
         progress(f"gpudr plan, one process per plan: {i + 1}/{len(plans)} {plan.path.name}")
         out = work / f"cli-{plan.index:03d}.json"
-        argv = [sys.executable, "-m", "gpudr.cli", "plan", str(plan.path)]
+        argv = [sys.executable, "-m", "gpudr", "plan", str(plan.path)]
         code, wall, usage, text, _, _ = _spawn([*argv, "--format", "json", "-o", str(out)])
         if code not in (0, 1):
             raise RuntimeError(f"gpudr plan {plan.path} exited {code}: {text[-3000:]}")
@@ -347,7 +347,7 @@ def cli_portfolio(
     pss: bool = False,
 ) -> CliRun:
     out = work / f"portfolio-{time.monotonic_ns()}.json"
-    argv = [sys.executable, "-m", "gpudr.cli", "plan", *(str(p.path) for p in plans)]
+    argv = [sys.executable, "-m", "gpudr", "plan", *(str(p.path) for p in plans)]
     argv += ["--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
     runs: list[tuple[float, float, list[tuple[str, float]], int]] = []
     label = cli_label(jobs)

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from gpudr import reference
-from gpudr.spec import PAIRS, Plan, PlanError, load_plan
+from gpudr.core import reference
+from gpudr.core.spec import PAIRS, Plan, PlanError, load_plan
 
 DEFAULT_SEED = 20261121
 # The cloud pairs, in the order portfolios cycle through them: every 10 plans hold each pair

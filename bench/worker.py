@@ -120,9 +120,9 @@ def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
 
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     """gpudr plan's stages, one plan after another, with one pack process for the portfolio."""
-    from gpudr.design import Design, design
-    from gpudr.report import build_report, render_text
-    from gpudr.spec import load_plan
+    from gpudr.core.design import Design, design
+    from gpudr.core.spec import load_plan
+    from gpudr.docs.report import build_report, render_text
 
     startup_rss_mb = status_kb("self", "VmHWM") / 1024
     gc_clock = GcClock()
@@ -135,7 +135,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         """Policy and rendering of one plan; what the result counts."""
         nonlocal session
         with stages.stage("policy"):
-            from offline.policy import PackSession, with_violations
+            from gpudr.app.offline.policy import PackSession, with_violations
 
             if session is None:
                 session = PackSession()
@@ -164,7 +164,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         with stages.stage("spec"):
             des = design(load_plan(path))
         with stages.stage("program"):
-            from offline.plan import run_design  # as gpudr plan: Pulumi loads only here
+            from gpudr.app.offline.plan import run_design
 
             stacks = run_design(des)
         done.append(finish(des, stacks))
@@ -201,11 +201,11 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
     warm-up, `pairs` times one pass of each, the order swapped every pair, so both see the same
     process state and machine drift cancels in the pairwise ratios."""
     from bench import flat
-    from gpudr.design import design
-    from gpudr.spec import load_plan
-    from gpudr.stackconfig import stack_config_values
-    from offline.mocks import GpudrMocks
-    from offline.plan import run_design
+    from gpudr.app.offline.mocks import GpudrMocks
+    from gpudr.app.offline.plan import run_design
+    from gpudr.build.stackconfig import stack_config_values
+    from gpudr.core.design import design
+    from gpudr.core.spec import load_plan
 
     designs = [design(load_plan(p)) for p in spec["plans"]]
     # Warm-up: every SDK module the portfolio needs is imported, and each stack's custom
@@ -266,7 +266,7 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
 def run_pack(spec: Mapping[str, Any]) -> dict[str, Any]:
     """How long the policy pack process takes to start and answer (`PolicyPackProcess.start`:
     spawn, the pack's imports, the gRPC server, GetAnalyzerInfo), as `evaluate` pays it."""
-    from offline.policy import PolicyPackProcess
+    from gpudr.app.offline.policy import PolicyPackProcess
 
     walls = []
     for _ in range(int(spec.get("repeats", 3))):

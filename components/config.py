@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 
-from gpudr.drill import MODE as DRILL_MODE
-from gpudr.drill import DrillConfig, is_drill_stack
-from gpudr.stackconfig import MODES, SiteConfig
+from gpudr.contract.drill import MODE as DRILL_MODE
+from gpudr.contract.drill import DrillConfig, is_drill_stack
+from gpudr.contract.site import SiteConfig
+from gpudr.contract.stack import MODES
 
 
 class StackConfigError(ValueError):

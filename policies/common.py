@@ -25,7 +25,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from gpudr import reference, sizing
+from gpudr.core import reference, sizing
 
 # --- type tokens (as the engine sends them; see shared/reference/pulumi-sdk-facts.md) ----------
 

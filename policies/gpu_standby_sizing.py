@@ -27,7 +27,7 @@ from pulumi_policy import (
     Severity,
 )
 
-from gpudr import reference, sizing
+from gpudr.core import reference, sizing
 from policies.common import (
     AKS_AGENT_POOL,
     EKS_NODE_GROUP,

@@ -38,7 +38,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpudr import reference
+from gpudr.core import reference
 from policies.common import (
     AWS_VPC_PEERING,
     AWS_VPN_CONNECTION,

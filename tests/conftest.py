@@ -11,7 +11,7 @@ import pulumi
 import pytest
 import yaml
 
-from offline.mocks import GpudrMocks
+from gpudr.app.offline.mocks import GpudrMocks
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "aws-two-region.yaml"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import BucketConfig
+from gpudr.contract.site import BucketConfig
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pulumi_aws as aws
 import pulumi_gcp as gcp
 
 from components.gcp.links import BgpTunnel, declare_bgp_tunnel
-from gpudr.stackconfig import LinkConfig, PeerConfig, StsReader
+from gpudr.contract.site import LinkConfig, PeerConfig, StsReader
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import InboundTransfer, datasync_schedule, datasync_task_name
+from gpudr.contract.naming import datasync_schedule, datasync_task_name
+from gpudr.contract.site import InboundTransfer
 
 GCS_ENDPOINT = "storage.googleapis.com"
 # Enhanced mode tasks log only to this group: DataSync sends their logs nowhere else

@@ -19,14 +19,15 @@ import pulumi_aws as aws
 
 from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
-from components.tags import drill_pool_tags, drill_tags
-from gpudr.drill import (
+from gpudr.contract.drill import (
     DrillConfig,
     drill_clusters,
+    drill_pool_tags,
+    drill_tags,
     reader_name,
     replica_buckets,
 )
-from gpudr.stackconfig import BucketConfig, SiteConfig
+from gpudr.contract.site import BucketConfig, SiteConfig
 
 # Everything the drill's checks call: list, head, get (object and its checksum attributes).
 # No Put*, Delete*, Restore*, Replicate* or any bucket configuration action.

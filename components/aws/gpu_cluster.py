@@ -10,14 +10,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import (
-    GPU_TAINT_KEY,
-    GPU_TAINT_VALUE,
-    POOL_LABEL,
-    ClusterConfig,
-    PoolConfig,
-)
+from gpudr.contract.naming import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
+from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import DX_GATEWAY_ASN, LinkConfig, PeerConfig
+from gpudr.contract.naming import DX_GATEWAY_ASN
+from gpudr.contract.site import LinkConfig, PeerConfig
 
 
 @dataclass(frozen=True)

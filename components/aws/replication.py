@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from gpudr.stackconfig import BucketConfig, ReplicationTarget
+from gpudr.contract.site import BucketConfig, ReplicationTarget
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,10 @@ from components.aws.links import (
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
 from components.config import TransferCredentials
-from components.tags import bucket_tags, pool_tags, site_tags
-from gpudr.stackconfig import (
-    BucketConfig,
-    SiteConfig,
-    copy_credential_command,
-    datasync_task_prefix,
-)
+from gpudr.contract.naming import datasync_task_prefix
+from gpudr.contract.site import BucketConfig, SiteConfig
+from gpudr.contract.stack import copy_credential_command
+from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
 
 
 @dataclass(frozen=True)

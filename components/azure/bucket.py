@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import storage
 
-from gpudr.stackconfig import BucketConfig
+from gpudr.contract.site import BucketConfig
 
 # Lifecycle archive tiers as the plan names them (Azure access tiers).
 ARCHIVE_TIERS = ("Cool", "Cold", "Archive")

@@ -20,7 +20,7 @@ from pulumi_azure_native import authorization, managedidentity, network
 from components.azure.arm import STORAGE_BLOB_DATA_READER, assignment_name, role_definition_id
 from components.azure.network import gateway_subnet_cidr
 from components.gcp.links import BgpTunnel, declare_bgp_tunnel
-from gpudr.stackconfig import AzureStsReader, LinkConfig, PeerConfig
+from gpudr.contract.site import AzureStsReader, LinkConfig, PeerConfig
 
 # Storage Transfer Service presents a Google-signed ID token for its service agent; Entra ID
 # exchanges it for an Azure token when a federated credential on the identity matches issuer,

@@ -23,16 +23,17 @@ from components.azure.arm import (
 )
 from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
 from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs
-from components.tags import drill_pool_tags, drill_tags
-from gpudr.drill import (
+from gpudr.contract.drill import (
     DrillConfig,
     drill_clusters,
+    drill_pool_tags,
+    drill_tags,
     network_name,
     reader_name,
     replica_buckets,
     resource_group_name,
 )
-from gpudr.stackconfig import SiteConfig
+from gpudr.contract.site import SiteConfig
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,14 @@ from components.azure.arm import (
     assignment_name,
     role_definition_id,
 )
-from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import (
+from gpudr.contract.naming import (
     AKS_SYSTEM_NODE_COUNT,
     AKS_SYSTEM_VM_SIZE,
     GPU_TAINT,
     POOL_LABEL,
-    ClusterConfig,
-    PoolConfig,
     agent_pool_name,
 )
+from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
 
 SYSTEM_POOL = "system"
 # Overlay: pods take addresses from a private range that never leaves the cluster (traffic

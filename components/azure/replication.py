@@ -21,7 +21,7 @@ import pulumi
 from pulumi_azure_native import storage
 
 from components.azure.arm import storage_account_id
-from gpudr.stackconfig import BucketConfig, ReplicationTarget
+from gpudr.contract.site import BucketConfig, ReplicationTarget
 
 MECHANISM = "azure-or"
 

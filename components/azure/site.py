@@ -25,8 +25,8 @@ from components.azure.replication import (
     AzureSiteReplicationArgs,
     ReplicationSource,
 )
-from components.tags import bucket_tags, pool_tags, site_tags
-from gpudr.stackconfig import LinkConfig, SiteConfig
+from gpudr.contract.site import LinkConfig, SiteConfig
+from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
 
 LINK_KINDS = ("vnet-peering", "vpn")
 

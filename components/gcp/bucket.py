@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from gpudr.stackconfig import BucketConfig
+from gpudr.contract.site import BucketConfig
 
 # Storage classes a lifecycle rule may move objects to (an S3 class such as GLACIER_IR is not one).
 GCS_CLASSES = ("NEARLINE", "COLDLINE", "ARCHIVE", "STANDARD")

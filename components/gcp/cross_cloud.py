@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from gpudr.stackconfig import DataSyncReader
+from gpudr.contract.site import DataSyncReader
 
 # Read only: objects (get, list) and the bucket's metadata, which DataSync reads to list the
 # bucket. No role that writes or deletes: the DR site can never change the primary's data.

@@ -22,15 +22,17 @@ import pulumi_gcp as gcp
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import key_path
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
-from components.tags import drill_pool_tags, drill_tags, gcp_labels
-from gpudr.drill import (
+from gpudr.contract.drill import (
     DrillConfig,
     drill_clusters,
+    drill_pool_tags,
+    drill_tags,
     network_name,
     reader_name,
     replica_buckets,
 )
-from gpudr.stackconfig import SiteConfig
+from gpudr.contract.site import SiteConfig
+from gpudr.contract.tags import gcp_labels
 
 OBJECT_VIEWER = "roles/storage.objectViewer"  # storage.objects.get and .list, nothing else
 TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"

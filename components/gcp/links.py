@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from gpudr.stackconfig import PeerConfig
+from gpudr.contract.site import PeerConfig
 
 
 def peer_network(peer: PeerConfig) -> str:

@@ -23,8 +23,8 @@ from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
-from components.tags import bucket_tags, gcp_labels, pool_tags, site_tags
-from gpudr.stackconfig import BucketConfig, LinkConfig, PeerConfig, SiteConfig
+from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
+from gpudr.contract.tags import bucket_tags, gcp_labels, pool_tags, site_tags
 
 LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn")
 

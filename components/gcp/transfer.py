@@ -26,7 +26,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
-from gpudr.stackconfig import InboundTransfer, copy_credential_command
+from gpudr.contract.site import InboundTransfer
+from gpudr.contract.stack import copy_credential_command
 
 # What the transfer service agent needs on the sink bucket: objects (write, overwrite, list)
 # and the bucket's metadata.

@@ -12,7 +12,7 @@ from pathlib import Path
 from bench.doc import _cli_growth
 from bench.run import SIZE, CliRun, TreePeak
 from bench.synth import PAIR_CYCLE, pairs_of, plan_dict, write_portfolio
-from gpudr.spec import PAIRS
+from gpudr.core.spec import PAIRS
 
 
 def test_smallest_portfolio_is_generated_and_validated(tmp_path: Path) -> None:

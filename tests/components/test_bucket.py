@@ -7,7 +7,7 @@ import pytest
 
 from components.aws.bucket import DataBucket, DataBucketArgs, _bucket_policy
 from components.aws.kms import DataKey, DataKeyArgs
-from gpudr.stackconfig import BucketConfig, Lifecycle
+from gpudr.contract.site import BucketConfig, Lifecycle
 
 CFG = BucketConfig(
     data_class="weights",

@@ -16,12 +16,14 @@ import pytest
 
 from components.azure.arm import STORAGE_BLOB_DATA_READER
 from components.config import StackConfigError
-from gpudr.design import design
-from gpudr.drill import TAG_DRILL, TAG_EXPIRES, DrillSetup, build_drill, parse_ts
-from gpudr.spec import load_plan
-from gpudr.stackconfig import stack_config_values, stack_name
-from offline.mocks import GpudrMocks, Registration
-from offline.run import StackRun, run_stack
+from gpudr.app.offline.mocks import GpudrMocks, Registration
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.build.drill import DrillSetup, build_drill
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.contract.drill import parse_ts
+from gpudr.contract.tags import TAG_DRILL, TAG_EXPIRES
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.pools import PoolSize, pool_size
-from gpudr.stackconfig import PoolConfig
+from gpudr.contract.site import PoolConfig, PoolSize, pool_size
 
 
 def pool(pattern: str, standby: int) -> PoolConfig:

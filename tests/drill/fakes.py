@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from drill.probes import ObjectInfo, PoolState, Probe, StoredChecksum
-from gpudr.drill import DrillPool, DrillSetup
-from gpudr.stackconfig import BucketConfig
+from gpudr.app.drill.probes import ObjectInfo, PoolState, Probe, StoredChecksum
+from gpudr.build.drill import DrillPool, DrillSetup
+from gpudr.contract.site import BucketConfig
 
 START = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)
 
@@ -122,7 +122,7 @@ class FakeProbe(Probe):
         self.signed_in = outputs
 
     def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        from drill.commands import CommandFailed
+        from gpudr.app.drill.commands import CommandFailed
 
         self.clock.advance(2)
         if self.fail_list:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from drill.interrupts import Children, Guard
+from gpudr.app.drill.interrupts import Children, Guard
 
 
 def test_first_ctrl_c_without_a_command_interrupts_the_drill() -> None:

@@ -12,19 +12,14 @@ from typing import Any
 
 import pytest
 
-from drill import orchestrate
-from drill.orchestrate import Deps, cleanup_expired, latest_checkpoint, run_drill, sample
-from drill.probes import ObjectInfo
-from gpudr.design import design
-from gpudr.drill import (
-    DrillNameError,
-    DrillReport,
-    DrillSetup,
-    build_drill,
-    parse_ts,
-    to_json,
-)
-from gpudr.spec import load_plan
+from gpudr.app.drill import orchestrate
+from gpudr.app.drill.orchestrate import Deps, cleanup_expired, latest_checkpoint, run_drill, sample
+from gpudr.app.drill.probes import ObjectInfo
+from gpudr.build.drill import DrillSetup, build_drill
+from gpudr.contract.drill import DrillNameError, parse_ts
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
+from gpudr.docs.drillreport import DrillReport, to_json
 from tests.conftest import EXAMPLE
 from tests.drill.fakes import START, Clock, CommandError, FakeProbe, FakeStacks, Obj
 

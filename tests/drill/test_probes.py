@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from drill import checksums
-from drill.commands import CommandFailed, SubprocessRunner
-from drill.orchestrate import verify
-from drill.probes import AwsProbe, AzureProbe, GcpProbe, ObjectInfo, parse_time
-from gpudr.design import design
-from gpudr.drill import DrillSetup, build_drill
-from gpudr.spec import load_plan
+from gpudr.app.drill import checksums
+from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
+from gpudr.app.drill.orchestrate import verify
+from gpudr.app.drill.probes import AwsProbe, AzureProbe, GcpProbe, ObjectInfo, parse_time
+from gpudr.build.drill import DrillSetup, build_drill
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)

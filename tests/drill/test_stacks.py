@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from drill.stacks import PROJECT_DIR, AutomationStacks, PulumiMissingError
-from gpudr.drill import DrillNameError
+from gpudr.app.drill.stacks import AutomationStacks, PulumiMissingError
+from gpudr.contract.drill import DrillNameError
+from gpudr.core.paths import PROJECT_DIR
 
 FAKE = """#!{python}
 import json, os, sys

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from gpudr.cost import HOURS_PER_MONTH
-from gpudr.design import design
-from gpudr.spec import load_plan, parse_plan
+from gpudr.core.cost import HOURS_PER_MONTH
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan, parse_plan
 from tests.conftest import EXAMPLE
 
 
@@ -188,7 +188,7 @@ def test_one_interface_endpoint_per_receiving_site(example_raw: dict[str, Any]) 
 def test_pool_and_workload_names_follow_one_rule() -> None:
     """A service's pool is `svc-<name>` and a cluster's is its own name, at the primary (stack
     config) and at the DR site (design); each DR pool's verdict row is its `workload_name`."""
-    from gpudr.stackconfig import build_site_configs
+    from gpudr.build.stackconfig import build_site_configs
 
     plan = load_plan(EXAMPLE)
     d = design(plan)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpudr.diff import (
+from gpudr.docs.diff import (
     COMMENT_LIMIT,
     DEFAULT_LIMIT,
     MASK,
@@ -23,7 +23,7 @@ from gpudr.diff import (
     shorten,
     signed_usd,
 )
-from gpudr.report import PATH_COLUMNS, WORKLOAD_COLUMNS, path_cells, workload_cells
+from gpudr.docs.report import PATH_COLUMNS, WORKLOAD_COLUMNS, path_cells, workload_cells
 from tests.conftest import ROOT
 
 BUCKET = "aws:s3/bucket:Bucket"
@@ -637,7 +637,7 @@ def test_a_limit_below_the_summary_cuts_whole_lines_only() -> None:
 
 def test_diff_and_its_git_driver_import_no_pulumi() -> None:
     code = (
-        "import sys, gpudr.diff, gpudr.prdiff\n"
+        "import sys, gpudr.docs.diff, gpudr.app.prdiff\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi')))"
     )
     proc = subprocess.run(

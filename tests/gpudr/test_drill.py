@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from gpudr import drill as d
-from gpudr.design import Design, design
-from gpudr.spec import PlanError, load_plan, parse_plan
+from gpudr.build import drill as bd
+from gpudr.contract import drill as cd
+from gpudr.core.design import Design, design
+from gpudr.core.spec import PlanError, load_plan, parse_plan
+from gpudr.docs import drillreport as dr
 from tests.conftest import EXAMPLE, ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, 0, tzinfo=UTC)
@@ -24,17 +26,17 @@ def example_design() -> Design:
 
 
 @cache
-def setup() -> d.DrillSetup:
-    return d.build_drill(example_design(), "usw2", NOW)
+def setup() -> bd.DrillSetup:
+    return bd.build_drill(example_design(), "usw2", NOW)
 
 
 # --- names --------------------------------------------------------------------------------------
 
 
 def test_stack_name_is_site_and_utc_time() -> None:
-    assert d.stack_name("usw2", NOW) == "drill-usw2-20250131T031200Z"
+    assert cd.stack_name("usw2", NOW) == "drill-usw2-20250131T031200Z"
     later = datetime(2025, 1, 31, 4, 12, tzinfo=UTC) + timedelta(hours=0)
-    assert d.stack_name("usw2", later.astimezone(tz=None)) == "drill-usw2-20250131T041200Z"
+    assert cd.stack_name("usw2", later.astimezone(tz=None)) == "drill-usw2-20250131T041200Z"
 
 
 @pytest.mark.parametrize(
@@ -52,31 +54,31 @@ def test_stack_name_is_site_and_utc_time() -> None:
     ],
 )
 def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
-    assert d.is_drill_stack(name) is ok
+    assert cd.is_drill_stack(name) is ok
     if ok:
-        assert d.check_stack_name(name)[1] == NOW
+        assert cd.check_stack_name(name)[1] == NOW
     else:
-        with pytest.raises(d.DrillNameError, match="is not a drill stack"):
-            d.check_stack_name(name)
+        with pytest.raises(cd.DrillNameError, match="is not a drill stack"):
+            cd.check_stack_name(name)
 
 
 @pytest.mark.parametrize("text", ["20250131T031200Z", "2025-01-31T03:12:00Z", "20250131t031200z"])
 def test_times_read_back_in_every_form_written(text: str) -> None:
-    assert d.parse_ts(text) == NOW
+    assert cd.parse_ts(text) == NOW
 
 
 def test_names_fit_every_cloud_and_never_the_dr_stacks() -> None:
     long_site = "a" + "b" * 22 + "c"  # the longest site name a plan allows
-    drill_id = d.stack_name(long_site, NOW).lower()
-    assert len(d.cluster_name(drill_id, "train", "gcp")) <= 40
-    assert len(d.cluster_name(drill_id, "train", "azure")) <= 63
-    assert len(d.reader_name(drill_id, "aws")) <= 64
-    sa = d.reader_name(drill_id, "gcp")
+    drill_id = cd.stack_name(long_site, NOW).lower()
+    assert len(cd.cluster_name(drill_id, "train", "gcp")) <= 40
+    assert len(cd.cluster_name(drill_id, "train", "azure")) <= 63
+    assert len(cd.reader_name(drill_id, "aws")) <= 64
+    sa = cd.reader_name(drill_id, "gcp")
     assert 6 <= len(sa) <= 30 and sa[0].isalpha() and sa == sa.lower()
     region = "northamerica-northeast1"
-    assert len(f"{d.network_name(drill_id, region)}-{region}") <= 63
+    assert len(f"{cd.network_name(drill_id, region)}-{region}") <= 63
     # Two long names that share their head stay distinct.
-    assert d.fit("x" * 50 + "1", 40) != d.fit("x" * 50 + "2", 40)
+    assert cd.fit("x" * 50 + "1", 40) != cd.fit("x" * 50 + "2", 40)
     s = setup()
     dr_names = {c.eks_name for c in s.site.clusters} | {s.site.network_name}
     assert not dr_names & {p.cluster_name for p in s.pools}
@@ -87,7 +89,7 @@ def test_names_fit_every_cloud_and_never_the_dr_stacks() -> None:
 
 def test_drill_config_round_trips_and_is_validated() -> None:
     cfg = setup().phase("capacity")
-    assert d.DrillConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert cd.DrillConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert cfg.id == "drill-usw2-20250131t031200z"
     assert cfg.expires == NOW + timedelta(hours=4)
     assert cfg.failover and not setup().drill.failover
@@ -99,7 +101,7 @@ def test_drill_config_round_trips_and_is_validated() -> None:
     ]
     for raw, message in bad:
         with pytest.raises(ValueError, match=message):
-            d.DrillConfig.from_dict(raw)
+            cd.DrillConfig.from_dict(raw)
 
 
 def test_config_is_the_dr_stacks_in_drill_mode() -> None:
@@ -118,7 +120,7 @@ def test_config_is_the_dr_stacks_in_drill_mode() -> None:
 
 def test_drill_clusters_stand_at_test_size_on_demand() -> None:
     s = setup()
-    (cluster,) = d.drill_clusters(s.site, s.drill)
+    (cluster,) = cd.drill_clusters(s.site, s.drill)
     assert cluster.standby_control_plane
     assert cluster.eks_name == "drill-usw2-20250131t031200z-train"
     for p in cluster.pools:
@@ -126,10 +128,10 @@ def test_drill_clusters_stand_at_test_size_on_demand() -> None:
 
 
 def test_primary_or_unknown_site_is_refused() -> None:
-    with pytest.raises(d.DrillError, match=r'"use1" is a primary site.*use one of usw2'):
-        d.build_drill(example_design(), "use1", NOW)
-    with pytest.raises(d.DrillError, match=r'"nope" is not a site of plan llm-training'):
-        d.build_drill(example_design(), "nope", NOW)
+    with pytest.raises(bd.DrillError, match=r'"use1" is a primary site.*use one of usw2'):
+        bd.build_drill(example_design(), "use1", NOW)
+    with pytest.raises(bd.DrillError, match=r'"nope" is not a site of plan llm-training'):
+        bd.build_drill(example_design(), "nope", NOW)
 
 
 # --- the plan's drill section ---------------------------------------------------------------------
@@ -147,7 +149,7 @@ def test_drill_section_defaults_and_overrides(example_raw: dict[str, Any]) -> No
     }
     plan = parse_plan(example_raw)
     assert plan.drill.pool_nodes("train") == 4 and plan.drill.pool_nodes("svc-chat") == 2
-    s = d.build_drill(design(plan), "usw2", NOW)
+    s = bd.build_drill(design(plan), "usw2", NOW)
     assert s.drill.nodes == {"train": 4, "svc-chat": 2}
     assert (s.drill.ttl_s, s.verify_b, s.drill.cidr) == (7200, 1e10, "10.99.0.0/16")
 
@@ -199,25 +201,25 @@ def test_cost_is_test_nodes_and_control_plane_for_the_ttl() -> None:
     # $0.045 per hour, for the 4 h TTL.
     assert s.cost.ttl_usd == pytest.approx((2 * 55.04 + 0.10 + 0.045) * 4)
     assert s.cost.for_seconds(1800) == pytest.approx(s.cost.hourly_usd / 2)
-    azure = d.build_drill(design(load_plan(ROOT / "examples/azure-two-region.yaml")), "wus", NOW)
+    azure = bd.build_drill(design(load_plan(ROOT / "examples/azure-two-region.yaml")), "wus", NOW)
     assert any("Standard_D4s_v5" in u for u in azure.cost.unpriced)  # said, not guessed
 
 
 def test_expiry_from_the_tag_else_the_name_plus_the_longest_ttl() -> None:
     name = "drill-usw2-20250131T031200Z"
-    assert d.expiry(name, {"gpudr:expires-at": "20250131T051200Z"})[0] == NOW + timedelta(hours=2)
-    when, source = d.expiry(name, {})
+    assert bd.expiry(name, {"gpudr:expires-at": "20250131T051200Z"})[0] == NOW + timedelta(hours=2)
+    when, source = bd.expiry(name, {})
     assert when == NOW + timedelta(days=1) and "longest TTL" in source
-    with pytest.raises(d.DrillNameError):
-        d.expiry("llm-training-usw2", {})
+    with pytest.raises(cd.DrillNameError):
+        bd.expiry("llm-training-usw2", {})
 
 
 # --- the report ---------------------------------------------------------------------------------
 
 
-def finished_report() -> d.DrillReport:
+def finished_report() -> dr.DrillReport:
     s = setup()
-    report = d.new_report(s, NOW)
+    report = dr.new_report(s, NOW)
     for key, seconds in (("infrastructure", 900), ("checkpoint", 120), ("capacity", 7200)):
         stage = report.stage(key)
         stage.status, stage.duration_s, stage.detail = "passed", float(seconds), "ok | fine"
@@ -225,9 +227,9 @@ def finished_report() -> d.DrillReport:
     report.stage("data-age").duration_s = 5.0
     for row, age in zip(report.data_age, (1800.0, 7200.0, 86400.0 * 30), strict=True):
         row.age_s = age
-    report.cleanup = d.Cleanup(True, True, 600.0, "destroyed and removed")
-    report.workloads = d.workload_rtos(s, report)
-    report.outcome = d.outcome(report)
+    report.cleanup = dr.Cleanup(True, True, 600.0, "destroyed and removed")
+    report.workloads = dr.workload_rtos(s, report)
+    report.outcome = dr.outcome(report)
     return report
 
 
@@ -258,13 +260,13 @@ def test_verdicts_measured_rto_and_outcome() -> None:
 def test_outcome(change: Any, expected: str) -> None:
     report = finished_report()
     change(report)
-    report.workloads = d.workload_rtos(setup(), report)
-    assert d.outcome(report) == expected
+    report.workloads = dr.workload_rtos(setup(), report)
+    assert dr.outcome(report) == expected
 
 
 def test_json_and_markdown_record_every_stage() -> None:
     report = finished_report()
-    data = json.loads(d.to_json(report))
+    data = json.loads(dr.to_json(report))
     assert [s["key"] for s in data["stages"]] == [s.key for s in setup().stages]
     for s in data["stages"]:
         assert {"status", "duration_s", "target_s", "verdict", "basis", "detail"} <= s.keys()
@@ -274,7 +276,7 @@ def test_json_and_markdown_record_every_stage() -> None:
         "duration_s": 600.0,
         "detail": "destroyed and removed",
     }
-    text = d.to_markdown(report)
+    text = dr.to_markdown(report)
     assert text.startswith("# DR drill drill-usw2-20250131t031200z: FAILED")
     for key in ("infrastructure", "checkpoint", "capacity", "data-age"):
         assert f"| {key} |" in text

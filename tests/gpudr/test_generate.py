@@ -14,11 +14,11 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from gpudr.cli import main
-from gpudr.design import design
-from gpudr.generate import is_generated, render_all
-from gpudr.spec import load_plan
-from gpudr.stackconfig import stack_name, transfer_credential_keys
+from gpudr.app.cli import main
+from gpudr.app.generate import is_generated, render_all
+from gpudr.build.stackconfig import stack_name, transfer_credential_keys
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpudr.design import design
-from gpudr.spec import load_plan, parse_plan
-from gpudr.stackconfig import build_site_configs
+from gpudr.build.stackconfig import build_site_configs
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan, parse_plan
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -84,7 +84,7 @@ def test_cross_cloud_transfer_schedule_follows_the_rpo() -> None:
 
 
 def test_cross_cloud_needs_the_aws_account() -> None:
-    from gpudr.spec import PlanError
+    from gpudr.core.spec import PlanError
 
     plan = raw("aws-to-gcp.yaml")
     plan["sites"]["use1"].pop("account")
@@ -142,7 +142,7 @@ def test_checkpoint_transfers_mirror_deletes_and_others_never_delete() -> None:
 
 
 def test_gib_prices_are_converted_to_gb() -> None:
-    from gpudr import reference
+    from gpudr.core import reference
 
     # $0.12 per GiB of GCP internet egress is $0.1118 per decimal GB
     assert reference.price("gcp", "transfer_gb", "internet_egress").usd == pytest.approx(

@@ -14,8 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpudr.design import Design, design
-from gpudr.runbook import (
+from gpudr.build.stackconfig import build_site_configs, transfer_credential_keys
+from gpudr.contract.naming import agent_pool_name
+from gpudr.core.design import Design, design
+from gpudr.core.spec import load_plan, parse_plan
+from gpudr.core.units import fmt_duration
+from gpudr.docs.runbook import (
     NOT_TIMED,
     Runbook,
     Step,
@@ -24,9 +28,6 @@ from gpudr.runbook import (
     render_runbook,
     render_runbooks,
 )
-from gpudr.spec import load_plan, parse_plan
-from gpudr.stackconfig import agent_pool_name, build_site_configs, transfer_credential_keys
-from gpudr.units import fmt_duration
 from tests.conftest import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -579,7 +580,7 @@ def test_two_dr_sites_get_two_runbooks() -> None:
 
 def test_the_runbook_module_imports_no_pulumi() -> None:
     code = (
-        "import sys, gpudr.runbook\n"
+        "import sys, gpudr.docs.runbook\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))))"
     )
     proc = subprocess.run(

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpudr import sizing
+from gpudr.core import sizing
 
 TB = 1e12
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpudr.spec import PlanError, load_plan, parse_plan
+from gpudr.core.spec import PlanError, load_plan, parse_plan
 from tests.conftest import EXAMPLE
 
 
@@ -189,7 +189,7 @@ def test_zero_is_refused_not_replaced(example_raw: dict[str, Any], path: str, me
 
 
 def test_spec_defaults_have_sources() -> None:
-    from gpudr import reference
+    from gpudr.core import reference
 
     for name, entry in reference.defaults()["spec"].items():
         assert entry["source"] in reference.defaults()["sources"], name
@@ -216,7 +216,7 @@ def test_gcp_site_needs_project_and_zones(example_raw: dict[str, Any]) -> None:
 
 
 def test_gcs_dual_region_needs_one_continent() -> None:
-    from gpudr.spec import gcs_dual_region
+    from gpudr.core.spec import gcs_dual_region
 
     assert gcs_dual_region("us-central1", "us-east4") == "US"
     assert gcs_dual_region("northamerica-northeast1", "us-east4") == "US"

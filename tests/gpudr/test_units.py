@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from gpudr.units import (
+from gpudr.core.units import (
     UnitError,
     fmt_duration,
     fmt_gbps,

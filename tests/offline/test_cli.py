@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from gpudr.cli import main
+from gpudr.app.cli import main
 from tests.conftest import EXAMPLE, ROOT
 
 
@@ -66,10 +66,10 @@ def test_ids_can_be_followed(report: dict[str, Any]) -> None:
 
 
 def test_resources_listed_are_what_the_program_registered(report: dict[str, Any]) -> None:
-    from gpudr.design import design
-    from gpudr.spec import load_plan
-    from gpudr.stackconfig import stack_config_values, stack_name
-    from offline.run import run_stack
+    from gpudr.app.offline.run import run_stack
+    from gpudr.build.stackconfig import stack_config_values, stack_name
+    from gpudr.core.design import design
+    from gpudr.core.spec import load_plan
 
     plan = load_plan(EXAMPLE)
     d = design(plan)
@@ -118,7 +118,7 @@ def test_bad_input_exits_2_with_one_line_per_problem(tmp_path: Path) -> None:
     plan.write_text(yaml.safe_dump(raw))
     out_dir = tmp_path / "stacks"
     proc = subprocess.run(
-        [sys.executable, "-m", "gpudr.cli", "generate", str(plan), "--root", str(out_dir)],
+        [sys.executable, "-m", "gpudr", "generate", str(plan), "--root", str(out_dir)],
         capture_output=True,
         text=True,
         cwd=ROOT,

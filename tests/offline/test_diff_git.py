@@ -54,7 +54,7 @@ def gpudr_diff(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it from the repository: the repository's own gpudr."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [sys.executable, "-m", "gpudr.cli", "diff", *args],
+        [sys.executable, "-m", "gpudr", "diff", *args],
         cwd=repo,
         env={**env, **GIT_ENV},
         capture_output=True,
@@ -158,12 +158,12 @@ def test_an_uncommitted_change_is_diffed_against_head(clone: Path) -> None:
 
 
 def test_a_code_change_shows_with_each_side_running_its_own_code(clone: Path) -> None:
-    """A change to components/ only: the base side must run the base commit's components,
-    or there would be nothing to show."""
+    """A change to the program's code only (the tag writer): the base side must run the base
+    commit's code, or there would be nothing to show."""
     edit(
-        clone / "components" / "tags.py",
-        'f"{PREFIX}system": site.system,',
-        'f"{PREFIX}system": site.system,\n        f"{PREFIX}owner": "sre",',
+        clone / "gpudr" / "contract" / "tags.py",
+        "Tag.SYSTEM.key: site.system,",
+        'Tag.SYSTEM.key: site.system,\n        "gpudr:owner": "sre",',
     )
     proc = gpudr_diff(clone, "--base", "HEAD", PLAN)
     assert proc.returncode == 0, proc.stderr

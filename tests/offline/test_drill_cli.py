@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import drill.probes
-import drill.stacks
-from gpudr.cli import main
+from gpudr.app.cli import main
+from gpudr.app.drill import probes as drill_probes
+from gpudr.app.drill import stacks as drill_stacks
 from tests.conftest import EXAMPLE, ROOT
 from tests.drill.fakes import Clock, FakeProbe, FakeStacks, Obj
 
@@ -23,7 +23,7 @@ def invoke(*args: str) -> Result:
 
 
 def no_pulumi(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(drill.stacks.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(drill_stacks.shutil, "which", lambda _name: None)
 
 
 @pytest.mark.parametrize(
@@ -97,9 +97,9 @@ class Fakes:
         self.clock = Clock(datetime.now(UTC))
         self.stacks = FakeStacks(self.clock, outputs={"reader": "r", "clusters": {}})
         self.corrupt = corrupt
-        monkeypatch.setattr(drill.stacks.shutil, "which", lambda _name: "/usr/bin/pulumi")
-        monkeypatch.setattr(drill.stacks, "AutomationStacks", lambda *_a, **_k: self.stacks)
-        monkeypatch.setattr(drill.probes, "probe_for", self.probe_for)
+        monkeypatch.setattr(drill_stacks.shutil, "which", lambda _name: "/usr/bin/pulumi")
+        monkeypatch.setattr(drill_stacks, "AutomationStacks", lambda *_a, **_k: self.stacks)
+        monkeypatch.setattr(drill_probes, "probe_for", self.probe_for)
 
     def probe_for(self, setup: Any, runner: Any, sleep: Any) -> FakeProbe:
         """Every replica holds a recent object; GPU capacity is there at once."""

@@ -8,11 +8,11 @@ from functools import cache
 
 import pytest
 
-from gpudr.design import design
-from gpudr.spec import load_plan
-from gpudr.stackconfig import stack_config_values, stack_name
-from offline.mocks import GpudrMocks, Registration
-from offline.run import StackRun, run_stack
+from gpudr.app.offline.mocks import GpudrMocks, Registration
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 
@@ -147,9 +147,9 @@ def test_a_stack_imports_only_its_clouds_sdk(
     """Module presence, not time (the benchmark measures the cost)."""
     code = (
         "import sys\n"
-        "from gpudr.spec import load_plan\nfrom gpudr.design import design\n"
-        "from gpudr.stackconfig import stack_config_values, stack_name\n"
-        "from offline.run import run_stack\n"
+        "from gpudr.core.spec import load_plan\nfrom gpudr.core.design import design\n"
+        "from gpudr.build.stackconfig import stack_config_values, stack_name\n"
+        "from gpudr.app.offline.run import run_stack\n"
         f"p = load_plan('examples/{example}'); s = p.sites['{site}']\n"
         "run_stack(stack_name(p, s), stack_config_values(design(p), s))\n"
         "mods = {m.split('.')[0] for m in sys.modules if m.startswith('pulumi_')}\n"
@@ -166,7 +166,7 @@ def test_a_stack_imports_only_its_clouds_sdk(
 def test_stack_clouds_are_the_clouds_the_program_calls(example: str) -> None:
     """The pull-request workflow signs each preview in to `stack_clouds`: exactly the clouds
     whose resources the stack's program registers."""
-    from gpudr.stackconfig import stack_clouds
+    from gpudr.build.stackconfig import stack_clouds
 
     plan = load_plan(ROOT / "examples" / example)
     prefix = {"aws": "aws", "gcp": "gcp", "azure-native": "azure"}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from offline.policy import PolicyPackError, PolicyPackProcess, evaluate
+from gpudr.app.offline.policy import PolicyPackError, PolicyPackProcess, evaluate
 
 PACK = textwrap.dedent(
     """

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from gpudr.design import design
-from gpudr.spec import load_plan, parse_plan
-from offline.plan import run_design
-from offline.policy import Violation, evaluate
+from gpudr.app.offline.plan import run_design
+from gpudr.app.offline.policy import Violation, evaluate
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan, parse_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import offline.plan
-from gpudr.cli import main
-from gpudr.design import design
-from gpudr.spec import load_plan
-from offline.policy import PackSession, PolicyPackError, PolicyPackProcess
-from offline.portfolio import PlanRunError, Workers, choose_plan
+from gpudr.app.cli import main
+from gpudr.app.offline import plan as offline_plan
+from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackProcess
+from gpudr.app.offline.portfolio import PlanRunError, Workers, choose_plan
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import EXAMPLE, ROOT
 
 GCP = ROOT / "examples" / "gcp-two-region.yaml"
@@ -120,13 +120,13 @@ def test_plans_that_share_a_stack_name_are_refused(tmp_path: Path) -> None:
 
 
 def _failing_for(name: str, how: str) -> Any:
-    real = offline.plan.run_design
+    real = offline_plan.run_design
 
     def run_design(des: Any, *args: Any, **kwargs: Any) -> Any:
         if des.plan.name == name:
             if how == "die":
                 os._exit(7)
-            raise offline.plan.ProgramError(f"stack {name}-x: ValueError: broken on purpose")
+            raise offline_plan.ProgramError(f"stack {name}-x: ValueError: broken on purpose")
         return real(des, *args, **kwargs)
 
     return run_design
@@ -137,7 +137,7 @@ def test_a_failing_program_names_its_plan_and_exits_3(
     monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
     # Forked workers inherit the patched module, as they inherit every import.
-    monkeypatch.setattr(offline.plan, "run_design", _failing_for("vision-models", "raise"))
+    monkeypatch.setattr(offline_plan, "run_design", _failing_for("vision-models", "raise"))
     result = CliRunner().invoke(main, ["plan", str(EXAMPLE), str(GCP), "--jobs", str(jobs)])
     assert result.exit_code == 3
     assert result.stderr == (
@@ -148,7 +148,7 @@ def test_a_failing_program_names_its_plan_and_exits_3(
 def test_a_worker_that_dies_is_reported_and_the_others_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(offline.plan, "run_design", _failing_for("vision-models", "die"))
+    monkeypatch.setattr(offline_plan, "run_design", _failing_for("vision-models", "die"))
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
     workers = Workers(designs, 2)
     with (

@@ -9,11 +9,11 @@ from typing import Any
 import pulumi_aws as aws
 import pytest
 
-from gpudr.design import design
-from gpudr.spec import Plan, load_plan, parse_plan
-from gpudr.stackconfig import stack_config_values, stack_name
-from offline.mocks import GpudrMocks, Registration, UnreachableError
-from offline.run import StackRun, run_stack
+from gpudr.app.offline.mocks import GpudrMocks, Registration, UnreachableError
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.core.design import design
+from gpudr.core.spec import Plan, load_plan, parse_plan
 from tests.conftest import EXAMPLE
 
 

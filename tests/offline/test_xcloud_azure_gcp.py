@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from gpudr.design import design
-from gpudr.spec import load_plan
-from gpudr.stackconfig import SiteConfig, build_site_configs, stack_config_values, stack_name
-from offline.mocks import GpudrMocks, Registration
-from offline.mocks_azure import OFFLINE_TENANT
-from offline.run import StackRun, run_stack
+from gpudr.app.offline.mocks import GpudrMocks, Registration
+from gpudr.app.offline.mocks_azure import OFFLINE_TENANT
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.build.stackconfig import build_site_configs, stack_config_values, stack_name
+from gpudr.contract.site import SiteConfig
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "azure-to-gcp.yaml"

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
-from gpudr.design import Design, design
-from gpudr.spec import Plan, load_plan
-from gpudr.stackconfig import SiteConfig, build_site_configs, stack_config_values, stack_name
-from offline.mocks import GpudrMocks, Registration
-from offline.plan import credential_config, run_design
-from offline.run import StackRun, run_stack, unwrap_secret
+from gpudr.app.offline.mocks import GpudrMocks, Registration
+from gpudr.app.offline.plan import credential_config, run_design
+from gpudr.app.offline.run import StackRun, run_stack, unwrap_secret
+from gpudr.build.stackconfig import build_site_configs, stack_config_values, stack_name
+from gpudr.contract.site import SiteConfig
+from gpudr.core.design import Design, design
+from gpudr.core.spec import Plan, load_plan
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "gcp-to-aws.yaml"
@@ -218,9 +219,9 @@ def test_dr_stack_runs_with_the_gcp_primary_region_down(mode: str) -> None:
 def test_the_aws_dr_stack_loads_no_gcp_sdk() -> None:
     code = (
         "import sys\n"
-        "from gpudr.spec import load_plan\nfrom gpudr.design import design\n"
-        "from gpudr.stackconfig import stack_config_values, stack_name\n"
-        "from offline.run import run_stack\n"
+        "from gpudr.core.spec import load_plan\nfrom gpudr.core.design import design\n"
+        "from gpudr.build.stackconfig import stack_config_values, stack_name\n"
+        "from gpudr.app.offline.run import run_stack\n"
         f"p = load_plan('{EXAMPLE}'); s = p.sites['{DR}']\n"
         "run_stack(stack_name(p, s), stack_config_values(design(p), s))\n"
         "mods = {m.split('.')[0] for m in sys.modules if m.startswith('pulumi_')}\n"

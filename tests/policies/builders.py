@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.tags import gcp_labels
+from gpudr.contract.tags import gcp_labels
 from policies.common import (
     AWS_KMS_KEY,
     AZ_BLOB_CONTAINER,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pulumi_policy import PolicyConfigSchema, StackValidationArgs
 
-from components.tags import gcp_labels
+from gpudr.contract.tags import gcp_labels
 from policies.common import (
     AZ_STORAGE_ACCOUNT,
     GCS_BUCKET,

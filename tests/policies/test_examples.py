@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from gpudr.design import design
-from gpudr.spec import load_plan
-from gpudr.stackconfig import stack_config_values, stack_name
-from offline.mocks import GpudrMocks
-from offline.plan import run_design
-from offline.run import run_stack
+from gpudr.app.offline.mocks import GpudrMocks
+from gpudr.app.offline.plan import run_design
+from gpudr.app.offline.run import run_stack
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from policies.common import (
     DATA_BUCKET_TYPES,
     data_class,

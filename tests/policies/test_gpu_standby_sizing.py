@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pulumi_policy import EnforcementLevel
 
-from components.tags import gcp_labels
+from gpudr.contract.tags import gcp_labels
 from policies.common import AKS_AGENT_POOL, EKS_NODE_GROUP, GKE_NODE_POOL
 from policies.gpu_standby_sizing import gpu_standby_sizing
 from tests.policies.harness import Res, check, run_resource

@@ -19,8 +19,8 @@ from components.aws.datasync import (
     check_inbound,
     schedule_expression,
 )
-from gpudr.stackconfig import InboundTransfer
-from offline.mocks import GpudrMocks, RecordingMonitor, Registration
+from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
+from gpudr.contract.site import InboundTransfer
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

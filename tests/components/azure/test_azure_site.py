@@ -22,7 +22,11 @@ from components.azure.bucket import lifecycle_rules
 from components.azure.gpu_cluster import PoolSize, pool_size
 from components.azure.network import nodes_subnet_cidr
 from components.azure.site import AzureSite, AzureSiteArgs
-from gpudr.stackconfig import (
+from gpudr.app.offline.mocks import GpudrMocks, Registration, UnreachableError
+from gpudr.app.offline.mocks_azure import OFFLINE_SUBSCRIPTION
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.contract.naming import agent_pool_name
+from gpudr.contract.site import (
     BucketConfig,
     ClusterConfig,
     Lifecycle,
@@ -31,11 +35,7 @@ from gpudr.stackconfig import (
     PoolConfig,
     ReplicationTarget,
     SiteConfig,
-    agent_pool_name,
 )
-from offline.mocks import GpudrMocks, Registration, UnreachableError
-from offline.mocks_azure import OFFLINE_SUBSCRIPTION
-from offline.run import StackRun, run_stack
 
 SYSTEM = "llm"
 H100 = "Standard_ND96isr_H100_v5"

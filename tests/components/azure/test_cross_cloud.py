@@ -18,11 +18,11 @@ import pytest
 from components.azure.arm import STORAGE_BLOB_DATA_READER
 from components.azure.network import gateway_subnet_cidr, nodes_subnet_cidr
 from components.azure.site import AzureSite, AzureSiteArgs
-from gpudr.stackconfig import AzureStsReader, LinkConfig, PeerConfig, SiteConfig
-from offline import mocks_gcp
-from offline.mocks import Registration
-from offline.mocks_azure import OFFLINE_SUBSCRIPTION, OFFLINE_TENANT
-from offline.run import StackRun
+from gpudr.app.offline import mocks_gcp
+from gpudr.app.offline.mocks import Registration
+from gpudr.app.offline.mocks_azure import OFFLINE_SUBSCRIPTION, OFFLINE_TENANT
+from gpudr.app.offline.run import StackRun
+from gpudr.contract.site import AzureStsReader, LinkConfig, PeerConfig, SiteConfig
 from tests.components.azure.test_azure_site import (
     IDENTITY,
     REPLICATED,

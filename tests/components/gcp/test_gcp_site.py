@@ -22,7 +22,9 @@ import pytest
 
 from components.gcp.network import address_plan
 from components.gcp.site import GcpSite, GcpSiteArgs
-from gpudr.stackconfig import (
+from gpudr.app.offline.mocks import GpudrMocks, Registration
+from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.contract.site import (
     BucketConfig,
     ClusterConfig,
     InboundTransfer,
@@ -32,8 +34,6 @@ from gpudr.stackconfig import (
     PoolConfig,
     SiteConfig,
 )
-from offline.mocks import GpudrMocks, Registration
-from offline.run import StackRun, run_stack
 
 SYSTEM = "llm"
 PRIMARY_PROJECT = "gpudr-offline-train"
@@ -688,9 +688,9 @@ def test_site_outputs() -> pulumi.Output[None]:
 @pytest.mark.parametrize("mode", ["standby", "failover"])
 def test_example_gcp_dr_stack_runs_with_the_primary_region_unreachable(mode: str) -> None:
     """The same, for the stack `gpudr generate` writes from examples/gcp-two-region.yaml."""
-    from gpudr.design import design
-    from gpudr.spec import load_plan
-    from gpudr.stackconfig import stack_config_values, stack_name
+    from gpudr.build.stackconfig import stack_config_values, stack_name
+    from gpudr.core.design import design
+    from gpudr.core.spec import load_plan
     from tests.conftest import ROOT
 
     plan = load_plan(ROOT / "examples" / "gcp-two-region.yaml")

@@ -1,0 +1,5 @@
+"""`python -m gpudr`: the CLI, as the `gpudr` script runs it (`gpudr.app.cli`)."""
+
+from gpudr.app.cli import main
+
+main()

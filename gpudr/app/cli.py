@@ -1,0 +1,523 @@
+"""`gpudr`: plan, size and price DR for GPU infrastructure; generate the Pulumi stack files.
+
+Exit codes: 0 every target met and no mandatory policy violation; 1 a target is not met or
+the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
+the policy pack failed to run. `gpudr drill`: 0 the drill passed, 1 a stage failed or a target
+was missed, 2 bad input, 3 the drill could not run or clean up (including no Pulumi CLI), 130
+interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
+from gpudr.build.stackconfig import stack_name
+from gpudr.core.design import Design, design
+from gpudr.core.spec import Plan, PlanError, load_plan
+from gpudr.docs.report import (
+    build_portfolio,
+    build_report,
+    portfolio_markdown,
+    portfolio_text,
+    render_text,
+    to_json,
+    to_markdown,
+)
+
+DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"gpudr: {message}", err=True)
+    sys.exit(code)
+
+
+def _load(path: str) -> tuple[Plan, Design]:
+    loaded = _try_load(path, "; nothing was run or written")
+    if loaded is None:
+        sys.exit(EXIT_BAD_INPUT)
+    return loaded
+
+
+def _try_load(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
+    """The plan and its design; None after printing its problems, one line each."""
+    try:
+        spec = load_plan(path)
+    except PlanError as exc:
+        for error in exc.errors:
+            click.echo(f"gpudr: {error}", err=True)
+        click.echo(f"gpudr: {len(exc.errors)} problem(s) in {path}{suffix}", err=True)
+        return None
+    return spec, design(spec)
+
+
+def _progress(message: str) -> None:
+    if sys.stderr.isatty():
+        click.echo(f"... {message}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpudr")
+def main() -> None:
+    """Disaster recovery for AI GPU infrastructure, as code."""
+
+
+@main.command()
+@click.argument(
+    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+)
+@click.option("--stack", "stack", help="Only this stack (stack name or site name); one plan only.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@click.option(
+    "--policy-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Policy levels and thresholds, as for `pulumi preview --policy-pack-config`.",
+)
+@click.option(
+    "--no-policy", is_flag=True, help="Do not run the policy pack (faster; verdicts omitted)."
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Plans run at once, each in a worker process [default: the cores gpudr may use, at "
+    "most one per plan]. 1 runs every plan in this process, one after another.",
+)
+def plan(
+    plan_files: tuple[str, ...],
+    stack: str | None,
+    fmt: str,
+    output: str | None,
+    policy_config: str | None,
+    no_policy: bool,
+    jobs: int | None,
+) -> None:
+    """Show what each site stack would create, whether the targets are met, and the cost.
+
+    Runs the same Pulumi program `pulumi up` runs, per stack, in-process under the SDK's mocks:
+    no credentials, no CLI, nothing deployed. Given several plans (a portfolio), it runs them
+    on every core with one policy pack and ends with a table of the plans; the exit code is
+    the worst of them.
+    """
+    if stack is not None and len(plan_files) > 1:
+        _fail(f"--stack needs exactly one PLAN.yaml; {len(plan_files)} were given", EXIT_BAD_INPUT)
+    if len(set(plan_files)) != len(plan_files):
+        twice = sorted({f for f in plan_files if plan_files.count(f) > 1})
+        _fail(f"{', '.join(twice)}: given more than once; give each plan once", EXIT_BAD_INPUT)
+    # Every plan is checked before anything runs: a typo in the tenth plan costs nothing.
+    if len(plan_files) == 1:
+        designs = [_load(plan_files[0])[1]]
+    else:
+        loaded = [_try_load(path) for path in plan_files]
+        bad = sum(item is None for item in loaded)
+        if bad:
+            _fail(
+                f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT
+            )
+        designs = [item[1] for item in loaded if item is not None]
+    _refuse_shared_stacks(designs)
+    sites = None
+    if stack is not None:
+        spec = designs[0].plan
+        matches = [s.name for s in spec.sites.values() if stack in (s.name, stack_name(spec, s))]
+        if not matches:
+            names = ", ".join(stack_name(spec, s) for s in spec.sites.values())
+            _fail(
+                f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT
+            )
+        sites = matches
+    config = _policy_config(policy_config) if not no_policy else None
+    try:
+        reports = _run_plans(designs, sites, config, jobs)
+    except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
+        _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    if len(reports) == 1:
+        report = reports[0]
+        text = _render(report, fmt)
+    else:
+        report = build_portfolio(reports)
+        text = _render_portfolio(report, fmt)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
+
+
+def _refuse_shared_stacks(designs: list[Design]) -> None:
+    """Two plans that name the same stack would deploy into one another's state."""
+    owner: dict[str, str] = {}
+    for des in designs:
+        for site in des.plan.sites.values():
+            name = stack_name(des.plan, site)
+            if name in owner:
+                _fail(
+                    f'{des.plan.source} and {owner[name]} both have stack "{name}"; '
+                    f"give the plans different names",
+                    EXIT_BAD_INPUT,
+                )
+            owner[name] = des.plan.source
+
+
+def _policy_config(config_path: str | None) -> dict[str, Any]:
+    import json
+
+    if config_path is None:
+        return {}
+    try:
+        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        _fail(f"--policy-config {config_path}: not a JSON object ({exc})", EXIT_BAD_INPUT)
+    if not isinstance(config, dict):
+        _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
+    return config
+
+
+def _run_plans(
+    designs: list[Design],
+    sites: list[str] | None,
+    policy_config: dict[str, Any] | None,
+    jobs: int | None,
+) -> list[dict[str, Any]]:
+    """Each plan's report, in the plans' order: the programs under mocks (in worker processes
+    when there are several plans and cores), each plan's stacks sent to the one policy pack as
+    soon as they are known, while the next plans run (no pack when `policy_config` is None)."""
+    from concurrent.futures import Future
+
+    # Imports Pulumi: only when running.
+    from gpudr.app.offline.policy import PackSession, PolicyPackError, Violation, with_violations
+    from gpudr.app.offline.portfolio import PlanRunError, Workers, default_jobs
+
+    runs: dict[int, list[dict[str, Any]]] = {}
+    verdicts: dict[int, Future[dict[str, list[Violation]]]] = {}
+    try:
+        # The workers are forked before the pack's thread starts.
+        with Workers(designs, jobs or default_jobs(), progress=_progress, sites=sites) as workers:
+            if not workers.in_process:
+                _progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
+            with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
+                for index, stacks in workers.results():
+                    runs[index] = stacks
+                    if pack is not None:
+                        _progress(
+                            f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
+                        )
+                        verdicts[index] = pack.submit(stacks)
+                found = {index: verdict.result() for index, verdict in verdicts.items()}
+    except PlanRunError as exc:
+        _fail(str(exc), EXIT_PROGRAM)
+    except PolicyPackError as exc:
+        # A bad --policy-config is the user's input; a pack that does not run is ours.
+        code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
+        _fail(f"policy pack: {exc}", code)
+    return [
+        build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
+        for i, des in enumerate(designs)
+    ]
+
+
+def _render_portfolio(portfolio: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(portfolio)
+    if fmt == "markdown":
+        return portfolio_markdown(portfolio)
+    return portfolio_text(portfolio)
+
+
+def _render(report: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(report)
+    if fmt == "markdown":
+        return to_markdown(report)
+    return render_text(report)
+
+
+@main.command()
+@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="The project root: stacks/, runbooks/ and .github/workflows/ are written under it.",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 listing the files that differ.")
+@click.option("--force", is_flag=True, help="Also overwrite files without the generated header.")
+def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
+    """Write, from the plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
+    pair, and .github/workflows/gpudr-<plan>.yml. Values set with `pulumi config set` (the
+    failover switch, copied credentials, secrets) are kept."""
+    from gpudr.app.generate import plan_path_for, reconcile, render_all, write
+
+    spec, des = _load(plan_file)
+    base = Path(root)
+    outcomes = reconcile(render_all(des, plan_path_for(plan_file, base)), base, spec)
+    for o in outcomes:
+        if o.note:
+            click.echo(f"gpudr: note: {o.path}: {o.note}", err=True)
+    if check:
+        differing = [o for o in outcomes if o.differs]
+        for o in differing:
+            click.echo(f"differs: {o.path}: {o.detail}")
+        if differing:
+            _fail(
+                f"{len(differing)} generated file(s) do not match {plan_file}; "
+                f"run `gpudr generate {plan_file}` and commit the result",
+                EXIT_NOT_MET,
+            )
+        click.echo(f"{len(outcomes)} generated files match {plan_file}")
+        return
+    written = {o.path for o in write(outcomes, base, force=force)}
+    refused = []
+    for o in outcomes:
+        if o.path in written:
+            click.echo(f"wrote {base / o.path}")
+        elif o.status == "unchanged":
+            click.echo(f"unchanged {base / o.path}")
+        elif o.status == "stale":
+            click.echo(f"gpudr: warning: {base / o.path}: {o.detail}", err=True)
+        elif o.status == "not-generated":
+            refused.append(o)
+    for o in refused:
+        click.echo(f"gpudr: {base / o.path} {o.detail}", err=True)
+    if refused:
+        _fail(f"{len(refused)} file(s) not written; nothing else was skipped", EXIT_BAD_INPUT)
+
+
+@main.command()
+@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@click.option(
+    "--base",
+    "base_ref",
+    required=True,
+    metavar="REF",
+    help="The git branch, tag or commit to compare with, e.g. origin/main.",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Most characters of markdown (default 60000: a GitHub comment holds 65,536; 0: no "
+    "limit). Detail is summarised to fit, never cut.",
+)
+def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -> None:
+    """Markdown for a pull request: what changes from the plan at --base REF to the working tree.
+
+    Runs `gpudr plan` on both, each with its own code (a change to components/ or policies/
+    shows too): resources added, changed and removed per stack, policy verdicts, targets and
+    sizing, monthly cost. Exit code 0 when the diff is written, whatever it says.
+    """
+    from gpudr.app.prdiff import DiffError, run_diff
+
+    try:
+        text = run_diff(plan_file, base_ref, limit=limit, progress=_progress)
+    except DiffError as exc:
+        click.echo(f"gpudr: {exc}", err=True)
+        for line in exc.details:
+            click.echo(f"gpudr:   {line}", err=True)
+        sys.exit(exc.code)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+class _DrillGroup(click.Group):
+    """`gpudr drill PLAN.yaml --site S` runs a drill (`gpudr drill run ...`); `gpudr drill
+    cleanup` removes expired ones."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@main.group("drill", cls=_DrillGroup)
+def drill_group() -> None:
+    """Rehearse a failover to a DR site in a disposable stack, time it against the plan, and
+    always destroy it.
+
+    \b
+    gpudr drill PLAN.yaml --site SITE [--ttl 4h] [--dry-run] [--report-dir DIR]
+    gpudr drill cleanup [--dry-run]
+    """
+
+
+@drill_group.command("run")
+@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@click.option("--site", required=True, help="The DR site to drill.")
+@click.option("--ttl", help="How long the drill stack may live (default: the plan's drill.ttl).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show what the drill would create and run, offline: no Pulumi CLI, no credentials.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False),
+    default="drill-reports",
+    show_default=True,
+    help="Where the report goes: <stack>.json and <stack>.md.",
+)
+def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_dir: str) -> None:
+    """Drill a DR site: create drill-<site>-<UTC time>, verify the latest checkpoint, time GPU
+    capacity and data age against the plan, destroy and remove the stack, write a report."""
+    from datetime import UTC, datetime
+
+    from gpudr.build.drill import DrillError, build_drill
+    from gpudr.docs.drillreport import usd
+
+    _, des = _load(plan_file)
+    ttl_s = _drill_ttl(ttl) if ttl is not None else None
+    now = datetime.now(UTC)
+    try:
+        setup = build_drill(des, site, now, ttl_s=ttl_s)
+    except DrillError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT)
+    if dry_run:
+        from gpudr.app.drill.dryrun import render, run
+
+        _progress(f"running the drill program for {setup.stack} under mocks")
+        try:
+            result = run(setup)
+        except Exception as exc:  # the program's own error, reported with its stack
+            _fail(f"drill stack {setup.stack}: {type(exc).__name__}: {exc}", EXIT_PROGRAM)
+        click.echo(render(setup, result), nl=False)
+        return
+    from gpudr.app.drill.stacks import missing_cli_message, pulumi_available
+
+    if not pulumi_available():
+        _fail(missing_cli_message(), EXIT_PROGRAM)
+    if setup.site.cloud == "gcp":
+        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=_gcp_operator())
+    click.echo(
+        f"gpudr: drill {setup.stack}: estimated cost at most {usd(setup.cost.ttl_usd)} "
+        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price)",
+        err=True,
+    )
+    report = _run_drill(setup, Path(report_dir))
+    click.echo(
+        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md"
+    )
+    for s in report.stages:
+        click.echo(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}")
+    click.echo(f"  cleanup: {report.cleanup.detail}")
+    if report.outcome == "interrupted":
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(DRILL_EXIT[report.outcome])
+
+
+def _drill_ttl(text: str) -> float:
+    from gpudr.core.spec import drill_default
+    from gpudr.core.units import UnitError, fmt_duration, parse_duration
+
+    try:
+        ttl = parse_duration(text)
+    except UnitError as exc:
+        _fail(f"--ttl: {exc}", EXIT_BAD_INPUT)
+    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    if not low <= ttl <= high:
+        _fail(
+            f"--ttl: {fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; "
+            "use e.g. --ttl 4h",
+            EXIT_BAD_INPUT,
+        )
+    return ttl
+
+
+def _gcp_operator() -> str | None:
+    """Who runs the drill, as an IAM member: the drill stack lets only them act as its reader."""
+    from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
+
+    try:
+        account = SubprocessRunner().run(["gcloud", "config", "get-value", "account"]).strip()
+    except CommandFailed:
+        return None
+    if not account:
+        return None
+    kind = "serviceAccount" if account.endswith(".gserviceaccount.com") else "user"
+    return f"{kind}:{account}"
+
+
+def _run_drill(setup: Any, report_dir: Path) -> Any:
+    import time
+
+    from gpudr.app.drill.commands import SubprocessRunner
+    from gpudr.app.drill.interrupts import Children, Guard
+    from gpudr.app.drill.orchestrate import Deps, run_drill
+    from gpudr.app.drill.probes import probe_for
+    from gpudr.app.drill.stacks import AutomationStacks
+    from gpudr.core.paths import PROJECT_DIR
+    from gpudr.docs.drillreport import DrillReport, to_json, to_markdown
+
+    def write(report: DrillReport) -> None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        (report_dir / f"{report.stack}.json").write_text(to_json(report), encoding="utf-8")
+        (report_dir / f"{report.stack}.md").write_text(to_markdown(report), encoding="utf-8")
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+
+    children = Children()
+    guard = Guard(children, echo)
+    deps = Deps(
+        stacks=AutomationStacks(PROJECT_DIR, children),
+        probe=probe_for(setup, SubprocessRunner(children), time.sleep),
+        write=write,
+        echo=echo,
+        interrupted=lambda: guard.interrupted,
+        on_cleanup=guard.start_cleanup,
+    )
+    with guard.installed():
+        try:
+            return run_drill(setup, deps)
+        except Exception as exc:
+            from gpudr.app.drill.orchestrate import _one_line
+
+            _fail(f"drill {setup.stack}: {_one_line(exc)}", EXIT_PROGRAM)
+
+
+@drill_group.command("cleanup")
+@click.option("--dry-run", is_flag=True, help="List what would be destroyed; change nothing.")
+def drill_cleanup(dry_run: bool) -> None:
+    """Destroy and remove every drill stack whose TTL has passed, in the backend you are logged
+    in to. Stacks whose names are not drill-<site>-<time> are never touched."""
+    from gpudr.app.drill.orchestrate import Deps, cleanup_expired
+    from gpudr.app.drill.stacks import AutomationStacks, pulumi_available
+    from gpudr.core.paths import PROJECT_DIR
+
+    if not pulumi_available():
+        _fail(
+            "drill cleanup needs the Pulumi CLI (not found on PATH), logged in to the backend "
+            "that holds the drill stacks, and the clouds' credentials",
+            EXIT_PROGRAM,
+        )
+    results = cleanup_expired(
+        Deps(stacks=AutomationStacks(PROJECT_DIR), echo=lambda m: click.echo(m, err=True)),
+        dry_run=dry_run,
+    )
+    if not results:
+        click.echo("no drill stacks in this backend")
+    for r in results:
+        click.echo(f"{r.action}: {r.stack} (expires {r.expires_at}; {r.source}) {r.detail}")
+    if any(r.action == "failed" for r in results):
+        sys.exit(EXIT_PROGRAM)
+
+
+if __name__ == "__main__":
+    main()

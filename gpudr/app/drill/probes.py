@@ -1,0 +1,530 @@
+"""What a drill checks in the cloud, through each cloud's CLI (tests fake the runner).
+
+Replicas are read as the drill's reader identity where the CLI can take it on: AWS assumes the
+reader role (`aws sts assume-role`, temporary credentials for the data commands only); GCP
+impersonates the reader service account (`--impersonate-service-account`, which the drill
+stack grants the operator and no one else). Azure's reader is a user-assigned identity, which
+only an Azure resource can sign in as: the data commands run as the operator
+(`--auth-mode login`, which needs Storage Blob Data Reader on the accounts). GPU capacity is
+read with the operator's own credentials: the reader can read data and nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from gpudr.app.drill.commands import CommandFailed, Runner
+from gpudr.build.drill import DrillPool, DrillSetup
+from gpudr.contract.drill import reader_name, resource_group_name
+from gpudr.contract.site import BucketConfig
+
+# S3's checksum attributes -> this module's algorithm names (drill/checksums.py).
+S3_CHECKSUMS = {
+    "ChecksumCRC64NVME": "crc64nvme",
+    "ChecksumCRC32C": "crc32c",
+    "ChecksumCRC32": "crc32",
+    "ChecksumSHA256": "sha256",
+    "ChecksumSHA1": "sha1",
+}
+ASSUME_ATTEMPTS = 6  # a new IAM role is assumable after seconds, not at once
+ASSUME_DELAY_S = 10.0
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    modified: datetime
+
+
+@dataclass(frozen=True)
+class StoredChecksum:
+    """What the cloud recorded when the object was written."""
+
+    algorithm: str  # md5 | sha1 | sha256 | crc32 | crc32c | crc64nvme
+    value: str  # base64, as the cloud returns it
+    # S3 composite checksums (multipart uploads): each part's size and checksum, in order.
+    parts: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PoolState:
+    ready: int  # nodes running
+    detail: str
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 / ISO 8601 time as the CLIs print it (`...Z`, `+00:00`, fractions)."""
+    value = text.strip().replace("Z", "+00:00")
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _json(text: str) -> Any:
+    return json.loads(text) if text.strip() else None
+
+
+class Probe(ABC):
+    """One cloud's checks for one drill."""
+
+    def __init__(
+        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
+    ) -> None:
+        self.setup = setup
+        self.site = setup.site
+        self.runner = runner
+        self.sleep = sleep or (lambda _s: None)
+
+    def sign_in(self, outputs: Mapping[str, Any]) -> None:
+        """Take on the reader identity the drill stack exported (`reader`), if this cloud can."""
+        del outputs
+
+    def identity(self) -> str:
+        """Who the data commands run as, for the report."""
+        return "the operator's own credentials"
+
+    def url(self, bucket: BucketConfig) -> str:
+        return bucket.name
+
+    @abstractmethod
+    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]: ...
+
+    @abstractmethod
+    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None: ...
+
+    @abstractmethod
+    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]: ...
+
+    @abstractmethod
+    def pool_state(self, pool: DrillPool) -> PoolState: ...
+
+
+class AwsProbe(Probe):
+    def __init__(
+        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
+    ) -> None:
+        super().__init__(setup, runner, sleep)
+        self.region = setup.site.region
+        self.reader_env: dict[str, str] = {}
+        self.reader = ""
+
+    def sign_in(self, outputs: Mapping[str, Any]) -> None:
+        role = str(outputs.get("reader") or "")
+        if not role:
+            return
+        argv = [
+            "aws",
+            "sts",
+            "assume-role",
+            "--role-arn",
+            role,
+            "--role-session-name",
+            self.setup.id[:64],
+            "--duration-seconds",
+            "3600",
+            "--region",
+            self.region,
+            "--output",
+            "json",
+        ]
+        for attempt in range(ASSUME_ATTEMPTS):
+            try:
+                creds = _json(self.runner.run(argv))["Credentials"]
+                break
+            except CommandFailed:
+                if attempt == ASSUME_ATTEMPTS - 1:
+                    raise
+                self.sleep(ASSUME_DELAY_S)
+        # An empty AWS_PROFILE unsets it: with a profile named, the CLI would ignore these.
+        self.reader_env = {
+            "AWS_ACCESS_KEY_ID": creds["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": creds["SecretAccessKey"],
+            "AWS_SESSION_TOKEN": creds["SessionToken"],
+            "AWS_PROFILE": "",
+        }
+        self.reader = role
+
+    def identity(self) -> str:
+        return f"the reader role {self.reader}" if self.reader else super().identity()
+
+    def url(self, bucket: BucketConfig) -> str:
+        return f"s3://{bucket.name}"
+
+    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
+        # Without --query: the CLI merges every page into one document.
+        out = _json(
+            self.runner.run(
+                [
+                    "aws",
+                    "s3api",
+                    "list-objects-v2",
+                    "--bucket",
+                    bucket.name,
+                    "--region",
+                    self.region,
+                    "--output",
+                    "json",
+                ],
+                self.reader_env,
+            )
+        )
+        return [
+            ObjectInfo(o["Key"], int(o["Size"]), parse_time(o["LastModified"]))
+            for o in (out or {}).get("Contents") or []
+        ]
+
+    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
+        out = (
+            _json(
+                self.runner.run(
+                    [
+                        "aws",
+                        "s3api",
+                        "get-object-attributes",
+                        "--bucket",
+                        bucket.name,
+                        "--key",
+                        key,
+                        "--object-attributes",
+                        "Checksum",
+                        "ObjectParts",
+                        "ObjectSize",
+                        "--max-parts",
+                        "10000",
+                        "--region",
+                        self.region,
+                        "--output",
+                        "json",
+                    ],
+                    self.reader_env,
+                )
+            )
+            or {}
+        )
+        checksum = out.get("Checksum") or {}
+        field = next((f for f in S3_CHECKSUMS if checksum.get(f)), None)
+        if field is None:
+            return None
+        algorithm = S3_CHECKSUMS[field]
+        if checksum.get("ChecksumType") != "COMPOSITE":
+            return StoredChecksum(algorithm, str(checksum[field]))
+        parts = (out.get("ObjectParts") or {}).get("Parts") or []
+        listed = tuple(
+            (int(p["Size"]), str(p[field]))
+            for p in sorted(parts, key=lambda p: int(p["PartNumber"]))
+            if p.get(field)
+        )
+        total = (out.get("ObjectParts") or {}).get("TotalPartsCount")
+        if not listed or (total is not None and len(listed) != int(total)):
+            return None  # a composite checksum cannot be recomputed without every part's
+        return StoredChecksum(algorithm, str(checksum[field]), listed)
+
+    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
+        return self.runner.stream(
+            ["aws", "s3", "cp", f"s3://{bucket.name}/{key}", "-", "--region", self.region],
+            self.reader_env,
+        )
+
+    def pool_state(self, pool: DrillPool) -> PoolState:
+        group = _json(
+            self.runner.run(
+                [
+                    "aws",
+                    "eks",
+                    "describe-nodegroup",
+                    "--cluster-name",
+                    pool.cluster_name,
+                    "--nodegroup-name",
+                    pool.pool,
+                    "--region",
+                    self.region,
+                    "--output",
+                    "json",
+                ]
+            )
+        )["nodegroup"]
+        status = group.get("status", "?")
+        issues = [i.get("code", "?") for i in (group.get("health") or {}).get("issues") or []]
+        asgs = [a["name"] for a in (group.get("resources") or {}).get("autoScalingGroups") or []]
+        ready = 0
+        if asgs:
+            described = _json(
+                self.runner.run(
+                    [
+                        "aws",
+                        "autoscaling",
+                        "describe-auto-scaling-groups",
+                        "--auto-scaling-group-names",
+                        *asgs,
+                        "--region",
+                        self.region,
+                        "--output",
+                        "json",
+                    ]
+                )
+            )
+            ready = sum(
+                1
+                for g in described.get("AutoScalingGroups") or []
+                for i in g.get("Instances") or []
+                if i.get("LifecycleState") == "InService" and i.get("HealthStatus") == "Healthy"
+            )
+        detail = f"node group {status}, {ready} instance(s) in service"
+        if issues:
+            detail += f", health issues: {', '.join(issues)}"
+        return PoolState(ready, detail)
+
+
+class GcpProbe(Probe):
+    def __init__(
+        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
+    ) -> None:
+        super().__init__(setup, runner, sleep)
+        self.project = setup.site.project or ""
+        self.impersonate: list[str] = []
+
+    def sign_in(self, outputs: Mapping[str, Any]) -> None:
+        reader = str(outputs.get("reader") or "")
+        # The stack lets the operator act as the reader only when it knows the operator.
+        if reader and self.setup.drill.operator:
+            self.impersonate = [f"--impersonate-service-account={reader}"]
+
+    def identity(self) -> str:
+        if self.impersonate:
+            return f"the reader service account ({self.impersonate[0].split('=', 1)[1]})"
+        return super().identity()
+
+    def url(self, bucket: BucketConfig) -> str:
+        return f"gs://{bucket.name}"
+
+    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
+        out = _json(
+            self.runner.run(
+                [
+                    "gcloud",
+                    "storage",
+                    "objects",
+                    "list",
+                    f"gs://{bucket.name}/**",
+                    "--format=json(name,size,update_time)",
+                    *self.impersonate,
+                ]
+            )
+        )
+        return [
+            ObjectInfo(
+                str(o["name"]),
+                int(o.get("size") or 0),
+                parse_time(str(o.get("update_time") or o.get("updated"))),
+            )
+            for o in out or []
+        ]
+
+    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
+        out = (
+            _json(
+                self.runner.run(
+                    [
+                        "gcloud",
+                        "storage",
+                        "objects",
+                        "describe",
+                        f"gs://{bucket.name}/{key}",
+                        "--format=json(md5_hash,crc32c_hash,size)",
+                        *self.impersonate,
+                    ]
+                )
+            )
+            or {}
+        )
+        # MD5 where Cloud Storage has it (not on composite objects): hashed at C speed.
+        if out.get("md5_hash"):
+            return StoredChecksum("md5", str(out["md5_hash"]))
+        if out.get("crc32c_hash"):
+            return StoredChecksum("crc32c", str(out["crc32c_hash"]))
+        return None
+
+    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
+        return self.runner.stream(
+            ["gcloud", "storage", "cat", f"gs://{bucket.name}/{key}", *self.impersonate]
+        )
+
+    def pool_state(self, pool: DrillPool) -> PoolState:
+        described = _json(
+            self.runner.run(
+                [
+                    "gcloud",
+                    "container",
+                    "node-pools",
+                    "describe",
+                    pool.pool,
+                    "--cluster",
+                    pool.cluster_name,
+                    "--region",
+                    self.site.region,
+                    "--project",
+                    self.project,
+                    "--format=json",
+                ]
+            )
+        )
+        status = described.get("status", "?")
+        ready = 0
+        for url in described.get("instanceGroupUrls") or []:
+            parts = str(url).split("/")
+            zone, name = parts[parts.index("zones") + 1], parts[-1]
+            instances = _json(
+                self.runner.run(
+                    [
+                        "gcloud",
+                        "compute",
+                        "instance-groups",
+                        "managed",
+                        "list-instances",
+                        name,
+                        "--zone",
+                        zone,
+                        "--project",
+                        self.project,
+                        "--format=json",
+                    ]
+                )
+            )
+            ready += sum(1 for i in instances or [] if i.get("instanceStatus") == "RUNNING")
+        return PoolState(ready, f"node pool {status}, {ready} instance(s) running")
+
+
+class AzureProbe(Probe):
+    def __init__(
+        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
+    ) -> None:
+        super().__init__(setup, runner, sleep)
+        self.group = resource_group_name(setup.id)
+
+    def identity(self) -> str:
+        return (
+            "the operator's own credentials (--auth-mode login): the drill's reader identity, "
+            f"{reader_name(self.setup.id, 'azure')}, can only be signed in to from Azure"
+        )
+
+    def url(self, bucket: BucketConfig) -> str:
+        return f"https://{bucket.storage_account}.blob.core.windows.net/{bucket.name}"
+
+    def _blob(self, bucket: BucketConfig) -> list[str]:
+        return [
+            "--account-name",
+            str(bucket.storage_account),
+            "--container-name",
+            bucket.name,
+            "--auth-mode",
+            "login",
+        ]
+
+    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
+        out = _json(
+            self.runner.run(
+                [
+                    "az",
+                    "storage",
+                    "blob",
+                    "list",
+                    *self._blob(bucket),
+                    "--num-results",
+                    "*",
+                    "--query",
+                    "[].{name:name,size:properties.contentLength,modified:properties.lastModified}",
+                    "--output",
+                    "json",
+                ]
+            )
+        )
+        return [
+            ObjectInfo(str(o["name"]), int(o.get("size") or 0), parse_time(str(o["modified"])))
+            for o in out or []
+        ]
+
+    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
+        out = _json(
+            self.runner.run(
+                [
+                    "az",
+                    "storage",
+                    "blob",
+                    "show",
+                    *self._blob(bucket),
+                    "--name",
+                    key,
+                    "--query",
+                    "properties.contentSettings.contentMd5",
+                    "--output",
+                    "json",
+                ]
+            )
+        )
+        if not out:
+            return None  # Azure keeps Content-MD5 only when the uploader set it
+        if isinstance(out, list):  # some CLI versions print the bytes as a list
+            out = base64.b64encode(bytes(out)).decode("ascii")
+        return StoredChecksum("md5", str(out))
+
+    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
+        # One connection: a parallel download seeks, and standard output cannot.
+        return self.runner.stream(
+            [
+                "az",
+                "storage",
+                "blob",
+                "download",
+                *self._blob(bucket),
+                "--name",
+                key,
+                "--file",
+                "/dev/stdout",
+                "--max-connections",
+                "1",
+                "--no-progress",
+                "--output",
+                "none",
+            ]
+        )
+
+    def pool_state(self, pool: DrillPool) -> PoolState:
+        shown = _json(
+            self.runner.run(
+                [
+                    "az",
+                    "aks",
+                    "nodepool",
+                    "show",
+                    "--resource-group",
+                    self.group,
+                    "--cluster-name",
+                    pool.cluster_name,
+                    "--name",
+                    pool.agent,
+                    "--output",
+                    "json",
+                ]
+            )
+        )
+        state = shown.get("provisioningState", "?")
+        power = (shown.get("powerState") or {}).get("code", "?")
+        count = int(shown.get("count") or 0)
+        # AKS reports Succeeded once the scale set has its instances; count is their number.
+        ready = count if state == "Succeeded" and power == "Running" else 0
+        return PoolState(ready, f"node pool {state}, {power}, count {count}")
+
+
+PROBES: dict[str, type[Probe]] = {"aws": AwsProbe, "gcp": GcpProbe, "azure": AzureProbe}
+
+
+def probe_for(
+    setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
+) -> Probe:
+    return PROBES[setup.site.cloud](setup, runner, sleep)

@@ -1,0 +1,115 @@
+"""Run every site stack of a design offline and return what each registered, as plain dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from gpudr.app.offline.mocks import GpudrMocks
+from gpudr.app.offline.run import StackRun, run_stack, unwrap_secret
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.contract.stack import CONFIG_NAMESPACE
+from gpudr.core.design import Design
+
+
+class ProgramError(RuntimeError):
+    """The Pulumi program failed for a stack; the message names the stack."""
+
+
+def credential_config(outputs: Mapping[str, Any], dr_site: str) -> tuple[dict[str, str], list[str]]:
+    """What the operator copies from a primary's `transfer_credentials` output into the DR
+    stack `dr_site`: (`{"gpudr:<key>": value}`, the keys set with `--secret`).
+
+    Generic over the keys: whatever the primary exported for this DR site. A value is secret if
+    it, or anything holding it, was exported as a secret (Pulumi marks a whole output secret as
+    soon as one value in it is), so it is never passed as plain config."""
+    exported, all_secret = unwrap_secret(outputs.get("transfer_credentials") or {})
+    site_values, site_secret = unwrap_secret((exported or {}).get(dr_site) or {})
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, raw in site_values.items():
+        value, secret = unwrap_secret(raw)
+        full = f"{CONFIG_NAMESPACE}:{key}"
+        config[full] = str(value)
+        if secret or site_secret or all_secret:
+            secret_keys.append(full)
+    return config, secret_keys
+
+
+def run_design(
+    design: Design,
+    sites: Iterable[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the wanted sites' stacks, as a user deploys them: primaries first, then each DR stack
+    with what its primary exported for it (`transfer_credentials`) in its own config, secrets as
+    secret config. A DR stack on another cloud than its primary cannot sign in to pull without
+    it, so when only that DR stack is wanted its primary runs too, and is not listed."""
+    plan = design.plan
+    order = list(plan.sites)
+    wanted = set(sites) if sites is not None else set(order)
+    needed = set(wanted)
+    for name in wanted:
+        site = plan.sites[name]
+        primary = plan.sites.get(site.protects or "")
+        if site.role == "dr" and primary is not None and primary.cloud != site.cloud:
+            needed.add(primary.name)
+    # Primaries before DR stacks; within each, the plan's order.
+    ordered = sorted(needed, key=lambda n: (plan.sites[n].role != "primary", order.index(n)))
+    exported: dict[str, Mapping[str, Any]] = {}  # primary site -> its stack outputs
+    runs: dict[str, tuple[StackRun, dict[str, Any]]] = {}
+    for name in ordered:
+        site = plan.sites[name]
+        stack = stack_name(plan, site)
+        if progress:
+            progress(f"running the program for stack {stack} under mocks")
+        config = stack_config_values(design, site)
+        secret_keys: list[str] = []
+        if site.role == "dr" and site.protects in exported:
+            copied, secret_keys = credential_config(exported[site.protects], site.name)
+            config.update(copied)
+        try:
+            run = run_stack(
+                stack, config, GpudrMocks(default_region=site.region), secret_keys=secret_keys
+            )
+        except Exception as exc:  # the program's own error, reported with its stack
+            raise ProgramError(f"stack {stack}: {type(exc).__name__}: {exc}") from exc
+        if site.role == "primary":
+            exported[name] = run.outputs
+        runs[name] = (run, config)
+    return [_stack_record(design, name, *runs[name]) for name in order if name in wanted]
+
+
+def _stack_record(
+    design: Design, name: str, run: StackRun, config: Mapping[str, Any]
+) -> dict[str, Any]:
+    plan = design.plan
+    site = plan.sites[name]
+    return {
+        "name": stack_name(plan, site),
+        "site": site.name,
+        "cloud": site.cloud,
+        "region": site.region,
+        "role": site.role,
+        "mode": config.get("gpudr:mode", "n/a"),
+        "resources": [
+            {
+                "type": r.type,
+                "name": r.name,
+                "urn": r.urn,
+                "id": r.id,
+                "custom": r.custom,
+                "parent": r.parent,
+                "protect": r.protect,
+                "retain_on_delete": r.retain_on_delete,
+                "dependencies": r.dependencies,
+                "property_dependencies": r.property_dependencies,
+                "inputs": r.inputs,
+            }
+            # Registration order depends on the event loop; URN order is stable.
+            for r in sorted(run.registrations, key=lambda r: r.urn)
+        ],
+    }
+
+
+__all__ = ["ProgramError", "credential_config", "run_design"]

@@ -1,0 +1,513 @@
+"""From the design to each site's stack configuration (`gpudr.contract.site.SiteConfig`): what
+`gpudr generate` writes into `stacks/Pulumi.<stack>.yaml` and the Pulumi program reads back.
+
+Every name comes from `gpudr.contract.naming`, every config key from `gpudr.contract.stack`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gpudr.contract import naming
+from gpudr.contract.site import (
+    AzureStsReader,
+    BucketConfig,
+    ClusterConfig,
+    DataSyncReader,
+    InboundTransfer,
+    Lifecycle,
+    LinkConfig,
+    PeerConfig,
+    PoolConfig,
+    ReplicationTarget,
+    SiteConfig,
+    StsReader,
+)
+from gpudr.contract.stack import (
+    AZURE_STS_CREDENTIALS,
+    DATASYNC_CREDENTIALS,
+    DEFAULT_MODE,
+    MODE_KEY,
+    SITE_KEY,
+    copy_credential_command,
+    key,
+)
+from gpudr.core import reference
+from gpudr.core.design import DataFlow, Design, Pool
+from gpudr.core.spec import Cluster, Plan, Service, Site, gcs_dual_region
+
+KUBERNETES_VERSION = "1.33"
+
+
+def stack_name(plan: Plan, site: Site) -> str:
+    return naming.stack_name(plan.name, site.name)
+
+
+def bucket_name(plan: Plan, site: Site, data_class: str) -> str:
+    return naming.bucket_name(plan.name, site.name, site.region, data_class)
+
+
+def storage_account_name(plan: Plan, site: Site, data_class: str) -> str:
+    return naming.storage_account_name(plan.name, site.name, site.region, data_class)
+
+
+def resource_group_name(plan: Plan, site: Site) -> str | None:
+    return naming.resource_group_name(plan.name, site.name) if site.cloud == "azure" else None
+
+def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
+    if data_class == "checkpoints" and plan.checkpoints:
+        c = plan.checkpoints
+        # Current checkpoints are never expired by age: a stalled job must not lose its last
+        # good state. The training job deletes beyond N after validating checksums; the bucket
+        # keeps the newest N noncurrent versions as the safety net.
+        return Lifecycle(
+            archive_after_days=max(1, math.ceil(c.archive_after_s / 86400)),
+            archive_class=str(reference.defaults()["storage"]["archive_class"][cloud]),
+            noncurrent_keep=c.keep,
+            noncurrent_days=7,
+            abort_multipart_days=2,
+        )
+    if data_class == "weights":
+        return Lifecycle(None, None, noncurrent_keep=10, noncurrent_days=30, abort_multipart_days=2)
+    return Lifecycle(
+        archive_after_days=None,
+        archive_class=None,
+        noncurrent_keep=3,
+        noncurrent_days=30,
+        abort_multipart_days=7,
+    )
+
+
+def _quota(plan: Plan, mechanism: str) -> float | None:
+    """The rate quota bounding a mechanism, as the plan states or defaults it."""
+    return {
+        "crr-rtc": plan.quotas.s3_rtc_gbps,
+        "sts": plan.quotas.sts_gbps,
+        "datasync": plan.quotas.datasync_gbps,
+    }.get(mechanism)
+
+
+def build_site_configs(design: Design) -> dict[str, SiteConfig]:
+    """One SiteConfig per site, keyed by site name."""
+    plan = design.plan
+    out: dict[str, SiteConfig] = {}
+    for site in plan.sites.values():
+        out[site.name] = _site_config(design, site)
+    return out
+
+def _container_or_bucket(plan: Plan, site: Site, data_class: str) -> str:
+    # Azure: the container inside the class's own storage account carries the class name.
+    return data_class if site.cloud == "azure" else bucket_name(plan, site, data_class)
+
+
+def _site_config(design: Design, site: Site) -> SiteConfig:
+    plan = design.plan
+    buckets: list[BucketConfig] = []
+    weights_lock = (
+        max(1, math.ceil(plan.weights.retention_s / 86400)) if plan.weights is not None else None
+    )
+    skus = reference.defaults()["storage"]["azure_sku"]
+
+    def base(cls: str, role: str, f: DataFlow | None, owner: Site) -> dict[str, Any]:
+        spec = getattr(plan, cls)
+        return {
+            "data_class": cls,
+            "name": _container_or_bucket(plan, owner, cls),
+            "role": role,
+            "rpo_s": spec.rpo_s,
+            "rto_s": spec.rto_s,
+            "mechanism": f.mechanism if f else "none",
+            "object_lock_days": weights_lock if cls == "weights" else None,
+            "lifecycle": _lifecycle(plan, cls, owner.cloud),
+            "burst_bytes": f.flow.burst_bytes if f else 0.0,
+            "steady_gbps": f.flow.steady_gbps if f else 0.0,
+            "required_gbps": f.flow.required_gbps if f else 0.0,
+            "location": owner.region.upper() if owner.cloud == "gcp" else None,
+            "kms_location": owner.region if owner.cloud == "gcp" else None,
+            "storage_account": storage_account_name(plan, owner, cls)
+            if owner.cloud == "azure"
+            else None,
+            "sku": skus["primary" if role == "source" else "replica"]
+            if owner.cloud == "azure"
+            else None,
+            "interval_s": plan.checkpoints.interval_s
+            if cls == "checkpoints" and plan.checkpoints
+            else 0.0,
+            "publish_window_s": plan.weights.publish_window_s
+            if cls == "weights" and plan.weights and f and f.mechanism == "dual-write"
+            else None,
+            "quota_gbps": _quota(plan, f.mechanism) if f else None,
+        }
+
+    if site.role == "primary":
+        for cls in ("checkpoints", "weights", "datasets"):
+            spec = getattr(plan, cls)
+            if spec is None or spec.site != site.name:
+                continue
+            flows = [f for f in design.flows if f.primary == site.name and f.data_class == cls]
+            if flows and all(f.mechanism.startswith("gcs-") for f in flows):
+                continue  # one dual-region bucket, owned by the DR site's stack
+            targets = []
+            dual = []
+            for f in flows:
+                dr = plan.sites[f.dr]
+                if f.mechanism == "dual-write":
+                    dual.append(_container_or_bucket(plan, dr, cls))
+                    continue
+                if f.mechanism not in ("crr-rtc", "crr", "azure-or"):
+                    continue  # pulled by the DR site (scheduled transfers)
+                targets.append(
+                    ReplicationTarget(
+                        site=dr.name,
+                        region=dr.region,
+                        account=dr.account,
+                        bucket=_container_or_bucket(plan, dr, cls),
+                        kms_alias=naming.kms_alias(plan.name, dr.name),
+                        mechanism=f.mechanism,
+                        storage_class=f.replica_class,
+                        rule_id=naming.replication_rule_id(cls, dr.name),
+                        latency_alarm_s=900 if f.mechanism == "crr-rtc" else 3600,
+                        resource_group=resource_group_name(plan, dr),
+                        storage_account=storage_account_name(plan, dr, cls)
+                        if dr.cloud == "azure"
+                        else None,
+                    )
+                )
+            fields = base(cls, "source", flows[0] if flows else None, site)
+            buckets.append(
+                BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual))
+            )
+    else:
+        primary = plan.sites[site.protects or ""]
+        for f in design.flows:
+            if f.dr != site.name:
+                continue
+            fields = base(f.data_class, "replica", f, site)
+            inbound: tuple[InboundTransfer, ...] = ()
+            if f.mechanism.startswith("gcs-"):
+                continent = gcs_dual_region(primary.region, site.region) or ""
+                fields.update(
+                    role="dual-region",
+                    location=continent,
+                    data_locations=(primary.region.upper(), site.region.upper()),
+                    turbo=f.mechanism == "gcs-turbo",
+                    kms_location=continent.lower(),
+                )
+            if f.mechanism in ("sts", "datasync") and f.schedule is not None:
+                inbound = (
+                    InboundTransfer(
+                        service=f.mechanism,
+                        source_cloud=primary.cloud,
+                        source_site=primary.name,
+                        source_region=primary.region,
+                        source_bucket=_container_or_bucket(plan, primary, f.data_class),
+                        source_account=primary.account,
+                        source_project=primary.project,
+                        schedule_s=f.schedule.interval_s,
+                        # Only STS from S3 assumes a role; other sources sign in otherwise.
+                        role_name=naming.sts_reader_role_name(plan.name, site.name)
+                        if f.mechanism == "sts" and primary.cloud == "aws"
+                        else "",
+                        mirror_deletes=f.data_class == "checkpoints",
+                        source_storage_account=storage_account_name(plan, primary, f.data_class)
+                        if primary.cloud == "azure"
+                        else None,
+                    ),
+                )
+            buckets.append(
+                BucketConfig(
+                    **fields,
+                    dual_write_buckets=(_container_or_bucket(plan, primary, f.data_class),)
+                    if f.mechanism == "dual-write"
+                    else (),
+                    source_account=primary.account,
+                    source_role=naming.replication_role_name(plan.name, primary.name),
+                    inbound=inbound,
+                )
+            )
+    clusters = _clusters(design, site)
+    peers, links = _peers_and_links(design, site)
+    return SiteConfig(
+        system=plan.name,
+        site=site.name,
+        cloud=site.cloud,
+        region=site.region,
+        role=site.role,
+        account=site.account,
+        cidr=site.cidr,
+        azs=site.azs,
+        api_public_cidrs=site.api_public_cidrs,
+        kms_alias=naming.kms_alias(plan.name, site.name),
+        replication_role=naming.replication_role_name(plan.name, site.name),
+        transit_gateway_name=naming.transit_gateway_name(plan.name, site.name),
+        transit_gateway_asn=naming.transit_gateway_asn(list(plan.sites).index(site.name)),
+        dual_write_endpoint=site.cloud == "aws"
+        and any(b.role == "replica" and b.mechanism == "dual-write" for b in buckets),
+        buckets=tuple(buckets),
+        clusters=clusters,
+        peers=peers,
+        links=links,
+        network_name=naming.network_name(plan.name, site.name),
+        project=site.project,
+        resource_group=resource_group_name(plan, site),
+        key_ring=naming.key_ring_name(plan.name, site.name) if site.cloud == "gcp" else None,
+        key_vault=naming.key_vault_name(plan.name, site.name, site.region) if site.cloud == "azure" else None,
+        sts_readers=_sts_readers(design, site),
+        datasync_readers=_datasync_readers(design, site),
+        azure_sts_readers=_azure_sts_readers(design, site),
+    )
+
+
+def _sts_readers(design: Design, site: Site) -> tuple[StsReader, ...]:
+    """On an AWS primary: the roles Storage Transfer Service jobs at GCP DR sites assume."""
+    plan = design.plan
+    out: dict[str, StsReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "aws":
+            continue
+        dr = plan.sites[f.dr]
+        bucket = bucket_name(plan, site, f.data_class)
+        role = naming.sts_reader_role_name(plan.name, dr.name)
+        previous = out.get(role)
+        buckets = (*previous.buckets, bucket) if previous else (bucket,)
+        out[role] = StsReader(role_name=role, gcp_project=dr.project or "", buckets=buckets)
+    return tuple(out.values())
+
+
+def _datasync_readers(design: Design, site: Site) -> tuple[DataSyncReader, ...]:
+    """On a GCP primary: one HMAC-keyed reader per AWS DR site pulling with DataSync."""
+    plan = design.plan
+    out: dict[str, DataSyncReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "datasync":
+            continue
+        dr = plan.sites[f.dr]
+        previous = out.get(dr.name)
+        bucket = bucket_name(plan, site, f.data_class)
+        out[dr.name] = DataSyncReader(
+            account_id=naming.datasync_reader_id(plan.name, dr.name),
+            dr_site=dr.name,
+            buckets=(*previous.buckets, bucket) if previous else (bucket,),
+        )
+    return tuple(out.values())
+
+
+def _azure_sts_readers(design: Design, site: Site) -> tuple[AzureStsReader, ...]:
+    """On an Azure primary: one federated reader identity per GCP DR site."""
+    plan = design.plan
+    out: dict[str, AzureStsReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "azure":
+            continue
+        dr = plan.sites[f.dr]
+        previous = out.get(dr.name)
+        account = storage_account_name(plan, site, f.data_class)
+        out[dr.name] = AzureStsReader(
+            identity_name=naming.azure_sts_identity_name(plan.name, dr.name),
+            dr_site=dr.name,
+            gcp_project=dr.project or "",
+            storage_accounts=(*previous.storage_accounts, account) if previous else (account,),
+        )
+    return tuple(out.values())
+
+
+def _accelerator(cloud: str, gpu: str) -> str | None:
+    offer = reference.gpu_offer(cloud, gpu)
+    return offer.accelerator if offer else None
+
+
+def _pool_config(p: Pool, cloud: str, warm_fraction: float) -> PoolConfig:
+    return PoolConfig(
+        accelerator=_accelerator(cloud, p.gpu),
+        name=p.name,
+        kind=p.kind,
+        gpu=p.gpu,
+        instance_type=p.instance_type,
+        gpus_per_node=p.gpus_per_node,
+        efa_interfaces=p.efa_interfaces,
+        placement=p.kind == "training",
+        pattern=p.pattern,
+        nodes=p.nodes,
+        standby_nodes=p.standing,
+        reserved=p.reserved,
+        rto_s=p.rto_s,
+        warm_fraction=warm_fraction if p.pattern == "warm-standby" else None,
+    )
+
+
+def _primary_pool(w: Cluster | Service, cloud: str) -> PoolConfig:
+    """A primary's pool runs at full size; training pools get EFA and cluster placement."""
+    training = isinstance(w, Cluster)
+    return PoolConfig(
+        accelerator=_accelerator(cloud, w.gpu),
+        name=w.pool_name,
+        kind="training" if training else "service",
+        gpu=w.gpu,
+        instance_type=w.instance_type,
+        gpus_per_node=w.gpus_per_node,
+        efa_interfaces=w.efa_interfaces if isinstance(w, Cluster) else 0,
+        placement=training,
+        pattern="primary",
+        nodes=w.nodes,
+        standby_nodes=w.nodes,
+        reserved=False,
+        rto_s=w.rto_s,
+    )
+
+
+def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
+    plan = design.plan
+    out: list[ClusterConfig] = []
+    if site.role == "primary":
+        for cl in plan.clusters.values():
+            if cl.site != site.name:
+                continue
+            members: list[Cluster | Service] = [cl]
+            members += [s for s in plan.services.values() if s.cluster == cl.name]
+            pools = tuple(_primary_pool(w, site.cloud) for w in members)
+            eks_name = naming.cluster_name(plan.name, site.name, cl.name)
+            out.append(ClusterConfig(cl.name, eks_name, KUBERNETES_VERSION, pools, True))
+    else:
+        by_cluster: dict[str, list[Pool]] = {}
+        for p in design.pools:
+            if p.dr == site.name:
+                by_cluster.setdefault(p.cluster, []).append(p)
+        for name, pools_ in by_cluster.items():
+            standing = any(p.pattern != "backup-restore" for p in pools_)
+            out.append(
+                ClusterConfig(
+                    name,
+                    naming.cluster_name(plan.name, site.name, name),
+                    KUBERNETES_VERSION,
+                    tuple(_pool_config(p, site.cloud, site.warm_fraction) for p in pools_),
+                    standing,
+                )
+            )
+    return tuple(out)
+
+
+def _peers_and_links(
+    design: Design, site: Site
+) -> tuple[tuple[PeerConfig, ...], tuple[LinkConfig, ...]]:
+    plan = design.plan
+    peers: list[PeerConfig] = []
+    links: list[LinkConfig] = []
+    others = (
+        [plan.sites[site.protects]]
+        if site.role == "dr" and site.protects
+        else plan.dr_sites_for(site.name)
+    )
+    for other in others:
+        peers.append(
+            PeerConfig(
+                site=other.name,
+                region=other.region,
+                role=other.role,
+                cidr=other.cidr,
+                account=other.account,
+                transit_gateway_name=naming.transit_gateway_name(plan.name, other.name),
+                cloud=other.cloud,
+                project=other.project,
+                resource_group=resource_group_name(plan, other),
+                network_name=naming.network_name(plan.name, other.name),
+                asn=naming.transit_gateway_asn(list(plan.sites).index(other.name)),
+            )
+        )
+        primary, dr = (site, other) if site.role == "primary" else (other, site)
+        for path in design.paths.values():
+            if path.primary != primary.name or path.dr != dr.name:
+                continue
+            if path.kind not in (
+                "tgw-peering",
+                "direct-connect",
+                "vpc-peering",
+                "vnet-peering",
+                "ha-vpn",
+                "vpn",
+            ):
+                continue
+            link = dr.link
+            links.append(
+                LinkConfig(
+                    kind=path.kind,
+                    peer_site=other.name,
+                    capacity_gbps=path.capacity_gbps,
+                    required_gbps=path.required_gbps,
+                    headroom=path.headroom,
+                    location=link.location if link else None,
+                    secondary_location=link.secondary_location if link else None,
+                    port_gbps=path.ports.port_gbps if path.ports else None,
+                    ports=path.ports.ports if path.ports else None,
+                    tunnels=int(reference.defaults()["links"][path.kind]["tunnels"])
+                    if path.kind in ("ha-vpn", "vpn")
+                    else None,
+                    gateway_sku=path.gateway_sku,
+                )
+            )
+    return tuple(peers), tuple(links)
+
+
+def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
+    """The `config:` mapping of `stacks/Pulumi.<stack>.yaml` for one site."""
+    cfg = build_site_configs(design)[site.name]
+    # The provider's own defaults; every resource also names its region/location itself.
+    providers: dict[str, dict[str, Any]] = {
+        "aws": {"aws:region": site.region},
+        "gcp": {"gcp:project": site.project, "gcp:region": site.region},
+        "azure": {"azure-native:location": site.region},
+    }
+    values: dict[str, Any] = {**providers[site.cloud], SITE_KEY: cfg.to_dict()}
+    if site.role == "dr":
+        values[MODE_KEY] = DEFAULT_MODE
+    return values
+
+
+# --- keys an operator sets on a deployed stack -------------------------------------------------
+
+@dataclass(frozen=True)
+class CredentialKey:
+    """A value a DR stack needs from its primary's `transfer_credentials` output."""
+
+    key: str  # full config key, e.g. gpudr:gcs_hmac_secret
+    secret: bool
+    primary_stack: str
+    dr_site: str
+
+    def command(self, dr_stack: str) -> str:
+        """The exact command that copies it; the value never passes through a file."""
+        short = self.key.split(":", 1)[1]
+        return copy_credential_command(
+            self.primary_stack, self.dr_site, short, self.secret, dr_stack
+        )
+
+
+def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey, ...]:
+    """What `site` (a DR site) must copy from its primary's outputs before its pulls can sign
+    in: the HMAC key a GCP primary creates for DataSync, the federated identity an Azure primary
+    creates for Storage Transfer Service. Empty for every other site."""
+    plan = design.plan
+    primary = plan.sites.get(site.protects or "")
+    if site.role != "dr" or primary is None:
+        return ()
+    src = build_site_configs(design)[primary.name]
+    keys: list[tuple[str, bool]] = []
+    if any(r.dr_site == site.name for r in src.datasync_readers):
+        keys += DATASYNC_CREDENTIALS
+    if any(r.dr_site == site.name for r in src.azure_sts_readers):
+        keys += AZURE_STS_CREDENTIALS
+    return tuple(
+        CredentialKey(key(k), secret, stack_name(plan, primary), site.name) for k, secret in keys
+    )
+
+
+def stack_clouds(plan: Plan, site: Site) -> tuple[str, ...]:
+    """The clouds whose APIs a site's stack calls, its own first: a primary also declares its
+    half of the link and the read-only reader in each cross-cloud DR site's cloud."""
+    clouds = [site.cloud]
+    if site.role == "primary":
+        for dr in plan.dr_sites_for(site.name):
+            if dr.cloud not in clouds:
+                clouds.append(dr.cloud)
+    return tuple(clouds)

@@ -1,0 +1,146 @@
+"""Naming rules: every name gpudr derives, written once.
+
+The planner writes these names into the stack config, the components give them to the clouds,
+and the runbooks, the drills and the policy pack look resources up by them. Each name is a
+function of the plan's own identifiers (system, site, region, data class), never of another
+stack's state, so that a DR stack can be previewed and updated with the primary gone.
+
+Standard library only: the Pulumi program reads this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
+TGW_ASN_BASE = 64600
+DX_GATEWAY_ASN = 64512
+
+# Every GPU node carries the pool label (a pool's node selector) and the GPU taint (everything
+# without a matching toleration stays off): components/*/gpu_cluster.py.
+POOL_LABEL = "gpudr/pool"
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule"  # as kubectl and AKS write it
+# The system pool every AKS cluster also runs (components/azure/gpu_cluster.py); the cost
+# engine prices it for the plan and for a drill.
+AKS_SYSTEM_VM_SIZE = "Standard_D4s_v5"
+AKS_SYSTEM_NODE_COUNT = 2
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+# --- stacks and per-site names ---------------------------------------------------------------
+
+
+def stack_name(system: str, site: str) -> str:
+    """A site's Pulumi stack: `<plan name>-<site>`."""
+    return f"{system}-{site}"
+
+
+def bucket_name(system: str, site: str, region: str, data_class: str) -> str:
+    """Globally unique and stable: the hash binds the name to system, site and region."""
+    digest = _digest(system, site, region, data_class)
+    return f"{system}-{site}-{data_class}-{digest[:6]}"
+
+
+def kms_alias(system: str, site: str) -> str:
+    return f"alias/gpudr/{system}/{site}"
+
+
+def replication_role_name(system: str, site: str) -> str:
+    return f"gpudr-{system}-{site}-replication"[:64]
+
+
+def transit_gateway_name(system: str, site: str) -> str:
+    return f"gpudr-{system}-{site}"
+
+
+def transit_gateway_asn(site_index: int) -> int:
+    """Unique per site (its position in the plan): also the BGP ASN of GCP Cloud Routers."""
+    return TGW_ASN_BASE + site_index
+
+
+def network_name(system: str, site: str) -> str:
+    """GCP VPC network / Azure virtual network."""
+    return f"gpudr-{system}-{site}"
+
+
+def resource_group_name(system: str, site: str) -> str:
+    """Azure: the resource group a site's stack creates."""
+    return f"gpudr-{system}-{site}"
+
+
+def key_ring_name(system: str, site: str) -> str:
+    """GCP: the Cloud KMS key ring (one per location)."""
+    return f"gpudr-{system}-{site}"
+
+
+def storage_account_name(system: str, site: str, region: str, data_class: str) -> str:
+    """Azure storage accounts: 3-24 lowercase letters and digits, globally unique."""
+    return f"gpudr{_digest(system, site, region, data_class)[:19]}"
+
+
+def key_vault_name(system: str, site: str, region: str) -> str:
+    """Azure Key Vault names: 3-24 letters, digits and hyphens, globally unique."""
+    return f"gpudr-{_digest(system, site, region, 'vault')[:18]}"
+
+
+def cluster_name(system: str, site: str, cluster: str) -> str:
+    """The physical EKS/GKE/AKS cluster name of a plan's cluster at a site."""
+    return f"{system}-{site}-{cluster}"
+
+
+# --- cross-cloud readers ---------------------------------------------------------------------
+
+
+def sts_reader_role_name(system: str, dr_site: str) -> str:
+    """The AWS role Storage Transfer Service assumes (by federation) to read the primary."""
+    return f"gpudr-{system}-{dr_site}-sts-reader"[:64]
+
+
+def datasync_reader_id(system: str, dr_site: str) -> str:
+    """GCP service account ids are 6-30 characters: a digest keeps them unique per plan."""
+    return f"gpudr-ds-{_digest(system, dr_site, 'datasync')[:12]}"
+
+
+def azure_sts_identity_name(system: str, dr_site: str) -> str:
+    return f"gpudr-{system}-{dr_site}-sts-reader"[:128]
+
+
+# --- pools and scheduled pulls ---------------------------------------------------------------
+
+
+def agent_pool_name(pool: str) -> str:
+    """AKS Linux node pool names are 1-12 lowercase letters and digits, starting with a letter.
+    gpudr lowercases the pool name, drops every other character, prefixes "p" if it would not
+    start with a letter, and keeps the first 12: "svc-chat" -> "svcchat", "train" -> "train",
+    "Train_H100-large" -> "trainh100lar", "8x-h100" -> "p8xh100"."""
+    cleaned = "".join(c for c in pool.lower() if c.isascii() and c.isalnum())
+    if not cleaned or not cleaned[0].isalpha():
+        cleaned = f"p{cleaned}"
+    return cleaned[:12]
+
+
+def datasync_schedule(schedule_s: int) -> str:
+    """A DataSync task's schedule expression for an interval of whole hours (the caller checks
+    that it is one). Rate expressions want the singular for a value of 1."""
+    hours = schedule_s // 3600
+    return "rate(1 hour)" if hours == 1 else f"rate({hours} hours)"
+
+
+def datasync_task_prefix(system: str, site: str, data_class: str) -> str:
+    """What the names of one replica bucket's DataSync tasks start with."""
+    return f"gpudr-{system}-{site}-{data_class}"
+
+
+def datasync_task_name(prefix: str, source_site: str) -> str:
+    """A DataSync task's name: its bucket's `datasync_task_prefix` and the site it pulls from."""
+    return f"{prefix}-from-{source_site}"
+
+
+def replication_rule_id(data_class: str, dr_site: str) -> str:
+    """The id of a push replication rule (S3) from a source bucket to one DR site."""
+    return f"{data_class}-to-{dr_site}"

@@ -1,0 +1,332 @@
+"""The site configuration schema: what `gpudr generate` writes into a stack's `gpudr:site` and
+the Pulumi program reads back (`SiteConfig.from_dict`).
+
+This is the contract between the planner and the program: the planner builds it
+(`gpudr.build.stackconfig`), the components read it, and nothing here knows how it was computed.
+Standard library only, so that `pulumi up` never loads the planner.
+
+Values that cross stacks (the DR bucket a primary replicates into, the key alias it encrypts
+replicas with, the replication role a DR bucket trusts) are carried as deterministic names
+(`gpudr.contract.naming`), never read from another stack's state: the DR stack must preview and
+update while the primary region and the primary stack's state are gone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    archive_after_days: int | None  # current versions move to the archive class
+    archive_class: str | None
+    noncurrent_keep: int  # newest noncurrent versions kept (the "last N")
+    noncurrent_days: int
+    abort_multipart_days: int
+    # Any noncurrent version goes after this many days, however few newer versions it has:
+    # a checkpoint written under a unique name and later deleted never gets newer versions, so
+    # "keep the last N" alone would keep it forever. Until then it stays recoverable.
+    noncurrent_max_days: int = 30
+
+
+@dataclass(frozen=True)
+class ReplicationTarget:
+    """A push from this (source) bucket, owned by the source's stack."""
+
+    site: str
+    region: str
+    account: str | None  # AWS account of the destination
+    bucket: str  # S3 bucket, or Azure container
+    kms_alias: str
+    mechanism: str  # crr-rtc | crr | azure-or
+    storage_class: str
+    rule_id: str
+    latency_alarm_s: int
+    resource_group: str | None = None  # Azure: the destination's resource group
+    storage_account: str | None = None  # Azure: the destination storage account
+
+
+@dataclass(frozen=True)
+class InboundTransfer:
+    """A scheduled pull into this (replica) bucket, owned by the DR stack: the DR site holds
+    the job and the identity it uses, so it can run and change them with the primary gone."""
+
+    service: str  # sts (into GCS) | datasync (into S3)
+    source_cloud: str  # aws | gcp | azure
+    source_site: str
+    source_region: str
+    source_bucket: str  # S3/GCS bucket, or the Azure container
+    source_account: str | None  # AWS account owning the source bucket (sts from S3)
+    source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
+    schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
+    role_name: str  # sts from S3: the AWS IAM role it assumes (federated from Google); else ""
+    # Checkpoints: the source keeps the last N and deletes older ones; the sink mirrors those
+    # deletes, or copies pile up forever. The sink is versioned, so a mirrored delete leaves a
+    # noncurrent version that its lifecycle keeps. Other classes never delete at the sink.
+    mirror_deletes: bool = False
+    source_storage_account: str | None = None  # Azure: the account holding source_bucket
+
+
+@dataclass(frozen=True)
+class BucketConfig:
+    data_class: str
+    name: str
+    role: str  # source | replica
+    rpo_s: float | None
+    rto_s: float | None
+    mechanism: str
+    object_lock_days: int | None
+    lifecycle: Lifecycle
+    burst_bytes: float  # sizing inputs carried as tags, so policies can recompute the need
+    steady_gbps: float
+    required_gbps: float
+    replication: tuple[ReplicationTarget, ...] = ()
+    dual_write_buckets: tuple[str, ...] = ()  # the other copies a dual writer must write
+    source_account: str | None = None  # replica side: who replicates into this bucket
+    source_role: str | None = None
+    # GCS: `location` is the region, or the multi-region code of a custom dual-region whose
+    # two regions are `data_locations`; `turbo` sets rpo=ASYNC_TURBO; the CMEK key must live
+    # in `kms_location` (the bucket's location, lower case).
+    location: str | None = None
+    data_locations: tuple[str, ...] = ()
+    turbo: bool = False
+    kms_location: str | None = None
+    # Azure: the storage account holding this class's container, and its redundancy SKU.
+    storage_account: str | None = None
+    sku: str | None = None
+    inbound: tuple[InboundTransfer, ...] = ()
+    # Raw facts the policy pack recomputes the bandwidth need from (never the answer itself):
+    # the checkpoint interval (loss replication cannot remove), the window a dual-written
+    # publish has, and the rate quota the user asserts for a quota-bounded mechanism.
+    interval_s: float = 0.0
+    publish_window_s: float | None = None
+    quota_gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    name: str
+    kind: str  # training | service
+    gpu: str
+    instance_type: str
+    gpus_per_node: int
+    efa_interfaces: int
+    placement: bool
+    pattern: str  # primary | backup-restore | pilot-light | warm-standby | active-active
+    nodes: int  # full capacity
+    standby_nodes: int  # nodes kept at the DR site before failover
+    reserved: bool
+    rto_s: float | None
+    accelerator: str | None = None  # GCP accelerator type, e.g. nvidia-h100-80gb
+    warm_fraction: float | None = None  # warm standby: the floor the plan states
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    eks_name: str
+    kubernetes_version: str
+    pools: tuple[PoolConfig, ...]
+    standby_control_plane: bool  # False: backup/restore, created only at failover
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    site: str
+    region: str
+    role: str
+    cidr: str
+    account: str | None
+    transit_gateway_name: str
+    cloud: str = "aws"
+    project: str | None = None
+    resource_group: str | None = None
+    network_name: str | None = None
+    asn: int = 0  # the peer's transit gateway / Cloud Router ASN
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    kind: str  # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn
+    peer_site: str
+    capacity_gbps: float
+    required_gbps: float
+    headroom: float
+    location: str | None = None
+    secondary_location: str | None = None
+    port_gbps: int | None = None
+    ports: int | None = None
+    tunnels: int | None = None  # ha-vpn | vpn
+    gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU
+
+
+@dataclass(frozen=True)
+class StsReader:
+    """An AWS role that Storage Transfer Service (a GCP DR site's jobs) assumes through web
+    identity federation to read these buckets: no access keys anywhere."""
+
+    role_name: str
+    gcp_project: str  # the project whose transfer service agent may assume the role
+    buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DataSyncReader:
+    """On a GCP primary: the service account whose HMAC key an AWS DR site's DataSync tasks
+    use to read these buckets (DataSync reads other clouds' object storage only with an access
+    key pair). The key's secret leaves this stack as a secret output and reaches the DR stack
+    through `pulumi config set --secret`, never through a file."""
+
+    account_id: str  # GCP service account id (6-30 characters)
+    dr_site: str
+    buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AzureStsReader:
+    """On an Azure primary: a user-assigned identity that Storage Transfer Service (a GCP DR
+    site's jobs) signs in as by workload identity federation, with read-only data access to
+    these storage accounts. No SAS token or account key exists."""
+
+    identity_name: str
+    dr_site: str
+    gcp_project: str  # the project whose transfer service agent the credential trusts
+    storage_accounts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    system: str
+    site: str
+    cloud: str
+    region: str
+    role: str  # primary | dr
+    account: str | None
+    cidr: str
+    azs: tuple[str, ...]
+    api_public_cidrs: tuple[str, ...]
+    kms_alias: str
+    replication_role: str
+    transit_gateway_name: str
+    transit_gateway_asn: int  # unique per site: also the BGP ASN of GCP Cloud Routers
+    dual_write_endpoint: bool  # an S3 interface endpoint receives dual writes over the DR link
+    buckets: tuple[BucketConfig, ...]
+    clusters: tuple[ClusterConfig, ...]
+    peers: tuple[PeerConfig, ...]
+    links: tuple[LinkConfig, ...]
+    network_name: str = ""  # GCP VPC network / Azure virtual network name
+    project: str | None = None  # GCP project
+    resource_group: str | None = None  # Azure resource group, created by this stack
+    key_ring: str | None = None  # GCP Cloud KMS key ring name (one per location)
+    key_vault: str | None = None  # Azure Key Vault name
+    sts_readers: tuple[StsReader, ...] = ()
+    datasync_readers: tuple[DataSyncReader, ...] = ()
+    azure_sts_readers: tuple[AzureStsReader, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = _clean(asdict(self))
+        return cleaned
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> SiteConfig:
+        """Rebuild from `gpudr:site`; a KeyError or TypeError names what is missing."""
+        d = dict(data)
+        d["azs"] = tuple(d["azs"])
+        d["api_public_cidrs"] = tuple(d.get("api_public_cidrs", ()))
+        d["buckets"] = tuple(_bucket(b) for b in d.get("buckets", ()))
+        d["clusters"] = tuple(
+            ClusterConfig(
+                **{
+                    **c,
+                    "pools": tuple(
+                        PoolConfig(
+                            **_ints(
+                                p, ("gpus_per_node", "efa_interfaces", "nodes", "standby_nodes")
+                            )
+                        )
+                        for p in c["pools"]
+                    ),
+                }
+            )
+            for c in d.get("clusters", ())
+        )
+        d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
+        d["links"] = tuple(
+            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels"))) for x in d.get("links", ())
+        )
+        d["sts_readers"] = tuple(
+            StsReader(**{**x, "buckets": tuple(x["buckets"])}) for x in d.get("sts_readers", ())
+        )
+        d["datasync_readers"] = tuple(
+            DataSyncReader(**{**x, "buckets": tuple(x["buckets"])})
+            for x in d.get("datasync_readers", ())
+        )
+        d["azure_sts_readers"] = tuple(
+            AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
+            for x in d.get("azure_sts_readers", ())
+        )
+        return SiteConfig(**d)
+
+
+def _ints(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Pulumi config round-trips numbers as floats; restore the integers."""
+    out = dict(d)
+    for k in keys:
+        if out.get(k) is not None:
+            out[k] = int(out[k])
+    return out
+
+
+def _bucket(b: dict[str, Any]) -> BucketConfig:
+    d = _ints(b, ("object_lock_days",))
+    d["lifecycle"] = Lifecycle(
+        **_ints(
+            b["lifecycle"],
+            (
+                "archive_after_days",
+                "noncurrent_keep",
+                "noncurrent_days",
+                "abort_multipart_days",
+                "noncurrent_max_days",
+            ),
+        )
+    )
+    d["replication"] = tuple(
+        ReplicationTarget(**_ints(t, ("latency_alarm_s",))) for t in b.get("replication", ())
+    )
+    d["dual_write_buckets"] = tuple(b.get("dual_write_buckets", ()))
+    d["data_locations"] = tuple(b.get("data_locations", ()))
+    d["inbound"] = tuple(InboundTransfer(**_ints(t, ("schedule_s",))) for t in b.get("inbound", ()))
+    return BucketConfig(**d)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-friendly: tuples to lists, infinities to None."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    return value
+
+
+# --- how many GPU nodes a pool runs: one rule for every cloud, the runbook and the drill -------
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    min_size: int
+    desired_size: int
+    max_size: int
+
+
+def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
+    """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
+    (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
+    primary's size, and runs full once the DR stack is switched to failover."""
+    if pool.pattern in ("primary", "active-active") or failover:
+        return PoolSize(pool.nodes, pool.nodes, pool.nodes)
+    return PoolSize(pool.standby_nodes, pool.standby_nodes, max(pool.nodes, 1))

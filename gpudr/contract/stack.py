@@ -1,0 +1,62 @@
+"""A stack's configuration keys: what `gpudr generate` writes, what an operator sets with
+`pulumi config set`, and what the program reads (components/config.py). Pulumi.yaml documents
+each key for users; this module is where the code takes them from.
+
+Standard library only: the Pulumi program reads this module.
+"""
+
+from __future__ import annotations
+
+CONFIG_NAMESPACE = "gpudr"
+# `drill` is set only by `gpudr drill`, on a disposable drill stack configured from a DR site.
+MODES = ("standby", "failover", "drill")
+DEFAULT_MODE = "standby"
+
+
+def key(name: str) -> str:
+    """The full config key of one of gpudr's keys: `gpudr:<name>`."""
+    return f"{CONFIG_NAMESPACE}:{name}"
+
+
+SITE_KEY = key("site")
+MODE_KEY = key("mode")
+DRILL_KEY = key("drill")
+LOCK_WEIGHTS_KEY = key("lock_weights")
+
+# What a DR stack copies from its primary's `transfer_credentials` output into its own config
+# (short names, as the output and `pulumi config set` spell them), and whether each is secret.
+GCS_HMAC_ACCESS_ID = "gcs_hmac_access_id"
+GCS_HMAC_SECRET = "gcs_hmac_secret"
+AZURE_STS_CLIENT_ID = "azure_sts_client_id"
+AZURE_TENANT_ID = "azure_tenant_id"
+# DataSync from GCS signs in with an HMAC key pair; Storage Transfer from Azure Blob as a
+# federated identity.
+DATASYNC_CREDENTIALS = ((GCS_HMAC_ACCESS_ID, False), (GCS_HMAC_SECRET, True))
+AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
+
+# `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
+# values when it rewrites the file and `--check` does not count them as drift: regenerating during
+# a failover must not switch the DR stack back to standby, and a credential copied from the
+# primary's outputs (a secret, encrypted by the stack's secrets provider) must survive.
+OPERATOR_KEYS = (
+    MODE_KEY,
+    LOCK_WEIGHTS_KEY,
+    *(key(name) for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS)),
+)
+# Top-level keys the Pulumi CLI writes for the stack's secrets provider (`pulumi stack init`).
+SECRETS_PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")
+
+
+def copy_credential_command(
+    primary_stack: str, dr_site: str, name: str, secret: bool, dr_stack: str
+) -> str:
+    """The command that copies one value of the primary stack's `transfer_credentials` output
+    (`{dr site: {key: value}}`) into the DR stack's config key `gpudr:<name>`. The value goes
+    through a pipe, never a file, an argument or the shell history; `jq -j` adds no trailing
+    newline, which would become part of the value."""
+    flag = " --secret" if secret else ""
+    return (
+        f"pulumi stack output transfer_credentials --show-secrets --json -s {primary_stack} "
+        f'| jq -j \'.["{dr_site}"]["{name}"]\' '
+        f"| pulumi config set{flag} {key(name)} -s {dr_stack}"
+    )

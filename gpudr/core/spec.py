@@ -1,0 +1,1202 @@
+"""The plan spec: one YAML file describing one protected system, parsed and validated.
+
+`load_plan(path)` returns a frozen `Plan` or raises `PlanError` carrying one `FieldError` per
+problem found, each naming the field path, the bad value and what is allowed. Validation does not
+stop at the first problem: a user fixes a spec in one pass.
+
+Defaults for RPO/RTO by class come from `gpudr/data/defaults.yaml` (the product brief).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from gpudr.core import reference
+from gpudr.core.units import UnitError, fmt_duration, parse_duration, parse_rate_gbps, parse_size
+
+SUPPORTED_CLOUDS = ("aws", "gcp", "azure")
+PATTERNS = ("backup-restore", "pilot-light", "warm-standby", "active-active")
+REPLICATION_CHOICES = (
+    "auto",
+    "crr-rtc",
+    "crr",
+    "gcs-turbo",
+    "gcs-dual-region",
+    "sts",
+    "azure-or",
+    "datasync",
+    "dual-write",
+)
+LINK_KINDS = ("tgw-peering", "direct-connect", "vpc-peering", "vnet-peering", "ha-vpn", "vpn")
+# (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
+# links that can join them; the first link is the default. Pairs not listed are refused.
+PAIRS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("aws", "aws"): (("crr-rtc", "crr"), ("tgw-peering", "direct-connect")),
+    ("gcp", "gcp"): (("gcs-turbo", "gcs-dual-region", "sts"), ("vpc-peering",)),
+    ("azure", "azure"): (("azure-or",), ("vnet-peering",)),
+    ("aws", "gcp"): (("sts",), ("ha-vpn",)),
+    ("gcp", "aws"): (("datasync",), ("ha-vpn",)),
+    ("azure", "gcp"): (("sts",), ("vpn",)),
+}
+# Pairs refused for a reason more specific than "no managed service pulls that way".
+REFUSED_PAIRS = {
+    ("azure", "aws"): (
+        "DataSync reads Azure Blob only with a SAS token: an account SAS needs shared-key "
+        "access, which gpudr's storage accounts disable, and a user-delegation SAS expires "
+        "within 7 days, so replication would silently stop; protect this azure site from gcp "
+        "(Storage Transfer Service with a federated identity, no secret) instead"
+    ),
+}
+# Continents for GCS custom dual-regions: both regions must be on the same one.
+GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")
+ACCOUNT_RE = re.compile(r"^\d{12}$")
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class PlanError(Exception):
+    """The spec has problems; `errors` lists every one found."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    kind: str
+    location: str | None = None
+    secondary_location: str | None = None
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    cloud: str
+    region: str
+    role: str  # "primary" | "dr"
+    protects: str | None
+    pattern: str  # "auto" or one of PATTERNS
+    warm_fraction: float
+    reserve_capacity: bool
+    account: str | None
+    cidr: str
+    azs: tuple[str, ...]
+    link: LinkSpec | None
+    api_public_cidrs: tuple[str, ...]
+    project: str | None = None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    site: str
+    gpu: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    efa_interfaces: int
+    rto_s: float | None
+    pattern: str
+
+    @property
+    def pool_name(self) -> str:
+        """Its training pool's name, at the primary and at every DR site: the cluster's."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    site: str
+    cluster: str
+    gpu: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    rpo_s: float | None
+    rto_s: float | None
+    pattern: str
+
+    @property
+    def pool_name(self) -> str:
+        """Its GPU pool's name, at the primary and at every DR site: `svc-<name>`."""
+        return f"svc-{self.name}"
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    site: str
+    size_b: float
+    interval_s: float
+    keep: int
+    dedup_ratio: float
+    compression_ratio: float
+    archive_after_s: float
+    rpo_s: float | None
+    rto_s: float | None
+    replication: str
+
+
+@dataclass(frozen=True)
+class Weights:
+    site: str
+    size_b: float
+    retention_s: float
+    publish_window_s: float
+    publishes_per_month: float
+    rpo_s: float | None
+    rto_s: float | None
+    replication: str
+
+
+@dataclass(frozen=True)
+class Datasets:
+    site: str
+    size_b: float
+    daily_change_b: float
+    rpo_s: float | None
+    rto_s: float | None
+    replication: str
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """RTO model parameters, seconds or Gbps; see gpudr/data/defaults.yaml for sources."""
+
+    detection_s: float
+    traffic_shift_s: float
+    infra_create_s: float
+    gpu_node_boot_s: float
+    gpu_capacity_wait_s: float
+    warm_scale_up_s: float
+    restart_training_s: float
+    restart_service_s: float
+    read_gbps_per_node: float
+    overridden: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Quotas:
+    s3_rtc_gbps: float
+    tgw_peering_gbps: float
+    sts_gbps: float
+    datasync_gbps: float
+    overridden: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class DrillSpec:
+    """`drill:` of the plan: how `gpudr drill` sizes a disposable test of a DR site."""
+
+    nodes: int  # GPU nodes per DR pool during a drill
+    pools: dict[str, int]  # per-pool override, keyed by DR pool name (`train`, `svc-chat`)
+    ttl_s: float  # the drill stack is destroyed by `gpudr drill cleanup` after this
+    verify_b: float  # bytes of the latest checkpoint streamed and re-hashed
+    cidr: str | None = None  # the drill network's range; default: the DR site's own
+
+    def pool_nodes(self, pool: str) -> int:
+        return self.pools.get(pool, self.nodes)
+
+
+def default_drill() -> DrillSpec:
+    return DrillSpec(
+        nodes=int(drill_default("nodes")),
+        pools={},
+        ttl_s=drill_default("ttl"),
+        verify_b=drill_default("verify"),
+    )
+
+
+def drill_default(name: str) -> float:
+    value = reference.defaults()["drill"][name]["value"]
+    if isinstance(value, str):
+        return parse_size(value) if value[-1] == "B" else parse_duration(value)
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    sites: dict[str, Site]
+    clusters: dict[str, Cluster]
+    services: dict[str, Service]
+    checkpoints: Checkpoints | None
+    weights: Weights | None
+    datasets: Datasets | None
+    recovery: Recovery
+    quotas: Quotas
+    headroom: float
+    source: str = ""
+    data_site_names: tuple[str, ...] = field(default=())
+    drill: DrillSpec = field(default_factory=default_drill)
+
+    def primaries(self) -> list[Site]:
+        return [s for s in self.sites.values() if s.role == "primary"]
+
+    def dr_sites_for(self, primary: str) -> list[Site]:
+        return [s for s in self.sites.values() if s.role == "dr" and s.protects == primary]
+
+    def pairs(self) -> list[tuple[Site, Site]]:
+        """(primary, dr) for every DR site, in spec order."""
+        return [
+            (self.sites[s.protects], s)
+            for s in self.sites.values()
+            if s.role == "dr" and s.protects is not None
+        ]
+
+
+T = TypeVar("T")
+
+_RECOVERY_KEYS = {
+    "detection": "detection_s",
+    "traffic_shift": "traffic_shift_s",
+    "infra_create": "infra_create_s",
+    "gpu_node_boot": "gpu_node_boot_s",
+    "gpu_capacity_wait": "gpu_capacity_wait_s",
+    "warm_scale_up": "warm_scale_up_s",
+    "restart_training": "restart_training_s",
+    "restart_service": "restart_service_s",
+    "read_gbps_per_node": "read_gbps_per_node",
+}
+
+
+class _Reader:
+    """Walks the raw YAML, converting values and collecting errors with their field paths."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def error(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(path.lstrip("."), message))
+
+    def mapping(self, value: Any, path: str, allowed: Iterable[str]) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.error(path, f"{_show(value)} is not a mapping")
+            return {}
+        allowed_set = list(allowed)
+        for key in value:
+            if key not in allowed_set:
+                self.error(
+                    f"{path}.{key}" if path else str(key),
+                    f"unknown field; allowed: {', '.join(allowed_set)}",
+                )
+        return value
+
+    def convert(
+        self,
+        raw: dict[str, Any],
+        key: str,
+        path: str,
+        fn: Callable[[Any], T],
+        default: T | None = None,
+        required: bool = False,
+    ) -> T | None:
+        if key not in raw or raw[key] is None:
+            if required:
+                self.error(f"{path}.{key}", "is required")
+            return default
+        try:
+            return fn(raw[key])
+        except (UnitError, ValueError, TypeError) as exc:
+            self.error(f"{path}.{key}", str(exc))
+            return default
+
+    def target(
+        self, raw: dict[str, Any], key: str, path: str, default: float | None
+    ) -> float | None:
+        """A recovery target: a duration, or `none` for no target; absent means `default`."""
+        if key not in raw or raw[key] is None:
+            return default
+        try:
+            return _target(raw[key])
+        except UnitError as exc:
+            self.error(f"{path}.{key}", str(exc))
+            return default
+
+    def choice(
+        self, raw: dict[str, Any], key: str, path: str, choices: Iterable[str], default: str
+    ) -> str:
+        options = list(choices)
+        value = raw.get(key, default)
+        if value not in options:
+            self.error(
+                f"{path}.{key}", f"{_show(value)} is not allowed; use one of {', '.join(options)}"
+            )
+            return default
+        return str(value)
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _target(value: Any) -> float | None:
+    """A recovery target: a duration, or `none` for no target."""
+    if isinstance(value, str) and value.strip().lower() == "none":
+        return None
+    return parse_duration(value)
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{_show(value)} is not a whole number of at least 1")
+    return value
+
+
+def _ratio(lo: float, hi: float, hi_open: bool) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{_show(value)} is not a number")
+        number = float(value)
+        upper_ok = number < hi if hi_open else number <= hi
+        if not (lo <= number and upper_ok):
+            bracket = ")" if hi_open else "]"
+            raise ValueError(
+                f"{_show(value)} is out of range; use a number in [{lo}, {hi}{bracket}"
+            )
+        return number
+
+    return check
+
+
+def _at_least(lo: float) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < lo:
+            raise ValueError(f"{_show(value)} is not a number of at least {lo:g}")
+        return float(value)
+
+    return check
+
+
+def _size(value: Any) -> float:
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError(f"{_show(value)} must be larger than 0")
+    return size
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise ValueError(
+            f"{_show(value)} is not a valid name; use 2-24 lowercase letters, digits and '-', "
+            "starting with a letter"
+        )
+    return value
+
+
+def _cidr(value: Any) -> str:
+    try:
+        net = ipaddress.ip_network(str(value), strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{_show(value)} is not a CIDR block; use e.g. 10.20.0.0/16") from exc
+    if net.version != 4 or not net.is_private or net.prefixlen > 20:
+        raise ValueError(f"{_show(value)} must be a private IPv4 block of /20 or larger")
+    return str(net)
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{_show(value)} is not a list of strings")
+    return tuple(value)
+
+
+def parse_plan(raw: Any, source: str = "") -> Plan:
+    """Validate a parsed YAML document into a Plan; raise PlanError listing every problem."""
+    r = _Reader()
+    top = r.mapping(
+        raw,
+        "",
+        [
+            "name",
+            "sites",
+            "clusters",
+            "services",
+            "data",
+            "recovery",
+            "quotas",
+            "headroom",
+            "drill",
+        ],
+    )
+    if raw is not None and not isinstance(raw, dict):
+        raise PlanError(r.errors)
+    name = r.convert(top, "name", "", _name, required=True) or "invalid"
+    name_path = "name"
+    if name != "invalid" and len(name) > 20:
+        r.error(name_path, f'"{name}" is too long for bucket names; use at most 20 characters')
+
+    sites = _parse_sites(r, top.get("sites"))
+    clusters = _parse_clusters(r, top.get("clusters"), sites)
+    services = _parse_services(r, top.get("services"), sites, clusters)
+    data = r.mapping(top.get("data"), "data", ["checkpoints", "weights", "datasets"])
+    checkpoints = _parse_checkpoints(r, data.get("checkpoints"), sites)
+    weights = _parse_weights(r, data.get("weights"), sites)
+    datasets = _parse_datasets(r, data.get("datasets"), sites)
+    recovery = _parse_recovery(r, top.get("recovery"))
+    quotas = _parse_quotas(r, top.get("quotas"))
+    headroom = r.convert(top, "headroom", "", _at_least(1.0), None)
+    if headroom is None:
+        headroom = float(reference.defaults()["headroom"]["factor"])
+    drill = _parse_drill(r, top.get("drill"), clusters, services)
+
+    _check_mechanisms(
+        r, sites, {"checkpoints": checkpoints, "weights": weights, "datasets": datasets}
+    )
+    if not checkpoints and not weights and not datasets and not clusters and not services:
+        r.error("data", "the plan protects nothing; declare data classes, clusters or services")
+
+    if r.errors:
+        raise PlanError(r.errors)
+    data_sites = tuple(sorted({d.site for d in (checkpoints, weights, datasets) if d is not None}))
+    return Plan(
+        name=name,
+        sites=sites,
+        clusters=clusters,
+        services=services,
+        checkpoints=checkpoints,
+        weights=weights,
+        datasets=datasets,
+        recovery=recovery,
+        quotas=quotas,
+        headroom=headroom,
+        source=source,
+        data_site_names=data_sites,
+        drill=drill,
+    )
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan file."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError([FieldError(str(file), f"cannot read the plan: {exc.strerror}")]) from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise PlanError([FieldError(str(file), f"is not valid YAML{where}: {problem}")]) from exc
+    if raw is None:
+        raise PlanError([FieldError(str(file), "is empty; see examples/ for a plan to start from")])
+    return parse_plan(raw, source=str(file))
+
+
+# --- sections -------------------------------------------------------------------------------
+
+
+def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
+    if raw is None:
+        r.error("sites", "is required; declare at least one primary and one dr site")
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        r.error("sites", f"{_show(raw)} is not a mapping of site name to site")
+        return {}
+    sites: dict[str, Site] = {}
+    used_cidrs: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
+    for index, (site_name, site_raw) in enumerate(raw.items()):
+        path = f"sites.{site_name}"
+        try:
+            _name(site_name)
+        except ValueError as exc:
+            r.error(path, str(exc))
+            continue
+        s = r.mapping(
+            site_raw,
+            path,
+            [
+                "cloud",
+                "region",
+                "role",
+                "protects",
+                "pattern",
+                "warm_fraction",
+                "reserve_capacity",
+                "account",
+                "project",
+                "cidr",
+                "azs",
+                "link",
+                "api_public_cidrs",
+            ],
+        )
+        cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, "aws")
+        region = r.convert(s, "region", path, str, required=True) or ""
+        known = reference.regions(cloud)
+        if region and known and region not in known:
+            near = [k for k in sorted(known) if k.split("-")[0] == region.split("-")[0]][:6]
+            hint = f"; {cloud} regions like it: {', '.join(near)}" if near else ""
+            r.error(f"{path}.region", f'"{region}" is not a known {cloud} region{hint}')
+        role = r.choice(s, "role", path, ("primary", "dr"), "primary")
+        if "role" not in s:
+            r.error(f"{path}.role", "is required; use primary or dr")
+        protects = r.convert(s, "protects", path, str)
+        if role == "dr" and protects is None:
+            r.error(
+                f"{path}.protects", "is required on a dr site; name the primary site it protects"
+            )
+        if role == "primary" and protects is not None:
+            r.error(
+                f"{path}.protects",
+                "only a dr site protects another site; remove it or set role: dr",
+            )
+        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
+        warm = r.convert(
+            s, "warm_fraction", path, _ratio(0.01, 1.0, False), _spec_default("warm_fraction")
+        )
+        warm = _spec_default("warm_fraction") if warm is None else warm
+        reserve = r.convert(s, "reserve_capacity", path, _bool, False) or False
+        account = r.convert(s, "account", path, _account) if cloud == "aws" else None
+        if cloud != "aws" and "account" in s:
+            r.error(f"{path}.account", f"is an AWS account id; a {cloud} site does not take one")
+        project = r.convert(s, "project", path, _project) if cloud == "gcp" else None
+        if cloud == "gcp" and project is None and "project" not in s:
+            r.error(f"{path}.project", "is required on a gcp site; name the GCP project id")
+        if cloud != "gcp" and "project" in s:
+            r.error(f"{path}.project", f"is a GCP project id; a {cloud} site does not take one")
+        default_cidr = f"10.{(10 + index * 16) % 256}.0.0/16"
+        cidr = r.convert(s, "cidr", path, _cidr, default_cidr) or default_cidr
+        net = ipaddress.ip_network(cidr)
+        for other_name, other in used_cidrs:
+            if net.overlaps(other):
+                r.error(
+                    f"{path}.cidr",
+                    f'"{cidr}" overlaps sites.{other_name}.cidr ({other}); peered sites need '
+                    "distinct address space",
+                )
+        used_cidrs.append((site_name, net))
+        region_known = bool(region) and (not known or region in known)
+        azs = r.convert(s, "azs", path, _str_list) or _default_zones(cloud, region)
+        for i, az in enumerate(azs):
+            # An unknown region is reported once; its zones are not judged against it.
+            if region_known and not _zone_ok(cloud, region, az):
+                r.error(f"{path}.azs[{i}]", f'"{az}" is not a zone of {cloud} region {region}')
+        if len(azs) < 2:
+            r.error(f"{path}.azs", "needs at least two zones (the cluster spreads over two)")
+        link = _parse_link(r, s.get("link"), f"{path}.link") if "link" in s else None
+        if link is not None and role != "dr":
+            r.error(f"{path}.link", "a DR link is declared on the dr site that uses it")
+        public = r.convert(s, "api_public_cidrs", path, _str_list) or ()
+        for i, c in enumerate(public):
+            try:
+                ipaddress.ip_network(c, strict=True)
+            except ValueError:
+                r.error(f"{path}.api_public_cidrs[{i}]", f'"{c}" is not a CIDR block')
+        sites[site_name] = Site(
+            name=site_name,
+            cloud=cloud,
+            region=region,
+            role=role,
+            protects=protects,
+            pattern=pattern,
+            warm_fraction=warm,
+            reserve_capacity=reserve,
+            account=account,
+            project=project,
+            cidr=cidr,
+            azs=tuple(azs),
+            link=link,
+            api_public_cidrs=tuple(public),
+        )
+    for site in sites.values():
+        if site.role != "dr" or site.protects is None:
+            continue
+        path = f"sites.{site.name}.protects"
+        primary = sites.get(site.protects)
+        if primary is None:
+            r.error(path, f'"{site.protects}" is not a site in this plan')
+        elif primary.role != "primary":
+            r.error(path, f'"{site.protects}" is a dr site; a dr site protects a primary site')
+        elif primary.cloud == site.cloud and primary.region == site.region:
+            r.error(
+                f"sites.{site.name}.region",
+                f'"{site.region}" is the region of the site it protects; a regional disaster '
+                "takes both down, choose another region",
+            )
+        elif (primary.cloud, site.cloud) in REFUSED_PAIRS:
+            r.error(
+                path,
+                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+                f"not supported: {REFUSED_PAIRS[(primary.cloud, site.cloud)]}",
+            )
+        elif (primary.cloud, site.cloud) not in PAIRS:
+            supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
+            r.error(
+                path,
+                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+                "not supported yet "
+                f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
+                f"cross-cloud pairs supported: {supported}",
+            )
+        else:
+            if (primary.cloud, site.cloud) == ("aws", "gcp") and primary.account is None:
+                r.error(
+                    f"sites.{primary.name}.account",
+                    "is required when a gcp site protects this aws site: Storage Transfer "
+                    "Service assumes a role in this account by its ARN",
+                )
+            _, links = PAIRS[(primary.cloud, site.cloud)]
+            if site.link is not None and site.link.kind == "":
+                site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
+            if site.link is not None and site.link.kind not in links:
+                r.error(
+                    f"sites.{site.name}.link.kind",
+                    f'"{site.link.kind}" cannot join {primary.cloud} and {site.cloud}; use '
+                    + " or ".join(links),
+                )
+    if sites and not any(s.role == "primary" for s in sites.values()):
+        r.error("sites", "has no primary site; mark the site you protect with role: primary")
+    if sites and not any(s.role == "dr" for s in sites.values()):
+        r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
+    return sites
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def gcs_dual_region(a: str, b: str) -> str | None:
+    """The multi-region code of a custom dual-region of GCP regions a and b, if one exists."""
+    ca, cb = GCS_CONTINENT.get(a.split("-")[0]), GCS_CONTINENT.get(b.split("-")[0])
+    return ca if ca is not None and ca == cb else None
+
+
+def _check_mechanisms(
+    r: _Reader, sites: dict[str, Site], classes: dict[str, Checkpoints | Weights | Datasets | None]
+) -> None:
+    """A mechanism named in the spec must be one the site pair can run."""
+    for cls, spec in classes.items():
+        if spec is None or spec.replication in ("auto", "dual-write"):
+            continue
+        primary = sites.get(spec.site)
+        if primary is None:
+            continue
+        for dr in sites.values():
+            pair = (primary.cloud, dr.cloud)
+            if dr.protects != primary.name or pair not in PAIRS:
+                continue
+            allowed = PAIRS[pair][0]
+            path = f"data.{cls}.replication"
+            if spec.replication not in allowed:
+                r.error(
+                    path,
+                    f'"{spec.replication}" cannot replicate {primary.cloud} to {dr.cloud} '
+                    f"(site {dr.name}); use {', '.join((*allowed, 'dual-write', 'auto'))}",
+                )
+            elif spec.replication.startswith("gcs-") and not gcs_dual_region(
+                primary.region, dr.region
+            ):
+                r.error(
+                    path,
+                    f"{spec.replication} needs a dual-region bucket, and {primary.region} and "
+                    f"{dr.region} are not on one continent; use sts, or a DR region on the same "
+                    "continent",
+                )
+
+
+def _default_zones(cloud: str, region: str) -> tuple[str, ...]:
+    if cloud == "azure":
+        return ("1", "2")
+    if cloud == "gcp":
+        return (f"{region}-a", f"{region}-b")
+    return (f"{region}a", f"{region}b")
+
+
+def _zone_ok(cloud: str, region: str, zone: str) -> bool:
+    if cloud == "azure":
+        return zone in ("1", "2", "3")
+    if cloud == "gcp":
+        return zone.startswith(f"{region}-") and len(zone) == len(region) + 2
+    return zone.startswith(region) and len(zone) == len(region) + 1
+
+
+def _project(value: Any) -> str:
+    text = str(value)
+    if not re.match(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", text):
+        raise ValueError(
+            f"{_show(value)} is not a GCP project id (6-30 lowercase letters, digits, -)"
+        )
+    return text
+
+
+def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
+    s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
+    # Without a kind, the pair's default link is filled in once both sites are known.
+    kind = r.choice(s, "kind", path, ("", *LINK_KINDS), "")
+    location = r.convert(s, "location", path, str)
+    secondary = r.convert(s, "secondary_location", path, str)
+    if kind == "direct-connect" and not location:
+        r.error(
+            f"{path}.location",
+            "is required for direct-connect; name the Direct Connect location code (e.g. EqDC2)",
+        )
+    return LinkSpec(kind, location, secondary)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{_show(value)} is not true or false")
+    return value
+
+
+def _account(value: Any) -> str:
+    text = str(value)
+    if not ACCOUNT_RE.match(text):
+        raise ValueError(f"{_show(value)} is not a 12-digit AWS account id; quote it in YAML")
+    return text
+
+
+def _gpu_fields(
+    r: _Reader,
+    s: dict[str, Any],
+    path: str,
+    site: Site | None,
+    dr_sites: list[Site],
+) -> tuple[str, str, int, int]:
+    """Check the GPU type against the catalog in the site and every DR site protecting it."""
+    gpu = r.convert(s, "gpu", path, str, required=True) or ""
+    gpus_per_node = r.convert(s, "gpus_per_node", path, _positive_int)
+    if site is None or not gpu:
+        return gpu, "", gpus_per_node or 8, 0
+    offer = reference.gpu_offer(site.cloud, gpu)
+    if offer is None:
+        r.error(
+            f"{path}.gpu",
+            f'"{gpu}" is not a GPU type gpudr knows on {site.cloud}; use one of '
+            f"{', '.join(reference.gpu_types(site.cloud))}",
+        )
+        return gpu, "", gpus_per_node or 8, 0
+    for where in [site, *dr_sites]:
+        # Each site runs the GPU as its own cloud sells it.
+        here = reference.gpu_offer(where.cloud, gpu)
+        if here is None:
+            r.error(
+                f"{path}.gpu",
+                f'"{gpu}" is not a GPU type gpudr knows on {where.cloud} (site {where.name}); '
+                f"use one of {', '.join(reference.gpu_types(where.cloud))}",
+            )
+            continue
+        if where.region not in reference.regions(where.cloud):
+            continue  # already reported as an unknown region
+        if here.regions and where.region not in here.regions:
+            r.error(
+                f"{path}.gpu",
+                f'"{gpu}" ({here.instance_type}) is not offered in {where.region} '
+                f"(site {where.name}) as far as gpudr's catalog knows; regions that offer it: "
+                f"{', '.join(sorted(here.regions))}. If your account has it there, add the "
+                "region to gpudr/data/catalog.yaml with its source",
+            )
+            continue
+        if where.cloud == "gcp":
+            zone = where.azs[0] if where.azs else ""
+            if here.zones and zone not in here.zones:
+                in_region = sorted(z for z in here.zones if z.startswith(f"{where.region}-"))
+                r.error(
+                    f"sites.{where.name}.azs[0]",
+                    f'"{zone}" has no {here.instance_type} as far as gpudr\'s catalog knows; '
+                    f"GPU pools go in the first zone; zones with it in {where.region}: "
+                    f"{', '.join(in_region) or 'none listed'}",
+                )
+    if gpus_per_node is not None and gpus_per_node != offer.gpus_per_node:
+        r.error(
+            f"{path}.gpus_per_node",
+            f"{gpus_per_node} does not match {offer.instance_type}, which has "
+            f"{offer.gpus_per_node} GPUs; remove the field or set {offer.gpus_per_node}",
+        )
+    return gpu, offer.instance_type, offer.gpus_per_node, offer.efa_interfaces
+
+
+def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]) -> Site | None:
+    primaries = [x for x in sites.values() if x.role == "primary"]
+    name = s.get("site")
+    if name is None:
+        if len(primaries) == 1:
+            return primaries[0]
+        if primaries:
+            r.error(f"{path}.site", "is required when the plan has several primary sites")
+        return None
+    site = sites.get(str(name))
+    if site is None:
+        r.error(f"{path}.site", f"{_show(name)} is not a site in this plan")
+        return None
+    if site.role != "primary":
+        r.error(
+            f"{path}.site",
+            f'"{name}" is a dr site; declare workloads on the primary site, gpudr derives the '
+            "DR side",
+        )
+        return None
+    return site
+
+
+def _parse_clusters(r: _Reader, raw: Any, sites: dict[str, Site]) -> dict[str, Cluster]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        r.error("clusters", f"{_show(raw)} is not a mapping of cluster name to cluster")
+        return {}
+    clusters: dict[str, Cluster] = {}
+    for cname, craw in raw.items():
+        path = f"clusters.{cname}"
+        try:
+            _name(cname)
+        except ValueError as exc:
+            r.error(path, str(exc))
+            continue
+        s = r.mapping(craw, path, ["site", "gpu", "nodes", "gpus_per_node", "rto", "pattern"])
+        site = _primary_site(r, s, path, sites)
+        drs = [x for x in sites.values() if site and x.protects == site.name]
+        gpu, itype, gpn, efa = _gpu_fields(r, s, path, site, drs)
+        nodes = r.convert(s, "nodes", path, _positive_int, required=True) or 1
+        rto = r.target(s, "rto", path, _default_target("clusters", "rto"))
+        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
+        clusters[cname] = Cluster(
+            name=cname,
+            site=site.name if site else "",
+            gpu=gpu,
+            instance_type=itype,
+            nodes=nodes,
+            gpus_per_node=gpn,
+            efa_interfaces=efa,
+            rto_s=rto,
+            pattern=pattern,
+        )
+    return clusters
+
+
+def _parse_services(
+    r: _Reader, raw: Any, sites: dict[str, Site], clusters: dict[str, Cluster]
+) -> dict[str, Service]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        r.error("services", f"{_show(raw)} is not a mapping of service name to service")
+        return {}
+    services: dict[str, Service] = {}
+    for sname, sraw in raw.items():
+        path = f"services.{sname}"
+        try:
+            _name(sname)
+        except ValueError as exc:
+            r.error(path, str(exc))
+            continue
+        s = r.mapping(
+            sraw,
+            path,
+            ["site", "cluster", "gpu", "nodes", "gpus_per_node", "rpo", "rto", "pattern"],
+        )
+        site = _primary_site(r, s, path, sites)
+        drs = [x for x in sites.values() if site and x.protects == site.name]
+        gpu, itype, gpn, _ = _gpu_fields(r, s, path, site, drs)
+        nodes = r.convert(s, "nodes", path, _positive_int, required=True) or 1
+        host = s.get("cluster")
+        on_site = [c for c in clusters.values() if site and c.site == site.name]
+        if host is None:
+            if len(on_site) == 1:
+                host = on_site[0].name
+            else:
+                r.error(
+                    f"{path}.cluster",
+                    "is required; name the cluster (EKS control plane) the service runs in"
+                    + (f": one of {', '.join(c.name for c in on_site)}" if on_site else ""),
+                )
+        elif host not in clusters or (site and clusters[host].site != site.name):
+            r.error(f"{path}.cluster", f"{_show(host)} is not a cluster on the service's site")
+        rpo = r.target(s, "rpo", path, _default_target("services", "rpo"))
+        rto = r.target(s, "rto", path, _default_target("services", "rto"))
+        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
+        services[sname] = Service(
+            name=sname,
+            site=site.name if site else "",
+            cluster=str(host or ""),
+            gpu=gpu,
+            instance_type=itype,
+            nodes=nodes,
+            gpus_per_node=gpn,
+            rpo_s=rpo,
+            rto_s=rto,
+            pattern=pattern,
+        )
+    return services
+
+
+def _spec_default(name: str) -> float:
+    """A plan field's default from gpudr/data/defaults.yaml (`spec:`), where its source is."""
+    value = reference.defaults()["spec"][name]["value"]
+    return parse_duration(value) if isinstance(value, str) else float(value)
+
+
+def _default_target(kind: str, which: str) -> float | None:
+    value = reference.defaults()["targets"][kind][which]
+    return None if value is None else parse_duration(value)
+
+
+def _replication(r: _Reader, s: dict[str, Any], path: str, rpo: float | None, cls: str) -> str:
+    choice = r.choice(s, "replication", path, REPLICATION_CHOICES, "auto")
+    if rpo == 0 and choice not in ("auto", "dual-write"):
+        r.error(
+            f"{path}.rpo",
+            f"0 needs synchronous replication, but replication: {choice} is asynchronous "
+            "(the best managed bound is 15m); set replication: dual-write, or rpo: 15m or more",
+        )
+    if rpo == 0 and choice == "auto" and cls != "weights":
+        r.error(
+            f"{path}.rpo",
+            f"0 on {cls} needs synchronous dual-write, which slows every write (the brief quotes "
+            "15-20% on training); set replication: dual-write to accept that, or rpo: 15m or more",
+        )
+    return choice
+
+
+def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoints | None:
+    if raw is None:
+        return None
+    path = "data.checkpoints"
+    s = r.mapping(
+        raw,
+        path,
+        [
+            "site",
+            "size",
+            "interval",
+            "keep",
+            "dedup_ratio",
+            "compression_ratio",
+            "archive_after",
+            "rpo",
+            "rto",
+            "replication",
+        ],
+    )
+    site = _primary_site(r, s, path, sites)
+    size = r.convert(s, "size", path, _size, required=True) or 0.0
+    interval = r.convert(s, "interval", path, parse_duration, required=True)
+    keep = r.convert(s, "keep", path, _positive_int, int(_spec_default("keep"))) or 1
+    dedup = r.convert(s, "dedup_ratio", path, _ratio(0.0, 1.0, True), _spec_default("dedup_ratio"))
+    comp = r.convert(
+        s, "compression_ratio", path, _at_least(1.0), _spec_default("compression_ratio")
+    )
+    archive = r.convert(s, "archive_after", path, parse_duration, _spec_default("archive_after"))
+    archive = _spec_default("archive_after") if archive is None else archive
+    rpo = r.target(s, "rpo", path, _default_target("checkpoints", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("checkpoints", "rto"))
+    if interval is not None and interval <= 0:
+        r.error(f"{path}.interval", "must be longer than 0; use e.g. 45m")
+        interval = None
+    if interval is not None and rpo is not None and rpo < interval:
+        r.error(
+            f"{path}.rpo",
+            f"{fmt_duration(rpo)} is shorter than the checkpoint interval "
+            f"{fmt_duration(interval)}: "
+            "work since the last checkpoint is always lost; checkpoint more often or set rpo to "
+            f"at least {fmt_duration(interval)} plus the replication lag",
+        )
+    replication = "auto"
+    if rpo != 0:
+        replication = _replication(r, s, path, rpo, "checkpoints")
+    if archive < 86400:
+        r.error(f"{path}.archive_after", "must be at least 1d (S3 lifecycle counts whole days)")
+    return Checkpoints(
+        site=site.name if site else "",
+        size_b=size,
+        interval_s=interval or 0.0,
+        keep=keep,
+        dedup_ratio=_spec_default("dedup_ratio") if dedup is None else dedup,
+        compression_ratio=_spec_default("compression_ratio") if comp is None else comp,
+        archive_after_s=archive,
+        rpo_s=rpo,
+        rto_s=rto,
+        replication=replication,
+    )
+
+
+def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | None:
+    if raw is None:
+        return None
+    path = "data.weights"
+    s = r.mapping(
+        raw,
+        path,
+        [
+            "site",
+            "size",
+            "retention",
+            "publish_window",
+            "publishes_per_month",
+            "rpo",
+            "rto",
+            "replication",
+        ],
+    )
+    site = _primary_site(r, s, path, sites)
+    size = r.convert(s, "size", path, _size, required=True) or 0.0
+    retention = r.convert(s, "retention", path, parse_duration, _spec_default("retention")) or 0.0
+    if retention < 86400:
+        r.error(
+            f"{path}.retention",
+            "must be at least 1d: weights are locked (S3 Object Lock, compliance mode) for it",
+        )
+    window = r.convert(s, "publish_window", path, parse_duration, _spec_default("publish_window"))
+    if window is None or window <= 0:
+        r.error(f"{path}.publish_window", "must be longer than 0; use e.g. 1h")
+        window = _spec_default("publish_window")
+    publishes = r.convert(
+        s, "publishes_per_month", path, _at_least(0.0), _spec_default("publishes_per_month")
+    )
+    rpo = r.target(s, "rpo", path, _default_target("weights", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("weights", "rto"))
+    replication = _replication(r, s, path, rpo, "weights")
+    return Weights(
+        site=site.name if site else "",
+        size_b=size,
+        retention_s=retention,
+        publish_window_s=window,
+        publishes_per_month=_spec_default("publishes_per_month")
+        if publishes is None
+        else publishes,
+        rpo_s=rpo,
+        rto_s=rto,
+        replication=replication,
+    )
+
+
+def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | None:
+    if raw is None:
+        return None
+    path = "data.datasets"
+    s = r.mapping(raw, path, ["site", "size", "daily_change", "rpo", "rto", "replication"])
+    site = _primary_site(r, s, path, sites)
+    size = r.convert(s, "size", path, _size, required=True) or 0.0
+    change = r.convert(s, "daily_change", path, parse_size, 0.0) or 0.0
+    if size and change > size:
+        r.error(f"{path}.daily_change", "is larger than the dataset; check the units")
+    rpo = r.target(s, "rpo", path, _default_target("datasets", "rpo"))
+    rto = r.target(s, "rto", path, _default_target("datasets", "rto"))
+    replication = _replication(r, s, path, rpo, "datasets")
+    return Datasets(
+        site=site.name if site else "",
+        size_b=size,
+        daily_change_b=change,
+        rpo_s=rpo,
+        rto_s=rto,
+        replication=replication,
+    )
+
+
+def _parse_drill(
+    r: _Reader, raw: Any, clusters: dict[str, Cluster], services: dict[str, Service]
+) -> DrillSpec:
+    """`drill: {nodes: 1, pools: {train: 2}, ttl: 4h, verify: 2GB, cidr: 10.99.0.0/16}`: every
+    field optional. A pool is named as in the plan (a cluster or a service); its test size may
+    not exceed its full size (a drill larger than the failover proves nothing more)."""
+    path = "drill"
+    base = default_drill()
+    s = r.mapping(raw, path, ["nodes", "pools", "ttl", "verify", "cidr"])
+    full = {c.name: (c.pool_name, c.nodes) for c in clusters.values()}
+    full.update({v.name: (v.pool_name, v.nodes) for v in services.values()})
+    nodes = r.convert(s, "nodes", path, _positive_int, base.nodes) or base.nodes
+    for name, (_, size) in full.items():
+        if "nodes" in s and nodes > size:
+            r.error(
+                f"{path}.nodes",
+                f"{nodes} is more than {name}'s {size} node(s); a drill runs each pool at most "
+                f"at its full size: set drill.pools.{name}: {size} or lower drill.nodes",
+            )
+    pools: dict[str, int] = {}
+    raw_pools = s.get("pools")
+    if raw_pools is not None and not isinstance(raw_pools, dict):
+        r.error(f"{path}.pools", f"{_show(raw_pools)} is not a mapping of pool name to nodes")
+        raw_pools = {}
+    for name, value in (raw_pools or {}).items():
+        where = f"{path}.pools.{name}"
+        if name not in full:
+            r.error(
+                where,
+                "is not a cluster or service of this plan; use one of "
+                + ", ".join(sorted(full) or ["(none)"]),
+            )
+            continue
+        pool, size = full[name]
+        try:
+            count = _positive_int(value)
+        except ValueError as exc:
+            r.error(where, str(exc))
+            continue
+        if count > size:
+            r.error(where, f"{count} is more than {name}'s {size} node(s); use at most {size}")
+            continue
+        pools[pool] = count
+    ttl = r.convert(s, "ttl", path, parse_duration, base.ttl_s)
+    ttl = base.ttl_s if ttl is None else ttl
+    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    if not low <= ttl <= high:
+        r.error(
+            f"{path}.ttl",
+            f"{fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; a drill "
+            "needs time to create its control plane and must not outlive a day",
+        )
+        ttl = base.ttl_s
+    verify = r.convert(s, "verify", path, _size, base.verify_b)
+    # The drill network is isolated: it may reuse any range, the DR site's own included.
+    cidr = r.convert(s, "cidr", path, _cidr)
+    return DrillSpec(
+        nodes=nodes,
+        pools=pools,
+        ttl_s=ttl,
+        verify_b=base.verify_b if verify is None else verify,
+        cidr=cidr,
+    )
+
+
+def _parse_recovery(r: _Reader, raw: Any) -> Recovery:
+    s = r.mapping(raw, "recovery", list(_RECOVERY_KEYS))
+    values: dict[str, float] = {}
+    overridden: set[str] = set()
+    for key, attr in _RECOVERY_KEYS.items():
+        default = reference.recovery_default(attr)
+        if key == "read_gbps_per_node":
+            value = r.convert(s, key, "recovery", _positive_rate, default)
+        else:
+            value = r.convert(s, key, "recovery", parse_duration, default)
+        values[attr] = default if value is None else value
+        if key in s:
+            overridden.add(attr)
+    return Recovery(**values, overridden=frozenset(overridden))
+
+
+def _positive_rate(value: Any) -> float:
+    rate = parse_rate_gbps(value)
+    if rate <= 0 or math.isinf(rate):
+        raise ValueError(f"{_show(value)} must be a bandwidth above 0")
+    return rate
+
+
+def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
+    keys = ("s3_rtc_gbps", "tgw_peering_gbps", "sts_gbps", "datasync_gbps")
+    s = r.mapping(raw, "quotas", keys)
+    values: dict[str, float] = {}
+    for key in keys:
+        value = r.convert(s, key, "quotas", _positive_rate, None)
+        values[key] = value if value is not None else reference.quota_default(key)
+    return Quotas(**values, overridden=frozenset(k for k in keys if k in s))

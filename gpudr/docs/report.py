@@ -1,0 +1,627 @@
+"""The plan report: a JSON-able document (the stable contract) and its text and markdown forms.
+
+`build_report` takes the design and what each stack's program registered offline (plain
+dicts, so this module stays free of Pulumi) and assembles the document; the renderers only
+read that document, so the three formats cannot disagree.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gpudr.core.design import Design
+from gpudr.core.units import fmt_duration, fmt_gbps, fmt_usd
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+SCHEMA_VERSION = 1
+
+
+def _num(value: float | None) -> float | None:
+    if value is None or (isinstance(value, float) and math.isinf(value)):
+        return None
+    return round(value, 6)
+
+
+def _policy_ok(stacks: Sequence[Mapping[str, Any]]) -> bool | None:
+    if not any("policy" in s for s in stacks):
+        return None
+    return not any(
+        v["level"] == "mandatory" for s in stacks for v in s.get("policy", {}).get("violations", ())
+    )
+
+
+def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`stacks`: one mapping per stack with name, site, cloud, region, role and `resources`
+    (each with type, name, urn, id, inputs, and the engine's parent/dependency fields)."""
+    plan = design.plan
+    c = design.cost
+    return {
+        "schema": SCHEMA_VERSION,
+        "plan": {"name": plan.name, "source": plan.source},
+        "meets": design.meets,
+        # False when the policy pack reported a mandatory violation in any stack; None when
+        # the pack was not run.
+        "policy_ok": _policy_ok(stacks),
+        "stacks": [dict(s) for s in stacks],
+        "workloads": [
+            {
+                "name": w.name,
+                "kind": w.kind,
+                "pair": w.pair,
+                "rpo_s": _num(w.rpo_s),
+                "rto_s": _num(w.rto_s),
+                "pattern": w.pattern,
+                "mechanism": w.mechanism,
+                "required_gbps": _num(w.required_gbps),
+                "provisioned_gbps": _num(w.provisioned_gbps),
+                "estimated_rpo_s": _num(w.estimated_rpo_s),
+                "estimated_rto_s": _num(w.estimated_rto_s),
+                "meets": w.meets,
+                "notes": list(w.notes),
+            }
+            for w in design.workloads
+        ],
+        "paths": [
+            {
+                "key": p.key,
+                "kind": p.kind,
+                "pair": f"{p.primary}->{p.dr}",
+                "flows": list(p.flows),
+                "required_gbps": _num(p.required_gbps),
+                "headroom": p.headroom,
+                "needed_gbps": _num(p.needed_gbps),
+                "provisioned_gbps": _num(p.capacity_gbps),
+                "capacity_source": p.capacity_source,
+                "ok": p.ok,
+                "ports": None
+                if p.ports is None
+                else {"port_gbps": p.ports.port_gbps, "ports": p.ports.ports},
+            }
+            for p in design.paths.values()
+        ],
+        "pools": [
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "cluster": p.cluster,
+                "pair": f"{p.primary}->{p.dr}",
+                "instance_type": p.instance_type,
+                "nodes": p.nodes,
+                "pattern": p.pattern,
+                "standby_nodes": p.standing,
+                "rto_stages_s": {k: _num(v) for k, v in p.chosen.stages.items()},
+                "options": [
+                    {
+                        "pattern": o.pattern,
+                        "estimated_rto_s": _num(o.estimated_rto_s),
+                        "monthly_usd": round(o.monthly_usd, 2),
+                        "meets": o.meets,
+                    }
+                    for o in p.options
+                ],
+            }
+            for p in design.pools
+        ],
+        "cost": {
+            "monthly_usd": round(c.total(dr_only=True), 2),
+            "primary_monthly_usd": round(c.total() - c.total(dr_only=True), 2),
+            "total_monthly_usd": round(c.total(), 2),
+            "by_site": {
+                k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in c.by_site().items()
+            },
+            "by_category": {k: round(v, 2) for k, v in c.by_category().items()},
+            # Items the totals leave out because prices.yaml has no price for them.
+            "unpriced": list(c.unpriced),
+            "alternatives": {
+                k: {"monthly_usd": round(v[0], 2), "meets_rto": v[1]}
+                for k, v in design.alternatives.items()
+            },
+            "lines": [
+                {
+                    "site": x.site,
+                    "category": x.category,
+                    "item": x.item,
+                    "quantity": round(x.quantity, 4),
+                    "unit": x.unit,
+                    "unit_usd": x.unit_usd,
+                    "monthly_usd": round(x.monthly_usd, 2),
+                    "dr": x.dr,
+                    "source": x.source,
+                }
+                for x in c.lines
+            ],
+        },
+    }
+
+
+def to_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False) + "\n"
+
+
+# --- key settings -----------------------------------------------------------------------------
+
+
+def _get(d: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _replication(i: dict[str, Any]) -> str:
+    parts = []
+    for rule in i.get("rules") or []:
+        dest = rule.get("destination") or {}
+        rtc = "RTC 15m" if _get(dest, "replicationTime", "status") == "Enabled" else "no RTC"
+        bucket = str(dest.get("bucket", "")).removeprefix("arn:aws:s3:::")
+        parts.append(f"{rule.get('id')} -> {bucket} ({rtc}, {dest.get('storageClass')})")
+    return "; ".join(parts)
+
+
+def _node_group(i: dict[str, Any]) -> str:
+    sc = i.get("scalingConfig") or {}
+    taints = ",".join(
+        f"{t.get('key')}={t.get('value')}:{t.get('effect')}" for t in i.get("taints") or []
+    )
+    return (
+        f"{','.join(i.get('instanceTypes') or [])} min/desired/max "
+        f"{sc.get('minSize', 0):.0f}/{sc.get('desiredSize', 0):.0f}/{sc.get('maxSize', 0):.0f} "
+        f"{i.get('amiType')} taint {taints}"
+    )
+
+
+def _launch_template(i: dict[str, Any]) -> str:
+    nics = i.get("networkInterfaces") or []
+    efa = sum(1 for n in nics if n.get("interfaceType") == "efa")
+    group = _get(i, "placement", "groupName")
+    cr = _get(i, "capacityReservationSpecification", "capacityReservationTarget")
+    return (
+        f"EFA x{efa}, placement {group or '-'}, IMDSv2 {_get(i, 'metadataOptions', 'httpTokens')}"
+        + (", capacity reservation" if cr else "")
+    )
+
+
+def _lifecycle(i: dict[str, Any]) -> str:
+    out = []
+    for r in i.get("rules") or []:
+        if r.get("transitions"):
+            t = r["transitions"][0]
+            out.append(f"{t.get('storageClass')} after {t.get('days', 0):.0f}d")
+        if r.get("noncurrentVersionExpiration"):
+            n = r["noncurrentVersionExpiration"]
+            out.append(f"keep {n.get('newerNoncurrentVersions', 0):.0f} versions")
+    return ", ".join(out)
+
+
+def _bucket(i: dict[str, Any]) -> str:
+    lock = bool(i.get("objectLockEnabled"))
+    return f"{i.get('bucket')} objectLock={lock} forceDestroy={bool(i.get('forceDestroy'))}"
+
+
+def _sse(i: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{_get(r, 'applyServerSideEncryptionByDefault', 'sseAlgorithm')} "
+        f"bucketKey={r.get('bucketKeyEnabled')}"
+        for r in i.get("rules") or []
+    )
+
+
+def _public_block(i: dict[str, Any]) -> str:
+    keys = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    return "all blocked" if all(i.get(k) for k in keys) else "NOT fully blocked"
+
+
+def _object_lock(i: dict[str, Any]) -> str:
+    retention = _get(i, "rule", "defaultRetention") or {}
+    return f"{retention.get('mode')} {retention.get('days') or 0:.0f}d"
+
+
+def _eks(i: dict[str, Any]) -> str:
+    public = _get(i, "vpcConfig", "endpointPublicAccess")
+    return f"{i.get('name')} v{i.get('version')} secrets encrypted, public API={public}"
+
+
+def _peering(i: dict[str, Any]) -> str:
+    return f"to {i.get('peerRegion')} ({_get(i, 'tags', 'gpudr:capacity-gbps')} Gbps planned)"
+
+
+def _reservation(i: dict[str, Any]) -> str:
+    return (
+        f"{i.get('instanceCount', 0):.0f} x {i.get('instanceType')} in {i.get('availabilityZone')}"
+    )
+
+
+def _alarm(i: dict[str, Any]) -> str:
+    return f"{i.get('metricName')} {i.get('statistic')} > {i.get('threshold', 0):g}"
+
+
+_SETTINGS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "aws:s3/bucket:Bucket": _bucket,
+    "aws:s3/bucketVersioning:BucketVersioning": lambda i: str(
+        _get(i, "versioningConfiguration", "status")
+    ),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": _sse,
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _public_block,
+    "aws:s3/bucketReplicationConfig:BucketReplicationConfig": _replication,
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": _lifecycle,
+    "aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration": _object_lock,
+    "aws:kms/key:Key": lambda i: (
+        f"rotation={i.get('enableKeyRotation')} every {i.get('rotationPeriodInDays', 0):.0f}d"
+    ),
+    "aws:kms/alias:Alias": lambda i: str(i.get("name")),
+    "aws:eks/cluster:Cluster": _eks,
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:ec2/placementGroup:PlacementGroup": lambda i: f"strategy {i.get('strategy')}",
+    "aws:ec2/capacityReservation:CapacityReservation": _reservation,
+    "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
+    "aws:directconnect/connection:Connection": lambda i: (
+        f"{i.get('bandwidth')} at {i.get('location')}"
+    ),
+    "aws:directconnect/linkAggregationGroup:LinkAggregationGroup": lambda i: (
+        f"{i.get('connectionsBandwidth')} ports at {i.get('location')}"
+    ),
+    "aws:ec2transitgateway/peeringAttachment:PeeringAttachment": _peering,
+    "aws:ec2/vpc:Vpc": lambda i: str(i.get("cidrBlock")),
+    "aws:ec2/subnet:Subnet": lambda i: f"{i.get('cidrBlock')} {i.get('availabilityZone')}",
+    "aws:iam/role:Role": lambda i: str(i.get("name") or ""),
+}
+
+
+def key_settings(resource_type: str, inputs: dict[str, Any]) -> str:
+    fn = _SETTINGS.get(resource_type)
+    if fn is None:
+        return ""
+    try:
+        return fn(inputs)
+    except (TypeError, ValueError, AttributeError):
+        return ""
+
+
+def short_type(resource_type: str) -> str:
+    """`aws:s3/bucket:Bucket` -> `s3.Bucket`."""
+    parts = resource_type.split(":")
+    if len(parts) == 3:
+        module = parts[1].split("/")[0]
+        return f"{module}.{parts[2]}"
+    return resource_type
+
+
+# --- text and markdown ------------------------------------------------------------------------
+
+
+def _provisioned(w: Mapping[str, Any]) -> str:
+    if w.get("provisioned_gbps") is not None:
+        return fmt_gbps(w["provisioned_gbps"])
+    # No capacity figure: a pool (no path), or a path with no provisioned limit.
+    return "-" if w.get("mechanism") is None else "unbounded"
+
+
+# The recovery-targets and replication-paths tables: column names and one row's cells. The plan
+# report shows them; `gpudr diff` compares them, so both show a value the same way.
+WORKLOAD_COLUMNS = (
+    "workload",
+    "pair",
+    "RPO",
+    "RTO",
+    "pattern",
+    "mechanism",
+    "required",
+    "provisioned",
+    "est. RPO",
+    "est. RTO",
+    "meets",
+)
+PATH_COLUMNS = ("path", "kind", "carries", "required", "x headroom", "provisioned", "ok")
+
+
+def workload_cells(w: Mapping[str, Any]) -> list[str]:
+    """A workload of the report as shown, one cell per `WORKLOAD_COLUMNS`."""
+    est_rpo = w.get("estimated_rpo_s")
+    mechanism = w.get("mechanism")
+    return [
+        str(w.get("name")),
+        str(w.get("pair")),
+        fmt_duration(w.get("rpo_s")),
+        fmt_duration(w.get("rto_s")),
+        w.get("pattern") or "-",
+        mechanism or "-",
+        fmt_gbps(w.get("required_gbps")),
+        _provisioned(w),
+        "no guarantee"
+        if est_rpo is None and mechanism is not None and w.get("rpo_s") is not None
+        else fmt_duration(est_rpo),
+        fmt_duration(w.get("estimated_rto_s")),
+        "yes" if w.get("meets") else "NO",
+    ]
+
+
+def path_cells(p: Mapping[str, Any]) -> list[str]:
+    """A replication path of the report as shown, one cell per `PATH_COLUMNS`."""
+    ports = p.get("ports")
+    provisioned = p.get("provisioned_gbps")
+    return [
+        str(p.get("pair")),
+        str(p.get("kind")) + (f" ({ports['ports']} x {ports['port_gbps']} Gbps)" if ports else ""),
+        ", ".join(p.get("flows") or ()) or "control traffic",
+        fmt_gbps(p.get("required_gbps")),
+        fmt_gbps(p.get("needed_gbps")),
+        fmt_gbps(provisioned) if provisioned is not None else "unbounded",
+        "yes" if p.get("ok") else "NO",
+    ]
+
+
+def _rows_workloads(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    return list(WORKLOAD_COLUMNS), [workload_cells(w) for w in report["workloads"]]
+
+
+def _rows_paths(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    return list(PATH_COLUMNS), [path_cells(p) for p in report["paths"]]
+
+
+def _rows_cost(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["site", "DR posture / month", "primary capacity / month"]
+    rows = [
+        [site, fmt_usd(v["dr"]), fmt_usd(v["primary"])]
+        for site, v in report["cost"]["by_site"].items()
+    ]
+    c = report["cost"]
+    rows.append(["total", fmt_usd(c["monthly_usd"]), fmt_usd(c["primary_monthly_usd"])])
+    return head, rows
+
+
+def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["every DR pool as", "GPU + control plane / month", "meets every RTO"]
+    rows = [
+        [k, fmt_usd(v["monthly_usd"]), "yes" if v["meets_rto"] else "no"]
+        for k, v in report["cost"]["alternatives"].items()
+    ]
+    chosen = ", ".join(f"{p['name']}: {p['pattern']}" for p in report["pools"])
+    gpu = sum(
+        x["monthly_usd"]
+        for x in report["cost"]["lines"]
+        if x["dr"] and x["category"] in ("gpu", "control-plane")
+    )
+    rows.append(
+        [
+            f"chosen ({chosen})",
+            fmt_usd(gpu),
+            "yes" if all(w["meets"] for w in report["workloads"] if w["kind"] != "data") else "no",
+        ]
+    )
+    return head, rows
+
+
+def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["type", "name", "key settings"]
+    rows = [
+        [
+            short_type(r["type"]),
+            r["name"] + (" (protected)" if r.get("protect") else ""),
+            key_settings(r["type"], r["inputs"]),
+        ]
+        for r in stack["resources"]
+        if r.get("custom", True)
+    ]
+    return head, rows
+
+
+def md_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A markdown table's lines, the cells as given: escaping them is the caller's business."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    return "\n".join(md_table(head, ([c.replace("|", "\\|") for c in row] for row in rows)))
+
+
+def _stack_title(s: Mapping[str, Any]) -> str:
+    count = sum(1 for r in s["resources"] if r.get("custom", True))
+    return f"{s['name']} ({s['cloud']} {s['region']}, {s['role']}): {count} resources"
+
+
+def _verdict(report: Mapping[str, Any]) -> str:
+    failing = [w["name"] for w in report["workloads"] if not w["meets"]]
+    verdict = (
+        "Every recovery target is met."
+        if not failing
+        else f"NOT MET: {', '.join(failing)} (see the notes)"
+    )
+    if report.get("policy_ok") is False:
+        verdict += " The policy pack refuses the deployment (mandatory violations above)."
+    elif report.get("policy_ok"):
+        verdict += " The policy pack refuses nothing."
+    elif report.get("policy_ok") is None:
+        verdict += " The policy pack was not run."
+    return verdict
+
+
+def _rows_policy(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    rows = [
+        [v["level"], v["policy"], v["urn"].rsplit("::", 1)[-1], v["message"]]
+        for v in stack.get("policy", {}).get("violations", ())
+    ]
+    return ["level", "policy", "resource", "message"], rows
+
+
+def _notes(report: Mapping[str, Any]) -> list[str]:
+    out = []
+    for w in report["workloads"]:
+        for n in w["notes"]:
+            out.append(f"{w['name']} ({w['pair']}): {n}")
+    for item in report["cost"]["unpriced"]:
+        out.append(f"not in the cost totals, no price: {item}")
+    return out
+
+
+def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
+    parts = [f"# gpudr plan: {report['plan']['name']}", "", _verdict(report), ""]
+    parts += ["## Recovery targets", "", _md_table(*_rows_workloads(report)), ""]
+    parts += ["## Replication paths", "", _md_table(*_rows_paths(report)), ""]
+    parts += ["## Monthly cost (USD, list prices)", "", _md_table(*_rows_cost(report)), ""]
+    parts += [_md_table(*_rows_alternatives(report)), ""]
+    notes = _notes(report)
+    if notes:
+        parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    for s in report["stacks"]:
+        parts += [f"## Stack {_stack_title(s)}", ""]
+        if "policy" in s:
+            head, rows = _rows_policy(s)
+            parts += (
+                ["Policy violations:", "", _md_table(head, rows), ""]
+                if rows
+                else ["Policy pack: no violations.", ""]
+            )
+        if resources:
+            type_counts = Counter(
+                short_type(r["type"]) for r in s["resources"] if r.get("custom", True)
+            )
+            parts += [
+                "<details><summary>"
+                + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items()))
+                + "</summary>",
+                "",
+                _md_table(*_rows_resources(s)),
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(parts)
+
+
+def _console(width: int | None) -> Console:
+    """A console that records plain text (no colour codes) for `export_text`."""
+    from rich.console import Console
+
+    return Console(width=width or 160, record=True, file=io.StringIO(), force_terminal=False)
+
+
+def _rich_table(title: str, head: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for h in head:
+        t.add_column(h, overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
+    """Rich tables rendered to plain text (no colour codes when not on a terminal)."""
+    console = _console(width)
+    console.print(f"gpudr plan: {report['plan']['name']} ({report['plan']['source']})")
+    for s in report["stacks"]:
+        console.print(_rich_table(f"Stack {_stack_title(s)}", *_rows_resources(s)))
+        if "policy" in s:
+            head, rows = _rows_policy(s)
+            if rows:
+                console.print(_rich_table(f"Policy violations: {s['name']}", head, rows))
+            else:
+                console.print(f"Policy pack: no violations in {s['name']}.")
+    console.print(_rich_table("Recovery targets", *_rows_workloads(report)))
+    console.print(
+        _rich_table(
+            "Replication paths (summed need x headroom vs provisioned)", *_rows_paths(report)
+        )
+    )
+    console.print(
+        _rich_table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report))
+    )
+    console.print(_rich_table("DR pattern alternatives", *_rows_alternatives(report)))
+    for n in _notes(report):
+        console.print(f"- {n}")
+    console.print(_verdict(report))
+    return console.export_text()
+
+
+# --- portfolio: `gpudr plan A.yaml B.yaml ...` --------------------------------------------------
+
+
+def build_portfolio(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several plans' reports, in the order the plans were given, with the portfolio verdict:
+    `meets` when every plan meets every target; `policy_ok` False when the pack refuses any
+    stack of any plan, None when it was not run."""
+    verdicts = [r["policy_ok"] for r in reports]
+    return {
+        "schema": SCHEMA_VERSION,
+        "meets": all(r["meets"] for r in reports),
+        "policy_ok": None if None in verdicts else all(verdicts),
+        "plans": [dict(r) for r in reports],
+    }
+
+
+def _rows_portfolio(portfolio: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["plan", "file", "stacks", "resources", "targets", "policy", "DR posture / month"]
+    rows = []
+    for r in portfolio["plans"]:
+        failing = [w["name"] for w in r["workloads"] if not w["meets"]]
+        levels = [
+            v["level"] for s in r["stacks"] for v in s.get("policy", {}).get("violations", ())
+        ]
+        if r["policy_ok"] is None:
+            policy = "not run"
+        elif not levels:
+            policy = "no violations"
+        else:
+            policy = f"{levels.count('mandatory')} mandatory, {levels.count('advisory')} advisory"
+        rows.append(
+            [
+                r["plan"]["name"],
+                r["plan"]["source"],
+                str(len(r["stacks"])),
+                str(sum(1 for s in r["stacks"] for x in s["resources"] if x.get("custom"))),
+                "met" if not failing else f"NOT MET: {', '.join(failing)}",
+                policy,
+                fmt_usd(r["cost"]["monthly_usd"]),
+            ]
+        )
+    total = sum(r["cost"]["monthly_usd"] for r in portfolio["plans"])
+    rows.append(["total", "", "", "", "", "", fmt_usd(total)])
+    return head, rows
+
+
+def _portfolio_verdict(portfolio: Mapping[str, Any]) -> str:
+    plans = portfolio["plans"]
+    short = [r["plan"]["name"] for r in plans if not r["meets"]]
+    refused = [r["plan"]["name"] for r in plans if r["policy_ok"] is False]
+    parts = [f"{len(plans)} plans:"]
+    parts.append(
+        "every recovery target is met." if not short else f"targets NOT MET in {', '.join(short)}."
+    )
+    if refused:
+        parts.append(f"The policy pack refuses {', '.join(refused)}.")
+    elif portfolio["policy_ok"]:
+        parts.append("The policy pack refuses nothing.")
+    else:
+        parts.append("The policy pack was not run.")
+    return " ".join(parts)
+
+
+def portfolio_text(portfolio: Mapping[str, Any], width: int | None = None) -> str:
+    """Each plan's text report, then the portfolio table and verdict (last, where a terminal
+    or a CI log ends)."""
+    parts = [render_text(r, width) for r in portfolio["plans"]]
+    console = _console(width)
+    console.print(_rich_table("Portfolio", *_rows_portfolio(portfolio)))
+    console.print(_portfolio_verdict(portfolio))
+    return "\n".join(parts) + "\n" + console.export_text()
+
+
+def portfolio_markdown(portfolio: Mapping[str, Any]) -> str:
+    """The portfolio table and verdict first (what a pull request reader needs), then each
+    plan's markdown report."""
+    parts = ["# gpudr plan: portfolio", "", _portfolio_verdict(portfolio), ""]
+    parts += [_md_table(*_rows_portfolio(portfolio)), ""]
+    return "\n".join(parts) + "\n" + "\n".join(to_markdown(r) for r in portfolio["plans"])
