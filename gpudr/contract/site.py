@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from enum import Enum
 from typing import Any
 
 
@@ -303,7 +304,10 @@ def _bucket(b: dict[str, Any]) -> BucketConfig:
 
 
 def _clean(value: Any) -> Any:
-    """JSON-friendly: tuples to lists, infinities to None."""
+    """JSON- and YAML-friendly: tuples to lists, infinities to None, Enum members to their
+    values (PyYAML's safe dumper refuses subclasses of str)."""
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

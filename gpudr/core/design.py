@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from gpudr.core import cost, reference, sizing
+from gpudr.core.enums import Cloud, LinkKind, Mechanism
 from gpudr.core.spec import PAIRS, Cluster, Plan, Service, Site, gcs_dual_region
 from gpudr.core.units import fmt_duration, transfer_seconds
 
@@ -140,31 +141,33 @@ class Design:
 # --- mechanisms -------------------------------------------------------------------------------
 
 
-def choose_mechanism(requested: str, rpo_s: float | None, primary: Site, dr: Site) -> str:
-    """`auto`: dual write for RPO 0; otherwise the pair's managed mechanism with a time bound
-    where there is one (S3 RTC; GCS turbo on a same-continent dual-region), else the pair's
+def choose_mechanism(
+    requested: Mechanism | None, rpo_s: float | None, primary: Site, dr: Site
+) -> Mechanism:
+    """`auto` (None): dual write for RPO 0; otherwise the pair's managed mechanism with a time
+    bound where there is one (S3 RTC; GCS turbo on a same-continent dual-region), else the pair's
     scheduled or best-effort mechanism, whose RPO the plan then computes or reports as unmet."""
-    if requested != "auto":
+    if requested is not None:
         return requested
     if rpo_s == 0:
-        return "dual-write"
+        return Mechanism.DUAL_WRITE
     pair = (primary.cloud, dr.cloud)
-    if pair == ("aws", "aws"):
-        return "crr" if rpo_s is None else "crr-rtc"
-    if pair == ("gcp", "gcp"):
+    if pair == (Cloud.AWS, Cloud.AWS):
+        return Mechanism.CRR if rpo_s is None else Mechanism.CRR_RTC
+    if pair == (Cloud.GCP, Cloud.GCP):
         if gcs_dual_region(primary.region, dr.region):
-            return "gcs-dual-region" if rpo_s is None else "gcs-turbo"
-        return "sts"
-    if pair == ("azure", "azure"):
-        return "azure-or"
-    if pair == ("gcp", "aws"):
-        return "datasync"
-    return "sts"  # aws -> gcp, azure -> gcp
+            return Mechanism.GCS_DUAL_REGION if rpo_s is None else Mechanism.GCS_TURBO
+        return Mechanism.STS
+    if pair == (Cloud.AZURE, Cloud.AZURE):
+        return Mechanism.AZURE_OR
+    if pair == (Cloud.GCP, Cloud.AWS):
+        return Mechanism.DATASYNC
+    return Mechanism.STS  # aws -> gcp, azure -> gcp
 
 
-def link_kind(primary: Site, dr: Site) -> str:
+def link_kind(primary: Site, dr: Site) -> LinkKind:
     """The DR link between two sites: the one the spec names, else the pair's default."""
-    if dr.link is not None:
+    if dr.link is not None and dr.link.kind is not None:
         return dr.link.kind
     return PAIRS[(primary.cloud, dr.cloud)][1][0]
 
@@ -378,9 +381,9 @@ def _plan_pool(
             monthly += control_plane
         meets = _meets(workload.rto_s, total)
         options.append(PatternOption(pattern, total, monthly, meets, stages))
-    forced = workload.pattern if workload.pattern != "auto" else dr.pattern
+    forced = workload.pattern or dr.pattern
     notes: list[str] = []
-    if forced != "auto":
+    if forced is not None:
         pattern = forced
         notes.append(f"pattern {forced} set in the spec")
     else:
@@ -1046,7 +1049,7 @@ def _cost_lines(
             by_cloud = {plan.sites[n].cloud: n for n in (path.primary, path.dr)}
             tunnels = int(reference.defaults()["links"][path.kind]["tunnels"])
             out.add(
-                by_cloud["gcp"],
+                by_cloud[Cloud.GCP],
                 "network",
                 f"HA VPN tunnels ({tunnels})",
                 tunnels * hours,
@@ -1057,7 +1060,7 @@ def _cost_lines(
             )
             if "aws" in by_cloud:
                 out.add(
-                    by_cloud["aws"],
+                    by_cloud[Cloud.AWS],
                     "network",
                     "AWS VPN connections (2)",
                     2 * hours,
@@ -1068,7 +1071,7 @@ def _cost_lines(
                 )
             if "azure" in by_cloud and path.gateway_sku:
                 out.add(
-                    by_cloud["azure"],
+                    by_cloud[Cloud.AZURE],
                     "network",
                     f"Azure VPN gateway {path.gateway_sku} (active-active)",
                     hours,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,35 +20,42 @@ from typing import Any, TypeVar
 import yaml
 
 from gpudr.core import reference
+from gpudr.core.enums import (
+    DR_PATTERNS,
+    DUAL_REGION,
+    Cloud,
+    DataClass,
+    LinkKind,
+    Mechanism,
+    Pattern,
+    SiteRole,
+)
 from gpudr.core.units import UnitError, fmt_duration, parse_duration, parse_rate_gbps, parse_size
 
-SUPPORTED_CLOUDS = ("aws", "gcp", "azure")
-PATTERNS = ("backup-restore", "pilot-light", "warm-standby", "active-active")
-REPLICATION_CHOICES = (
-    "auto",
-    "crr-rtc",
-    "crr",
-    "gcs-turbo",
-    "gcs-dual-region",
-    "sts",
-    "azure-or",
-    "datasync",
-    "dual-write",
-)
-LINK_KINDS = ("tgw-peering", "direct-connect", "vpc-peering", "vnet-peering", "ha-vpn", "vpn")
+# `auto` in the spec: the planner chooses (a pattern, a mechanism); parsed to None.
+AUTO = "auto"
+SUPPORTED_CLOUDS = tuple(Cloud)
+REPLICATION_CHOICES = (AUTO, *(m for m in Mechanism if m is not Mechanism.NONE))
+PATTERN_CHOICES = (AUTO, *DR_PATTERNS)
 # (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
 # links that can join them; the first link is the default. Pairs not listed are refused.
-PAIRS: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
-    ("aws", "aws"): (("crr-rtc", "crr"), ("tgw-peering", "direct-connect")),
-    ("gcp", "gcp"): (("gcs-turbo", "gcs-dual-region", "sts"), ("vpc-peering",)),
-    ("azure", "azure"): (("azure-or",), ("vnet-peering",)),
-    ("aws", "gcp"): (("sts",), ("ha-vpn",)),
-    ("gcp", "aws"): (("datasync",), ("ha-vpn",)),
-    ("azure", "gcp"): (("sts",), ("vpn",)),
+PAIRS: dict[tuple[Cloud, Cloud], tuple[tuple[Mechanism, ...], tuple[LinkKind, ...]]] = {
+    (Cloud.AWS, Cloud.AWS): (
+        (Mechanism.CRR_RTC, Mechanism.CRR),
+        (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT),
+    ),
+    (Cloud.GCP, Cloud.GCP): (
+        (Mechanism.GCS_TURBO, Mechanism.GCS_DUAL_REGION, Mechanism.STS),
+        (LinkKind.VPC_PEERING,),
+    ),
+    (Cloud.AZURE, Cloud.AZURE): ((Mechanism.AZURE_OR,), (LinkKind.VNET_PEERING,)),
+    (Cloud.AWS, Cloud.GCP): ((Mechanism.STS,), (LinkKind.HA_VPN,)),
+    (Cloud.GCP, Cloud.AWS): ((Mechanism.DATASYNC,), (LinkKind.HA_VPN,)),
+    (Cloud.AZURE, Cloud.GCP): ((Mechanism.STS,), (LinkKind.VPN,)),
 }
 # Pairs refused for a reason more specific than "no managed service pulls that way".
 REFUSED_PAIRS = {
-    ("azure", "aws"): (
+    (Cloud.AZURE, Cloud.AWS): (
         "DataSync reads Azure Blob only with a SAS token: an account SAS needs shared-key "
         "access, which gpudr's storage accounts disable, and a user-delegation SAS expires "
         "within 7 days, so replication would silently stop; protect this azure site from gcp "
@@ -80,7 +87,7 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class LinkSpec:
-    kind: str
+    kind: LinkKind | None  # None: the pair's default link
     location: str | None = None
     secondary_location: str | None = None
 
@@ -88,11 +95,11 @@ class LinkSpec:
 @dataclass(frozen=True)
 class Site:
     name: str
-    cloud: str
+    cloud: Cloud
     region: str
-    role: str  # "primary" | "dr"
+    role: SiteRole
     protects: str | None
-    pattern: str  # "auto" or one of PATTERNS
+    pattern: Pattern | None  # None: auto, the planner chooses per pool
     warm_fraction: float
     reserve_capacity: bool
     account: str | None
@@ -113,7 +120,7 @@ class Cluster:
     gpus_per_node: int
     efa_interfaces: int
     rto_s: float | None
-    pattern: str
+    pattern: Pattern | None  # None: the DR site's pattern, else auto
 
     @property
     def pool_name(self) -> str:
@@ -132,7 +139,7 @@ class Service:
     gpus_per_node: int
     rpo_s: float | None
     rto_s: float | None
-    pattern: str
+    pattern: Pattern | None  # None: the DR site's pattern, else auto
 
     @property
     def pool_name(self) -> str:
@@ -151,7 +158,7 @@ class Checkpoints:
     archive_after_s: float
     rpo_s: float | None
     rto_s: float | None
-    replication: str
+    replication: Mechanism | None  # None: auto, the pair's best mechanism
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,7 @@ class Weights:
     publishes_per_month: float
     rpo_s: float | None
     rto_s: float | None
-    replication: str
+    replication: Mechanism | None  # None: auto, the pair's best mechanism
 
 
 @dataclass(frozen=True)
@@ -173,7 +180,7 @@ class Datasets:
     daily_change_b: float
     rpo_s: float | None
     rto_s: float | None
-    replication: str
+    replication: Mechanism | None  # None: auto, the pair's best mechanism
 
 
 @dataclass(frozen=True)
@@ -248,21 +255,30 @@ class Plan:
     drill: DrillSpec = field(default_factory=default_drill)
 
     def primaries(self) -> list[Site]:
-        return [s for s in self.sites.values() if s.role == "primary"]
+        return [s for s in self.sites.values() if s.role == SiteRole.PRIMARY]
 
     def dr_sites_for(self, primary: str) -> list[Site]:
-        return [s for s in self.sites.values() if s.role == "dr" and s.protects == primary]
+        return [s for s in self.sites.values() if s.role == SiteRole.DR and s.protects == primary]
+
+    def data_spec(self, data_class: str) -> Checkpoints | Weights | Datasets | None:
+        """The plan's spec of one data class, or None when it does not protect that class."""
+        return {
+            DataClass.CHECKPOINTS: self.checkpoints,
+            DataClass.WEIGHTS: self.weights,
+            DataClass.DATASETS: self.datasets,
+        }[DataClass(data_class)]
 
     def pairs(self) -> list[tuple[Site, Site]]:
         """(primary, dr) for every DR site, in spec order."""
         return [
             (self.sites[s.protects], s)
             for s in self.sites.values()
-            if s.role == "dr" and s.protects is not None
+            if s.role == SiteRole.DR and s.protects is not None
         ]
 
 
 T = TypeVar("T")
+C = TypeVar("C", bound=str)
 
 _RECOVERY_KEYS = {
     "detection": "detection_s",
@@ -333,16 +349,25 @@ class _Reader:
             return default
 
     def choice(
-        self, raw: dict[str, Any], key: str, path: str, choices: Iterable[str], default: str
-    ) -> str:
-        options = list(choices)
+        self, raw: dict[str, Any], key: str, path: str, choices: Sequence[C], default: C
+    ) -> C:
+        """One of `choices` (the member itself, for an Enum's), compared as written."""
         value = raw.get(key, default)
-        if value not in options:
+        found = next((c for c in choices if c == value), None)
+        if found is None:
             self.error(
-                f"{path}.{key}", f"{_show(value)} is not allowed; use one of {', '.join(options)}"
+                f"{path}.{key}",
+                f"{_show(value)} is not allowed; use one of {', '.join(map(str, choices))}",
             )
             return default
-        return str(value)
+        return found
+
+    def request(
+        self, raw: dict[str, Any], key: str, path: str, choices: Sequence[str]
+    ) -> str | None:
+        """`auto` (None: the planner chooses) or one of `choices`."""
+        found = self.choice(raw, key, path, (AUTO, *choices), AUTO)
+        return None if found == AUTO else found
 
 
 def _show(value: Any) -> str:
@@ -459,7 +484,13 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     drill = _parse_drill(r, top.get("drill"), clusters, services)
 
     _check_mechanisms(
-        r, sites, {"checkpoints": checkpoints, "weights": weights, "datasets": datasets}
+        r,
+        sites,
+        {
+            DataClass.CHECKPOINTS: checkpoints,
+            DataClass.WEIGHTS: weights,
+            DataClass.DATASETS: datasets,
+        },
     )
     if not checkpoints and not weights and not datasets and not clusters and not services:
         r.error("data", "the plan protects nothing; declare data classes, clusters or services")
@@ -506,6 +537,23 @@ def load_plan(path: str | Path) -> Plan:
 # --- sections -------------------------------------------------------------------------------
 
 
+_SITE_FIELDS = (
+    "cloud",
+    "region",
+    "role",
+    "protects",
+    "pattern",
+    "warm_fraction",
+    "reserve_capacity",
+    "account",
+    "project",
+    "cidr",
+    "azs",
+    "link",
+    "api_public_cidrs",
+)
+
+
 def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
     if raw is None:
         r.error("sites", "is required; declare at least one primary and one dr site")
@@ -516,160 +564,170 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
     sites: dict[str, Site] = {}
     used_cidrs: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]] = []
     for index, (site_name, site_raw) in enumerate(raw.items()):
-        path = f"sites.{site_name}"
         try:
             _name(site_name)
         except ValueError as exc:
-            r.error(path, str(exc))
+            r.error(f"sites.{site_name}", str(exc))
             continue
-        s = r.mapping(
-            site_raw,
-            path,
-            [
-                "cloud",
-                "region",
-                "role",
-                "protects",
-                "pattern",
-                "warm_fraction",
-                "reserve_capacity",
-                "account",
-                "project",
-                "cidr",
-                "azs",
-                "link",
-                "api_public_cidrs",
-            ],
-        )
-        cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, "aws")
-        region = r.convert(s, "region", path, str, required=True) or ""
-        known = reference.regions(cloud)
-        if region and known and region not in known:
-            near = [k for k in sorted(known) if k.split("-")[0] == region.split("-")[0]][:6]
-            hint = f"; {cloud} regions like it: {', '.join(near)}" if near else ""
-            r.error(f"{path}.region", f'"{region}" is not a known {cloud} region{hint}')
-        role = r.choice(s, "role", path, ("primary", "dr"), "primary")
-        if "role" not in s:
-            r.error(f"{path}.role", "is required; use primary or dr")
-        protects = r.convert(s, "protects", path, str)
-        if role == "dr" and protects is None:
-            r.error(
-                f"{path}.protects", "is required on a dr site; name the primary site it protects"
-            )
-        if role == "primary" and protects is not None:
-            r.error(
-                f"{path}.protects",
-                "only a dr site protects another site; remove it or set role: dr",
-            )
-        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
-        warm = r.convert(
-            s, "warm_fraction", path, _ratio(0.01, 1.0, False), _spec_default("warm_fraction")
-        )
-        warm = _spec_default("warm_fraction") if warm is None else warm
-        reserve = r.convert(s, "reserve_capacity", path, _bool, False) or False
-        account = r.convert(s, "account", path, _account) if cloud == "aws" else None
-        if cloud != "aws" and "account" in s:
-            r.error(f"{path}.account", f"is an AWS account id; a {cloud} site does not take one")
-        project = r.convert(s, "project", path, _project) if cloud == "gcp" else None
-        if cloud == "gcp" and project is None and "project" not in s:
-            r.error(f"{path}.project", "is required on a gcp site; name the GCP project id")
-        if cloud != "gcp" and "project" in s:
-            r.error(f"{path}.project", f"is a GCP project id; a {cloud} site does not take one")
-        default_cidr = f"10.{(10 + index * 16) % 256}.0.0/16"
-        cidr = r.convert(s, "cidr", path, _cidr, default_cidr) or default_cidr
-        net = ipaddress.ip_network(cidr)
-        for other_name, other in used_cidrs:
-            if net.overlaps(other):
-                r.error(
-                    f"{path}.cidr",
-                    f'"{cidr}" overlaps sites.{other_name}.cidr ({other}); peered sites need '
-                    "distinct address space",
-                )
-        used_cidrs.append((site_name, net))
-        region_known = bool(region) and (not known or region in known)
-        azs = r.convert(s, "azs", path, _str_list) or _default_zones(cloud, region)
-        for i, az in enumerate(azs):
-            # An unknown region is reported once; its zones are not judged against it.
-            if region_known and not _zone_ok(cloud, region, az):
-                r.error(f"{path}.azs[{i}]", f'"{az}" is not a zone of {cloud} region {region}')
-        if len(azs) < 2:
-            r.error(f"{path}.azs", "needs at least two zones (the cluster spreads over two)")
-        link = _parse_link(r, s.get("link"), f"{path}.link") if "link" in s else None
-        if link is not None and role != "dr":
-            r.error(f"{path}.link", "a DR link is declared on the dr site that uses it")
-        public = r.convert(s, "api_public_cidrs", path, _str_list) or ()
-        for i, c in enumerate(public):
-            try:
-                ipaddress.ip_network(c, strict=True)
-            except ValueError:
-                r.error(f"{path}.api_public_cidrs[{i}]", f'"{c}" is not a CIDR block')
-        sites[site_name] = Site(
-            name=site_name,
-            cloud=cloud,
-            region=region,
-            role=role,
-            protects=protects,
-            pattern=pattern,
-            warm_fraction=warm,
-            reserve_capacity=reserve,
-            account=account,
-            project=project,
-            cidr=cidr,
-            azs=tuple(azs),
-            link=link,
-            api_public_cidrs=tuple(public),
-        )
-    for site in sites.values():
-        if site.role != "dr" or site.protects is None:
-            continue
-        path = f"sites.{site.name}.protects"
-        primary = sites.get(site.protects)
-        if primary is None:
-            r.error(path, f'"{site.protects}" is not a site in this plan')
-        elif primary.role != "primary":
-            r.error(path, f'"{site.protects}" is a dr site; a dr site protects a primary site')
-        elif primary.cloud == site.cloud and primary.region == site.region:
-            r.error(
-                f"sites.{site.name}.region",
-                f'"{site.region}" is the region of the site it protects; a regional disaster '
-                "takes both down, choose another region",
-            )
-        elif (primary.cloud, site.cloud) in REFUSED_PAIRS:
-            r.error(
-                path,
-                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
-                f"not supported: {REFUSED_PAIRS[(primary.cloud, site.cloud)]}",
-            )
-        elif (primary.cloud, site.cloud) not in PAIRS:
-            supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
-            r.error(
-                path,
-                f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
-                "not supported yet "
-                f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
-                f"cross-cloud pairs supported: {supported}",
-            )
-        else:
-            if (primary.cloud, site.cloud) == ("aws", "gcp") and primary.account is None:
-                r.error(
-                    f"sites.{primary.name}.account",
-                    "is required when a gcp site protects this aws site: Storage Transfer "
-                    "Service assumes a role in this account by its ARN",
-                )
-            _, links = PAIRS[(primary.cloud, site.cloud)]
-            if site.link is not None and site.link.kind == "":
-                site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
-            if site.link is not None and site.link.kind not in links:
-                r.error(
-                    f"sites.{site.name}.link.kind",
-                    f'"{site.link.kind}" cannot join {primary.cloud} and {site.cloud}; use '
-                    + " or ".join(links),
-                )
-    if sites and not any(s.role == "primary" for s in sites.values()):
+        site = _parse_site(r, site_name, site_raw, index)
+        _check_cidr(r, site, used_cidrs)
+        sites[site_name] = site
+    for site in list(sites.values()):
+        if site.role == SiteRole.DR and site.protects is not None:
+            _check_pair(r, sites, site)
+    if sites and not any(s.role == SiteRole.PRIMARY for s in sites.values()):
         r.error("sites", "has no primary site; mark the site you protect with role: primary")
-    if sites and not any(s.role == "dr" for s in sites.values()):
+    if sites and not any(s.role == SiteRole.DR for s in sites.values()):
         r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
     return sites
+
+
+def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
+    """One site's own fields; what depends on the other sites is checked afterwards."""
+    path = f"sites.{site_name}"
+    s = r.mapping(site_raw, path, _SITE_FIELDS)
+    cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, Cloud.AWS)
+    region = _region(r, s, path, cloud)
+    role = r.choice(s, "role", path, tuple(SiteRole), SiteRole.PRIMARY)
+    if "role" not in s:
+        r.error(f"{path}.role", "is required; use primary or dr")
+    protects = r.convert(s, "protects", path, str)
+    if role == SiteRole.DR and protects is None:
+        r.error(f"{path}.protects", "is required on a dr site; name the primary site it protects")
+    if role == SiteRole.PRIMARY and protects is not None:
+        r.error(
+            f"{path}.protects", "only a dr site protects another site; remove it or set role: dr"
+        )
+    pattern = r.request(s, "pattern", path, DR_PATTERNS)
+    warm = r.convert(
+        s, "warm_fraction", path, _ratio(0.01, 1.0, False), _spec_default("warm_fraction")
+    )
+    account, project = _cloud_ids(r, s, path, cloud)
+    default_cidr = f"10.{(10 + index * 16) % 256}.0.0/16"
+    known = reference.regions(cloud)
+    region_known = bool(region) and (not known or region in known)
+    azs = r.convert(s, "azs", path, _str_list) or _default_zones(cloud, region)
+    for i, az in enumerate(azs):
+        # An unknown region is reported once; its zones are not judged against it.
+        if region_known and not _zone_ok(cloud, region, az):
+            r.error(f"{path}.azs[{i}]", f'"{az}" is not a zone of {cloud} region {region}')
+    if len(azs) < 2:
+        r.error(f"{path}.azs", "needs at least two zones (the cluster spreads over two)")
+    link = _parse_link(r, s.get("link"), f"{path}.link") if "link" in s else None
+    if link is not None and role != SiteRole.DR:
+        r.error(f"{path}.link", "a DR link is declared on the dr site that uses it")
+    public = r.convert(s, "api_public_cidrs", path, _str_list) or ()
+    for i, c in enumerate(public):
+        try:
+            ipaddress.ip_network(c, strict=True)
+        except ValueError:
+            r.error(f"{path}.api_public_cidrs[{i}]", f'"{c}" is not a CIDR block')
+    return Site(
+        name=site_name,
+        cloud=cloud,
+        region=region,
+        role=role,
+        protects=protects,
+        pattern=None if pattern is None else Pattern(pattern),
+        warm_fraction=_spec_default("warm_fraction") if warm is None else warm,
+        reserve_capacity=r.convert(s, "reserve_capacity", path, _bool, False) or False,
+        account=account,
+        project=project,
+        cidr=r.convert(s, "cidr", path, _cidr, default_cidr) or default_cidr,
+        azs=tuple(azs),
+        link=link,
+        api_public_cidrs=tuple(public),
+    )
+
+
+def _region(r: _Reader, s: dict[str, Any], path: str, cloud: Cloud) -> str:
+    region = r.convert(s, "region", path, str, required=True) or ""
+    known = reference.regions(cloud)
+    if region and known and region not in known:
+        near = [k for k in sorted(known) if k.split("-")[0] == region.split("-")[0]][:6]
+        hint = f"; {cloud} regions like it: {', '.join(near)}" if near else ""
+        r.error(f"{path}.region", f'"{region}" is not a known {cloud} region{hint}')
+    return region
+
+
+def _cloud_ids(
+    r: _Reader, s: dict[str, Any], path: str, cloud: Cloud
+) -> tuple[str | None, str | None]:
+    """(AWS account, GCP project): each only on its own cloud, the project required there."""
+    account = r.convert(s, "account", path, _account) if cloud == Cloud.AWS else None
+    if cloud != Cloud.AWS and "account" in s:
+        r.error(f"{path}.account", f"is an AWS account id; a {cloud} site does not take one")
+    project = r.convert(s, "project", path, _project) if cloud == Cloud.GCP else None
+    if cloud == Cloud.GCP and project is None and "project" not in s:
+        r.error(f"{path}.project", "is required on a gcp site; name the GCP project id")
+    if cloud != Cloud.GCP and "project" in s:
+        r.error(f"{path}.project", f"is a GCP project id; a {cloud} site does not take one")
+    return account, project
+
+
+def _check_cidr(
+    r: _Reader, site: Site, used: list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]]
+) -> None:
+    """Peered sites need distinct address space."""
+    net = ipaddress.ip_network(site.cidr)
+    for other_name, other in used:
+        if net.overlaps(other):
+            r.error(
+                f"sites.{site.name}.cidr",
+                f'"{site.cidr}" overlaps sites.{other_name}.cidr ({other}); peered sites need '
+                "distinct address space",
+            )
+    used.append((site.name, net))
+
+
+def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
+    """A DR site against the primary it protects: a primary of this plan, in another region,
+    on a cloud pair gpudr deploys, with a link that can join them (the pair's default if the
+    site names none)."""
+    path = f"sites.{site.name}.protects"
+    primary = sites.get(site.protects or "")
+    pair = (primary.cloud, site.cloud) if primary else None
+    if primary is None:
+        r.error(path, f'"{site.protects}" is not a site in this plan')
+    elif primary.role != SiteRole.PRIMARY:
+        r.error(path, f'"{site.protects}" is a dr site; a dr site protects a primary site')
+    elif primary.cloud == site.cloud and primary.region == site.region:
+        r.error(
+            f"sites.{site.name}.region",
+            f'"{site.region}" is the region of the site it protects; a regional disaster '
+            "takes both down, choose another region",
+        )
+    elif pair in REFUSED_PAIRS:
+        r.error(
+            path,
+            f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+            f"not supported: {REFUSED_PAIRS[pair]}",
+        )
+    elif pair not in PAIRS:
+        supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
+        r.error(
+            path,
+            f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
+            "not supported yet "
+            f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
+            f"cross-cloud pairs supported: {supported}",
+        )
+    else:
+        if pair == (Cloud.AWS, Cloud.GCP) and primary.account is None:
+            r.error(
+                f"sites.{primary.name}.account",
+                "is required when a gcp site protects this aws site: Storage Transfer "
+                "Service assumes a role in this account by its ARN",
+            )
+        _, links = PAIRS[pair]
+        if site.link is not None and site.link.kind is None:
+            site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
+        if site.link is not None and site.link.kind not in links:
+            r.error(
+                f"sites.{site.name}.link.kind",
+                f'"{site.link.kind}" cannot join {primary.cloud} and {site.cloud}; use '
+                + " or ".join(links),
+            )
 
 
 def _article(word: str) -> str:
@@ -687,7 +745,7 @@ def _check_mechanisms(
 ) -> None:
     """A mechanism named in the spec must be one the site pair can run."""
     for cls, spec in classes.items():
-        if spec is None or spec.replication in ("auto", "dual-write"):
+        if spec is None or spec.replication in (None, Mechanism.DUAL_WRITE):
             continue
         primary = sites.get(spec.site)
         if primary is None:
@@ -702,11 +760,9 @@ def _check_mechanisms(
                 r.error(
                     path,
                     f'"{spec.replication}" cannot replicate {primary.cloud} to {dr.cloud} '
-                    f"(site {dr.name}); use {', '.join((*allowed, 'dual-write', 'auto'))}",
+                    f"(site {dr.name}); use {', '.join((*allowed, Mechanism.DUAL_WRITE, AUTO))}",
                 )
-            elif spec.replication.startswith("gcs-") and not gcs_dual_region(
-                primary.region, dr.region
-            ):
+            elif spec.replication in DUAL_REGION and not gcs_dual_region(primary.region, dr.region):
                 r.error(
                     path,
                     f"{spec.replication} needs a dual-region bucket, and {primary.region} and "
@@ -715,18 +771,18 @@ def _check_mechanisms(
                 )
 
 
-def _default_zones(cloud: str, region: str) -> tuple[str, ...]:
-    if cloud == "azure":
+def _default_zones(cloud: Cloud, region: str) -> tuple[str, ...]:
+    if cloud == Cloud.AZURE:
         return ("1", "2")
-    if cloud == "gcp":
+    if cloud == Cloud.GCP:
         return (f"{region}-a", f"{region}-b")
     return (f"{region}a", f"{region}b")
 
 
-def _zone_ok(cloud: str, region: str, zone: str) -> bool:
-    if cloud == "azure":
+def _zone_ok(cloud: Cloud, region: str, zone: str) -> bool:
+    if cloud == Cloud.AZURE:
         return zone in ("1", "2", "3")
-    if cloud == "gcp":
+    if cloud == Cloud.GCP:
         return zone.startswith(f"{region}-") and len(zone) == len(region) + 2
     return zone.startswith(region) and len(zone) == len(region) + 1
 
@@ -743,15 +799,15 @@ def _project(value: Any) -> str:
 def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
     s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
     # Without a kind, the pair's default link is filled in once both sites are known.
-    kind = r.choice(s, "kind", path, ("", *LINK_KINDS), "")
+    kind = r.choice(s, "kind", path, ("", *LinkKind), "")
     location = r.convert(s, "location", path, str)
     secondary = r.convert(s, "secondary_location", path, str)
-    if kind == "direct-connect" and not location:
+    if kind == LinkKind.DIRECT_CONNECT and not location:
         r.error(
             f"{path}.location",
             "is required for direct-connect; name the Direct Connect location code (e.g. EqDC2)",
         )
-    return LinkSpec(kind, location, secondary)
+    return LinkSpec(LinkKind(kind) if kind else None, location, secondary)
 
 
 def _bool(value: Any) -> bool:
@@ -808,7 +864,7 @@ def _gpu_fields(
                 "region to gpudr/data/catalog.yaml with its source",
             )
             continue
-        if where.cloud == "gcp":
+        if where.cloud == Cloud.GCP:
             zone = where.azs[0] if where.azs else ""
             if here.zones and zone not in here.zones:
                 in_region = sorted(z for z in here.zones if z.startswith(f"{where.region}-"))
@@ -828,7 +884,7 @@ def _gpu_fields(
 
 
 def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]) -> Site | None:
-    primaries = [x for x in sites.values() if x.role == "primary"]
+    primaries = [x for x in sites.values() if x.role == SiteRole.PRIMARY]
     name = s.get("site")
     if name is None:
         if len(primaries) == 1:
@@ -840,7 +896,7 @@ def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Sit
     if site is None:
         r.error(f"{path}.site", f"{_show(name)} is not a site in this plan")
         return None
-    if site.role != "primary":
+    if site.role != SiteRole.PRIMARY:
         r.error(
             f"{path}.site",
             f'"{name}" is a dr site; declare workloads on the primary site, gpudr derives the '
@@ -870,7 +926,7 @@ def _parse_clusters(r: _Reader, raw: Any, sites: dict[str, Site]) -> dict[str, C
         gpu, itype, gpn, efa = _gpu_fields(r, s, path, site, drs)
         nodes = r.convert(s, "nodes", path, _positive_int, required=True) or 1
         rto = r.target(s, "rto", path, _default_target("clusters", "rto"))
-        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
+        pattern = r.request(s, "pattern", path, DR_PATTERNS)
         clusters[cname] = Cluster(
             name=cname,
             site=site.name if site else "",
@@ -880,7 +936,7 @@ def _parse_clusters(r: _Reader, raw: Any, sites: dict[str, Site]) -> dict[str, C
             gpus_per_node=gpn,
             efa_interfaces=efa,
             rto_s=rto,
-            pattern=pattern,
+            pattern=None if pattern is None else Pattern(pattern),
         )
     return clusters
 
@@ -925,7 +981,7 @@ def _parse_services(
             r.error(f"{path}.cluster", f"{_show(host)} is not a cluster on the service's site")
         rpo = r.target(s, "rpo", path, _default_target("services", "rpo"))
         rto = r.target(s, "rto", path, _default_target("services", "rto"))
-        pattern = r.choice(s, "pattern", path, ("auto", *PATTERNS), "auto")
+        pattern = r.request(s, "pattern", path, DR_PATTERNS)
         services[sname] = Service(
             name=sname,
             site=site.name if site else "",
@@ -936,7 +992,7 @@ def _parse_services(
             gpus_per_node=gpn,
             rpo_s=rpo,
             rto_s=rto,
-            pattern=pattern,
+            pattern=None if pattern is None else Pattern(pattern),
         )
     return services
 
@@ -952,21 +1008,25 @@ def _default_target(kind: str, which: str) -> float | None:
     return None if value is None else parse_duration(value)
 
 
-def _replication(r: _Reader, s: dict[str, Any], path: str, rpo: float | None, cls: str) -> str:
-    choice = r.choice(s, "replication", path, REPLICATION_CHOICES, "auto")
-    if rpo == 0 and choice not in ("auto", "dual-write"):
+def _replication(
+    r: _Reader, s: dict[str, Any], path: str, rpo: float | None, cls: DataClass
+) -> Mechanism | None:
+    """The class's `replication:`; None for auto."""
+    choice = r.request(s, "replication", path, REPLICATION_CHOICES[1:])
+    mechanism = None if choice is None else Mechanism(choice)
+    if rpo == 0 and mechanism not in (None, Mechanism.DUAL_WRITE):
         r.error(
             f"{path}.rpo",
-            f"0 needs synchronous replication, but replication: {choice} is asynchronous "
+            f"0 needs synchronous replication, but replication: {mechanism} is asynchronous "
             "(the best managed bound is 15m); set replication: dual-write, or rpo: 15m or more",
         )
-    if rpo == 0 and choice == "auto" and cls != "weights":
+    if rpo == 0 and mechanism is None and cls != DataClass.WEIGHTS:
         r.error(
             f"{path}.rpo",
             f"0 on {cls} needs synchronous dual-write, which slows every write (the brief quotes "
             "15-20% on training); set replication: dual-write to accept that, or rpo: 15m or more",
         )
-    return choice
+    return mechanism
 
 
 def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoints | None:
@@ -1012,9 +1072,9 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
             "work since the last checkpoint is always lost; checkpoint more often or set rpo to "
             f"at least {fmt_duration(interval)} plus the replication lag",
         )
-    replication = "auto"
+    replication = None
     if rpo != 0:
-        replication = _replication(r, s, path, rpo, "checkpoints")
+        replication = _replication(r, s, path, rpo, DataClass.CHECKPOINTS)
     if archive < 86400:
         r.error(f"{path}.archive_after", "must be at least 1d (S3 lifecycle counts whole days)")
     return Checkpoints(
@@ -1066,7 +1126,7 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
     )
     rpo = r.target(s, "rpo", path, _default_target("weights", "rpo"))
     rto = r.target(s, "rto", path, _default_target("weights", "rto"))
-    replication = _replication(r, s, path, rpo, "weights")
+    replication = _replication(r, s, path, rpo, DataClass.WEIGHTS)
     return Weights(
         site=site.name if site else "",
         size_b=size,
@@ -1093,7 +1153,7 @@ def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | 
         r.error(f"{path}.daily_change", "is larger than the dataset; check the units")
     rpo = r.target(s, "rpo", path, _default_target("datasets", "rpo"))
     rto = r.target(s, "rto", path, _default_target("datasets", "rto"))
-    replication = _replication(r, s, path, rpo, "datasets")
+    replication = _replication(r, s, path, rpo, DataClass.DATASETS)
     return Datasets(
         site=site.name if site else "",
         size_b=size,

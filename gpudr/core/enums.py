@@ -1,0 +1,136 @@
+"""The closed sets gpudr plans with: clouds, site roles, replication mechanisms, recovery
+patterns, data classes, pool and workload kinds, paths and links, stack modes.
+
+Each is a `StrEnum`: a member is equal to its value (`Cloud.AWS == "aws"`), hashes like it, and
+is written as it (`f"{Cloud.AWS}"`, JSON), so the plan spec, the stack config, the tags and the
+reports carry the same words users write. Convert to plain `str` before YAML (PyYAML's safe
+dumper refuses subclasses of `str`).
+
+Standard library only: the contract, and so the Pulumi program, read this module.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Cloud(StrEnum):
+    AWS = "aws"
+    GCP = "gcp"
+    AZURE = "azure"
+
+
+class SiteRole(StrEnum):
+    PRIMARY = "primary"
+    DR = "dr"
+
+
+class Mechanism(StrEnum):
+    """How a data class reaches a DR site (gpudr/core/data/defaults.yaml `mechanisms` says what
+    each guarantees, with sources)."""
+
+    CRR_RTC = "crr-rtc"  # S3 cross-region replication with Replication Time Control
+    CRR = "crr"  # S3 cross-region replication, no time guarantee
+    GCS_TURBO = "gcs-turbo"  # one GCS dual-region bucket with turbo replication
+    GCS_DUAL_REGION = "gcs-dual-region"  # the same, default replication
+    STS = "sts"  # Storage Transfer Service jobs pulling into GCS on a schedule
+    AZURE_OR = "azure-or"  # Azure object replication (standard mode)
+    DATASYNC = "datasync"  # DataSync tasks pulling into S3 on a schedule
+    DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
+    NONE = "none"  # a class no DR site receives
+
+
+# Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
+PULLED = (Mechanism.STS, Mechanism.DATASYNC)
+# Mechanisms the source's stack pushes with (a replication rule or policy on the source).
+PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
+# One dual-region bucket, owned by the DR site's stack.
+DUAL_REGION = (Mechanism.GCS_TURBO, Mechanism.GCS_DUAL_REGION)
+
+
+class Pattern(StrEnum):
+    """How a GPU pool stands at its DR site. `PRIMARY` is a primary site's own pool and `DRILL`
+    a drill's test pool: pool states, not DR patterns a plan chooses among."""
+
+    BACKUP_RESTORE = "backup-restore"
+    PILOT_LIGHT = "pilot-light"
+    WARM_STANDBY = "warm-standby"
+    ACTIVE_ACTIVE = "active-active"
+    PRIMARY = "primary"
+    DRILL = "drill"
+
+
+# The DR patterns, from the least to the most standing capacity (and cost).
+DR_PATTERNS = (
+    Pattern.BACKUP_RESTORE,
+    Pattern.PILOT_LIGHT,
+    Pattern.WARM_STANDBY,
+    Pattern.ACTIVE_ACTIVE,
+)
+
+
+class DataClass(StrEnum):
+    CHECKPOINTS = "checkpoints"
+    WEIGHTS = "weights"
+    DATASETS = "datasets"
+
+
+# The order reports, runbooks and drills list data classes in.
+DATA_CLASSES = (DataClass.CHECKPOINTS, DataClass.DATASETS, DataClass.WEIGHTS)
+
+
+class PoolKind(StrEnum):
+    TRAINING = "training"
+    SERVICE = "service"
+
+
+class WorkloadKind(StrEnum):
+    """A row of the verdict table."""
+
+    DATA = "data"
+    CLUSTER = "cluster"
+    SERVICE = "service"
+
+
+class BucketRole(StrEnum):
+    """A data bucket's place in its class's replication."""
+
+    SOURCE = "source"
+    REPLICA = "replica"
+    DUAL_REGION = "dual-region"
+
+
+class LinkKind(StrEnum):
+    """The network link between two sites."""
+
+    TGW_PEERING = "tgw-peering"
+    DIRECT_CONNECT = "direct-connect"
+    VPC_PEERING = "vpc-peering"
+    VNET_PEERING = "vnet-peering"
+    HA_VPN = "ha-vpn"  # GCP HA VPN to AWS VPN connections
+    VPN = "vpn"  # Azure VPN gateway to GCP HA VPN
+
+
+class ServicePath(StrEnum):
+    """A managed mechanism's own path, whose capacity is its service's (not a link's)."""
+
+    S3_RTC = "s3-rtc"
+    S3_CRR = "s3-crr"
+    GCS_TURBO = "gcs-turbo"
+    GCS_DUAL_REGION = "gcs-dual-region"
+    STS = "sts"
+    DATASYNC = "datasync"
+    AZURE_OR = "azure-or"
+
+
+class Mode(StrEnum):
+    """`gpudr:mode` of a stack."""
+
+    STANDBY = "standby"
+    FAILOVER = "failover"
+    DRILL = "drill"
+
+
+class DrillPhase(StrEnum):
+    INFRASTRUCTURE = "infrastructure"  # pools at 0
+    CAPACITY = "capacity"  # pools at their test size
