@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import (
@@ -25,7 +24,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from gpudr.core import reference, sizing
+from gpudr.contract import tags
+from gpudr.core import enums, sizing
 
 # --- type tokens (as the engine sends them; see shared/reference/pulumi-sdk-facts.md) ----------
 
@@ -69,24 +69,17 @@ AKS_AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 # Where a data class's objects live: the resources that carry its gpudr tags.
 DATA_BUCKET_TYPES = (S3_BUCKET, GCS_BUCKET, AZ_STORAGE_ACCOUNT)
-DATA_ROLES = ("data-source", "data-replica", "data-dual-region")
+DATA_ROLES = tuple(str(r) for r in tags.DATA_ROLES)
 
-# --- gpudr tags -----------------------------------------------------------------------------
+# --- gpudr tags: the schema and its reader are the contract's (gpudr.contract.tags) ----------
 
-PREFIX = "gpudr:"
-GCP_PREFIX = "gpudr-"
+PREFIX = tags.PREFIX
 
 
 def cloud_of(resource_type: str) -> str:
     """`aws`, `gcp`, `azure`, or the token's package for anything else."""
     package = resource_type.split(":", 1)[0]
     return "azure" if package == "azure-native" else package
-
-
-def gcp_label(text: str) -> str:
-    """A tag key or value as gpudr writes it into a GCP label (components/tags.py
-    `gcp_labels`): lower case, only letters, digits, `_` and `-`, at most 63 characters."""
-    return "".join(c if c.isalnum() or c in "_-" else "-" for c in text.lower())[:63]
 
 
 def tag_map(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -103,21 +96,13 @@ def tag_map(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def gpudr_tag(resource_type: str, props: Mapping[str, Any], name: str) -> str | None:
-    """The value of gpudr tag `name` (`rpo-s`, `dr-role`, ...): `gpudr:<name>` on AWS and Azure,
-    the label `gpudr-<name>` on GCP (there the value is lower case, `.` and `:` became `-`)."""
-    tags = tag_map(resource_type, props)
-    key = GCP_PREFIX + gcp_label(name) if cloud_of(resource_type) == "gcp" else PREFIX + name
-    value = tags.get(key)
-    return None if value is None else str(value)
+    """The value of gpudr tag `name` (`rpo-s`, `dr-role`, ...) on this resource."""
+    return tags.read_tag(cloud_of(resource_type), tag_map(resource_type, props), name)
 
 
 def tag_is(resource_type: str, props: Mapping[str, Any], name: str, *expected: str) -> bool:
     """Whether tag `name` holds one of `expected` (compared as GCP writes them on GCP)."""
-    value = gpudr_tag(resource_type, props, name)
-    if value is None:
-        return False
-    gcp = cloud_of(resource_type) == "gcp"
-    return any(value == (gcp_label(e) if gcp else e) for e in expected)
+    return tags.tag_is(cloud_of(resource_type), tag_map(resource_type, props), name, *expected)
 
 
 def is_data_bucket(resource: PolicyResource) -> bool:
@@ -135,26 +120,7 @@ def tag_number(resource: PolicyResource, name: str) -> float | None:
 
 # --- values ---------------------------------------------------------------------------------
 
-_GCP_DECIMAL = re.compile(r"^\d+-\d+$")  # "790-123": a GCP label's "790.123"
-
-
-def number(value: Any) -> float | None:
-    """A number from a float, an int, or a string such as `"7200"`, `"790.123"` or the GCP
-    label form `"790-123"`; None for None, `"none"`, booleans and anything else."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    if _GCP_DECIMAL.match(text):
-        text = text.replace("-", ".")
-    try:
-        result = float(text)
-    except ValueError:
-        return None
-    return result if math.isfinite(result) else None
+number = tags.number
 
 
 def get(value: Any, *path: str | int) -> Any:
@@ -379,75 +345,43 @@ def config_number(config: Mapping[str, Any], key: str) -> float:
 
 # --- the data classes' sizing facts (from tags, never from the planner's answer) --------------
 
-MECHANISMS = reference.defaults()["mechanisms"]
-QUOTA_BOUND = {"crr-rtc": "s3_rtc_gbps", "sts": "sts_gbps", "datasync": "datasync_gbps"}
-PULLED = ("sts", "datasync")  # scheduled by the DR site: its stack holds the job
+PULLED = tuple(str(m) for m in enums.PULLED)  # scheduled by the DR site: its stack holds the job
+QUOTA_BOUND = sizing.QUOTA_KEYS
+DataClass = tags.BucketTags  # one data bucket's facts, as its tags state them
 
 
-@dataclass(frozen=True)
-class DataClass:
-    """One data bucket's tags, as numbers: what the bandwidth and RPO checks recompute from.
-    `gpudr:required-mbps` (the planner's answer) is deliberately not read."""
-
-    data_class: str
-    role: str
-    mechanism: str
-    rpo_s: float | None
-    interval_s: float
-    burst_bytes: float
-    steady_mbps: float
-    publish_window_s: float | None
-    quota_mbps: float | None
-
-
-REQUIRED_TAGS = ("data-class", "mechanism", "rpo-s", "burst-bytes", "steady-kbps")
-
-
-def data_class(resource: PolicyResource) -> DataClass | str:
+def data_class(resource: PolicyResource) -> tags.BucketTags | str:
     """The bucket's facts, or a message naming the tags it lacks."""
-    t, p = resource.resource_type, resource.props
-    missing = [n for n in REQUIRED_TAGS if gpudr_tag(t, p, n) is None]
+    cloud, found = cloud_of(resource.resource_type), tag_map(resource.resource_type, resource.props)
+    missing = tags.missing_bucket_tags(cloud, found)
     if missing:
-        names = ", ".join(f"{PREFIX}{n}" for n in missing)
         return (
-            f"{describe(resource)} is a gpudr data bucket without the tags {names}, so its "
-            "target cannot be checked; regenerate the stack with `gpudr generate` and keep the "
-            "tags components/tags.py sets"
+            f"{describe(resource)} is a gpudr data bucket without the tags {', '.join(missing)}, "
+            "so its target cannot be checked; regenerate the stack with `gpudr generate` and "
+            "keep the tags gpudr's components set"
         )
-    return DataClass(
-        data_class=gpudr_tag(t, p, "data-class") or "",
-        role=gpudr_tag(t, p, "dr-role") or "",
-        mechanism=gpudr_tag(t, p, "mechanism") or "",
-        rpo_s=tag_number(resource, "rpo-s"),
-        interval_s=tag_number(resource, "interval-s") or 0.0,
-        burst_bytes=tag_number(resource, "burst-bytes") or 0.0,
-        steady_mbps=(tag_number(resource, "steady-kbps") or 0.0) / 1000,
-        publish_window_s=tag_number(resource, "publish-window-s"),
-        quota_mbps=tag_number(resource, "quota-mbps"),
+    return tags.read_bucket_tags(cloud, found)
+
+
+def flow_of(d: tags.BucketTags) -> sizing.Flow:
+    """The class's flow as the planner sizes it, rebuilt from the bucket's tags by the same
+    function (`gpudr.core.sizing.flow`)."""
+    return sizing.flow(
+        d.data_class,
+        d.mechanism,
+        burst_bytes=d.burst_bytes,
+        steady_gbps=d.steady_mbps / 1000,
+        rpo_s=d.rpo_s,
+        interval_s=d.interval_s,
+        publish_window_s=d.publish_window_s,
     )
 
 
-def transfer_window_s(d: DataClass) -> float | None:
-    """Time one burst has to reach the DR site: the publish window for a dual write; with a
-    checkpoint interval min(RPO - interval, interval); else the RPO; None without a target."""
-    if d.mechanism == "dual-write" and d.publish_window_s is not None:
-        return d.publish_window_s
-    if d.rpo_s is None:
-        return None
-    if d.interval_s > 0:
-        return sizing.checkpoint_window_s(d.rpo_s, d.interval_s)
-    return d.rpo_s
-
-
-def need_mbps(d: DataClass) -> float:
-    """need = max(steady rate, burst x 8 / window); the steady rate alone without a window."""
-    window = transfer_window_s(d)
-    burst = 0.0 if window is None else sizing.required_gbps(d.burst_bytes, window) * 1000
-    return max(d.steady_mbps, burst)
+def need_mbps(d: tags.BucketTags) -> float:
+    """The rate the class needs for its RPO (`sizing.need_gbps` over its transfer window)."""
+    return flow_of(d).required_gbps * 1000
 
 
 def default_quota_mbps(mechanism: str) -> float | None:
-    key = QUOTA_BOUND.get(mechanism)
-    if key is None:
-        return None
-    return float(reference.defaults()["quotas"][key]["value"]) * 1000
+    quota = sizing.default_quota_gbps(mechanism)
+    return None if quota is None else quota * 1000

@@ -27,7 +27,7 @@ from pulumi_policy import (
     Severity,
 )
 
-from gpudr.core import reference, sizing
+from gpudr.core import sizing
 from policies.common import (
     AKS_AGENT_POOL,
     EKS_NODE_GROUP,
@@ -40,7 +40,7 @@ from policies.common import (
     tag_is,
 )
 
-DEFAULT_WARM_FRACTION = float(reference.defaults()["spec"]["warm_fraction"]["value"])
+DEFAULT_WARM_FRACTION = sizing.default_warm_fraction()
 
 
 def bounds(resource_type: str, props: Mapping[str, Any]) -> tuple[float, float] | None:

@@ -38,7 +38,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpudr.core import reference
+from gpudr.core import sizing
 from policies.common import (
     AWS_VPC_PEERING,
     AWS_VPN_CONNECTION,
@@ -64,35 +64,34 @@ from policies.common import (
     policy_config,
 )
 
-_DEFAULTS = reference.defaults()
-
 SCHEMA = PolicyConfigSchema(
     properties={
         "headroom": {
             "type": "number",
             "minimum": 1,
-            "default": float(_DEFAULTS["headroom"]["factor"]),
+            "default": sizing.default_headroom(),
             "description": "Factor applied to the summed need before comparing with capacity.",
         },
         "tgw_peering_gbps": {
             "type": "number",
             "minimum": 0.001,
-            "default": float(_DEFAULTS["quotas"]["tgw_peering_gbps"]["value"]),
+            "default": sizing.default_tgw_peering_gbps(),
             "description": "Capacity of one transit gateway peering attachment (Gbps).",
         },
         "vpn_tunnel_gbps": {
             "type": "number",
             "minimum": 0.001,
-            "default": 1.25,
+            "default": sizing.ha_vpn_tunnel_gbps(),
             "description": (
-                "Capacity of one VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps per "
-                "tunnel, the slower end of every VPN gpudr declares."
+                "Capacity of one AWS <-> GCP VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps "
+                "per tunnel, the slower end. Azure <-> GCP tunnels run at the Azure gateway "
+                "SKU's per-tunnel rate."
             ),
         },
         "azure_vpn_gateway_gbps": {
             "type": "object",
             "additionalProperties": {"type": "number"},
-            "default": {k: float(v) for k, v in _DEFAULTS["links"]["vpn"]["gateway_gbps"].items()},
+            "default": sizing.azure_vpn_skus(),
             "description": "Aggregate throughput of an Azure VPN gateway by SKU name (Gbps).",
         },
     }
@@ -143,28 +142,37 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
         gbps = _interconnect_gbps(attachment.props.get("bandwidth")) or 0.0
         total += gbps
         parts.append(f"{attachment.name} {gbps:g} Gbps")
-    tunnel = config_number(config, "vpn_tunnel_gbps")
+    vpn = _vpn_capacity(stack, config)
+    if vpn is not None:
+        found = True
+        total += vpn[0]
+        parts.append(vpn[1])
+    return (total, parts) if found else None
+
+
+def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] | None:
+    """The VPN tunnels registered in this stack, at their per-tunnel rate (as the planner sizes
+    them: `sizing.ha_vpn_gbps`, `sizing.azure_vpn_gbps`), and what they are."""
     tunnels = len(stack.of_type(GCP_VPN_TUNNEL))
     if not tunnels:
         # Only the AWS end registered: two tunnels per site-to-site VPN connection.
         tunnels = 2 * len(stack.of_type(AWS_VPN_CONNECTION))
-    if tunnels:
-        found = True
-        vpn = tunnels * tunnel
-        what = f"{tunnels} VPN tunnels x {tunnel:g} Gbps"
-        skus = config.get("azure_vpn_gateway_gbps")
-        for gateway in stack.of_type(AZ_VPN_GATEWAY):
-            sku = get(gateway.props, "sku", "name")
-            cap = (
-                number(skus.get(sku))
-                if isinstance(skus, Mapping) and isinstance(sku, str)
-                else None
-            )
-            if cap is not None and cap < vpn:
-                vpn, what = cap, f"{what}, capped by {gateway.name} ({sku}) at {cap:g} Gbps"
-        total += vpn
-        parts.append(what)
-    return (total, parts) if found else None
+    if not tunnels:
+        return None
+    tunnel = config_number(config, "vpn_tunnel_gbps")
+    vpn, what = tunnels * tunnel, f"{tunnels} VPN tunnels x {tunnel:g} Gbps"
+    skus = config.get("azure_vpn_gateway_gbps")
+    for gateway in stack.of_type(AZ_VPN_GATEWAY):
+        sku = get(gateway.props, "sku", "name")
+        if not isinstance(sku, str):
+            continue
+        aggregate = number(skus.get(sku)) if isinstance(skus, Mapping) else None
+        cap = sizing.azure_vpn_gbps(sku, tunnels, aggregate)
+        if cap is None and aggregate is not None:
+            cap = min(vpn, aggregate)  # a SKU gpudr has no per-tunnel figure for
+        if cap is not None:
+            vpn, what = cap, f"{tunnels} VPN tunnels through {gateway.name} ({sku}): {cap:g} Gbps"
+    return vpn, what
 
 
 def _check_quotas(
@@ -179,7 +187,7 @@ def _check_quotas(
         need = sum(need_mbps(d) for _, d in group)
         asserted = [d.quota_mbps for _, d in group if d.quota_mbps is not None]
         quota = min(asserted) if asserted else default_quota_mbps(mechanism) or 0.0
-        if need * headroom <= quota + 1e-6:
+        if sizing.fits(need * headroom / 1000, quota / 1000):
             continue
         names = ", ".join(f"{d.data_class} {mbps(need_mbps(d))}" for _, d in group)
         for bucket, _d in group:
@@ -212,7 +220,7 @@ def _check_link(
         return
     gbps, parts = capacity
     need = sum(need_mbps(d) for _, d in dual)
-    if need * headroom <= gbps * 1000 + 1e-6:
+    if sizing.fits(need * headroom / 1000, gbps):
         return
     names = ", ".join(f"{d.data_class} {mbps(need_mbps(d))}" for _, d in dual)
     for bucket, _d in dual:

@@ -30,13 +30,13 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpudr.core import sizing
 from policies.common import (
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
     GCS_BUCKET,
     GCS_TRANSFER_JOB,
-    MECHANISMS,
     PULLED,
     S3_BUCKET,
     S3_REPLICATION,
@@ -47,6 +47,7 @@ from policies.common import (
     default_quota_mbps,
     describe,
     duration_s,
+    flow_of,
     get,
     items,
     links_to,
@@ -55,8 +56,8 @@ from policies.common import (
     seconds,
 )
 
-RTC_LAG_S = float(MECHANISMS["crr-rtc"]["lag_s"])
-TURBO_LAG_S = float(MECHANISMS["gcs-turbo"]["lag_s"])
+RTC_LAG_S = sizing.lag_floor_s("crr-rtc") or 0.0
+TURBO_LAG_S = sizing.lag_floor_s("gcs-turbo") or 0.0
 # Storage Transfer Service runs a job every 24 h when its schedule names no repeatInterval.
 STS_DEFAULT_REPEAT_S = 86400.0
 # Where each mechanism's settings are registered: (the copy's gpudr:dr-role, its type).
@@ -110,7 +111,7 @@ def _check_s3_crr(
         )
         return
     guaranteed = d.interval_s + RTC_LAG_S
-    if d.rpo_s is not None and guaranteed > d.rpo_s:
+    if not sizing.within(d.rpo_s, guaranteed):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: S3 RTC guarantees 15 min, so the "
             f"worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
@@ -150,7 +151,7 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
         )
         return
     guaranteed = d.interval_s + TURBO_LAG_S
-    if d.rpo_s is not None and guaranteed > d.rpo_s:
+    if not sizing.within(d.rpo_s, guaranteed):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: turbo replication targets 15 min, so "
             f"the worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
@@ -163,12 +164,20 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
 # --- scheduled pulls (owner: the DR stack) --------------------------------------------------
 
 
-def _run_s(d: DataClass, interval_s: float) -> float:
-    """One run's transfer time at the asserted rate: a run copies what was written since the
-    last one (the steady rate over the interval), and at least one whole burst."""
-    run_bytes = max(d.burst_bytes, d.steady_mbps * 1e6 / 8 * interval_s)
+def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
+    """One run of a pull every `interval_s` into this class's replica, as the planner sizes it
+    (`sizing.pull_at`): what the run copies at worst, over the asserted rate quota less the
+    steady load of the stack's other classes pulled by the same service."""
     quota = d.quota_mbps or default_quota_mbps(d.mechanism) or 0.0
-    return run_bytes * 8 / (quota * 1e6) if quota > 0 else float("inf")
+    others = sum(
+        o.steady_mbps
+        for b in stack.data_buckets()
+        if not isinstance(o := data_class(b), str)
+        and o.mechanism == d.mechanism
+        and o.role == d.role
+        and o.data_class != d.data_class
+    )
+    return sizing.pull_at(flow_of(d), int(interval_s), quota / 1000, others / 1000, 1.0, d.rpo_s)
 
 
 def _sts_schedules(
@@ -249,8 +258,8 @@ def _check_pull(
     for job, interval in jobs:
         if interval is None:
             continue
-        run = _run_s(d, interval)
-        worst.append((interval + run + d.interval_s, job, interval, run))
+        pull = _pull(stack, d, interval)
+        worst.append((pull.estimated_rpo_s, job, interval, pull.transfer_s))
     if not worst:
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {jobs[0][0].name} has no "
@@ -259,7 +268,7 @@ def _check_pull(
         )
         return
     total, job, interval, run = min(worst, key=lambda w: w[0])
-    if d.rpo_s is not None and total > d.rpo_s:
+    if not sizing.within(d.rpo_s, total):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {job.name} runs every "
             f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate, plus the "

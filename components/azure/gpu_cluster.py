@@ -17,13 +17,7 @@ from components.azure.arm import (
     assignment_name,
     role_definition_id,
 )
-from gpudr.contract.naming import (
-    AKS_SYSTEM_NODE_COUNT,
-    AKS_SYSTEM_VM_SIZE,
-    GPU_TAINT,
-    POOL_LABEL,
-    agent_pool_name,
-)
+from gpudr.contract.naming import GPU_TAINT, POOL_LABEL, agent_pool_name
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
 
 SYSTEM_POOL = "system"
@@ -79,6 +73,12 @@ class AzureGpuCluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:compute:AzureGpuCluster", name, None, opts)
         cfg = args.config
+        if cfg.system_pool is None:
+            raise ValueError(
+                f"cluster {cfg.name}: gpudr:site names no AKS system pool for it; regenerate the "
+                "stack with `gpudr generate PLAN.yaml`"
+            )
+        system = cfg.system_pool
         _check_ranges(cfg.name, args.networks)
         agent_names = {p.name: agent_pool_name(p.name) for p in cfg.pools}
         taken = [SYSTEM_POOL, *agent_names.values()]
@@ -137,8 +137,8 @@ class AzureGpuCluster(pulumi.ComponentResource):
                     mode=containerservice.AgentPoolMode.SYSTEM,
                     type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
                     os_type=containerservice.OSType.LINUX,
-                    vm_size=AKS_SYSTEM_VM_SIZE,
-                    count=AKS_SYSTEM_NODE_COUNT,
+                    vm_size=system.vm_size,
+                    count=system.nodes,
                     availability_zones=list(args.zones),
                     vnet_subnet_id=args.nodes_subnet_id,
                 )

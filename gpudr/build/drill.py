@@ -34,23 +34,15 @@ from gpudr.contract.drill import (
     stack_name,
     ttl_tags,
 )
-from gpudr.contract.naming import AKS_SYSTEM_NODE_COUNT, AKS_SYSTEM_VM_SIZE, agent_pool_name
+from gpudr.contract.naming import agent_pool_name
 from gpudr.contract.site import BucketConfig, SiteConfig
 from gpudr.contract.stack import DRILL_KEY, MODE_KEY
 from gpudr.contract.tags import TAG_EXPIRES
-from gpudr.core import cost, reference
-from gpudr.core.design import SITE_PRICES, Design
+from gpudr.core import cost
+from gpudr.core.design import Design
 from gpudr.core.spec import Plan, Site, drill_default
 from gpudr.core.units import fmt_duration
 from gpudr.docs.runbook import build_runbook
-
-# Titles of the hourly items besides GPUs a drill runs: a control plane per cluster and one
-# egress gateway, priced as design.py prices a standing DR site (`SITE_PRICES`).
-_HOURLY_TITLES = {
-    "aws": {"control_plane": "EKS control plane", "nat": "NAT gateway"},
-    "gcp": {"control_plane": "GKE cluster fee", "nat": "Cloud NAT"},
-    "azure": {"control_plane": "AKS Standard tier"},
-}
 
 
 class DrillError(ValueError):
@@ -109,27 +101,16 @@ class WorkloadModel:
 
 
 @dataclass(frozen=True)
-class CostLine:
-    item: str
-    quantity: float  # units running at once
-    unit: str
-    unit_usd: float  # per unit-hour
-    source: str
-
-    @property
-    def hourly_usd(self) -> float:
-        return self.quantity * self.unit_usd
-
-
-@dataclass(frozen=True)
 class DrillCost:
-    lines: tuple[CostLine, ...]
+    """The cost engine's lines for one hour of what a drill runs, and its TTL."""
+
+    lines: tuple[cost.CostLine, ...]
     hours: float  # the TTL
     unpriced: tuple[str, ...] = ()
 
     @property
     def hourly_usd(self) -> float:
-        return sum(x.hourly_usd for x in self.lines)
+        return sum((x.amount_usd for x in self.lines), 0.0)
 
     @property
     def ttl_usd(self) -> float:
@@ -242,7 +223,7 @@ def build_drill(
         pools=pools,
         data=_data_targets(design, cfg),
         workloads=_workloads(design, site),
-        cost=drill_cost(cfg.cloud, pools, len(cfg.clusters), ttl),
+        cost=drill_cost(cfg, pools, ttl),
         verify_b=spec.verify_b,
         base_config=stack_config_values(design, site),
     )
@@ -359,44 +340,27 @@ def _workloads(design: Design, site: Site) -> tuple[WorkloadModel, ...]:
     )
 
 
-def drill_cost(cloud: str, pools: Iterable[DrillPool], clusters: int, ttl_s: float) -> DrillCost:
-    """Hourly list prices of what a drill runs (`gpudr/data/prices.yaml`), for up to its TTL."""
-    lines: list[CostLine] = []
-    unpriced: list[str] = []
-    for p in pools:
-        price = cost.gpu_hour(cloud, p.instance_type)
-        lines.append(
-            CostLine(
-                f"{p.pool}: {p.instance_type} ({p.gpus_per_node} GPUs)",
-                p.nodes,
-                "node",
-                price.usd,
-                price.citation,
-            )
+def drill_cost(site: SiteConfig, pools: Iterable[DrillPool], ttl_s: float) -> DrillCost:
+    """What a drill runs for an hour, priced by the cost engine, and its TTL: the test pools,
+    a control plane per cluster (with its AKS system pool on Azure) and the network's NAT."""
+    usages = [
+        cost.gpu_usage(
+            site.cloud,
+            site.site,
+            pool=p.pool,
+            instance_type=p.instance_type,
+            nodes=p.nodes,
+            what=f"({p.gpus_per_node} GPUs)",
+            dr=True,
+            hours=1,
         )
-    for item in ("control_plane", "nat"):
-        key = SITE_PRICES[cloud].get(item)
-        count = clusters if item == "control_plane" else 1
-        if key is None or not count:
-            continue
-        try:
-            price = reference.price(cloud, *key)
-        except reference.ReferenceError:
-            unpriced.append(f"{cloud}.{'.'.join(key)}")
-            continue
-        lines.append(
-            CostLine(_HOURLY_TITLES[cloud][item], count, "each", price.usd, price.citation)
-        )
-    if cloud == "azure" and clusters:
-        size, count = AKS_SYSTEM_VM_SIZE, AKS_SYSTEM_NODE_COUNT
-        try:
-            price = cost.gpu_hour(cloud, size)
-            lines.append(
-                CostLine("AKS system pool", count * clusters, size, price.usd, price.citation)
-            )
-        except reference.ReferenceError:
-            unpriced.append(f"azure.instance_hour.{size} (AKS system pool, {count} per cluster)")
-    return DrillCost(tuple(lines), ttl_s / 3600, tuple(unpriced))
+        for p in pools
+    ]
+    for c in site.clusters:
+        usages += cost.cluster_usages(site.cloud, site.site, c.name, dr=True, hours=1)
+    usages += cost.nat_usages(site.cloud, site.site, dr=True, hours=1)
+    priced = cost.report(usages)
+    return DrillCost(priced.lines, ttl_s / 3600, priced.unpriced)
 
 
 # --- expiry, for cleanup ------------------------------------------------------------------------
@@ -422,4 +386,3 @@ def expiry(name: str, tags: Mapping[str, str]) -> tuple[datetime, str]:
         created + timedelta(seconds=limit),
         f"no {TAG_EXPIRES} tag: created {iso(created)} + the longest TTL ({fmt_duration(limit)})",
     )
-

@@ -24,6 +24,7 @@ from gpudr.contract.site import (
     ReplicationTarget,
     SiteConfig,
     StsReader,
+    SystemPool,
 )
 from gpudr.contract.stack import (
     AZURE_STS_CREDENTIALS,
@@ -36,6 +37,7 @@ from gpudr.contract.stack import (
 )
 from gpudr.core import reference
 from gpudr.core.design import DataFlow, Design, Pool
+from gpudr.core.enums import Cloud, Pattern, SiteRole
 from gpudr.core.spec import Cluster, Plan, Service, Site, gcs_dual_region
 
 KUBERNETES_VERSION = "1.33"
@@ -55,6 +57,7 @@ def storage_account_name(plan: Plan, site: Site, data_class: str) -> str:
 
 def resource_group_name(plan: Plan, site: Site) -> str | None:
     return naming.resource_group_name(plan.name, site.name) if site.cloud == "azure" else None
+
 
 def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
     if data_class == "checkpoints" and plan.checkpoints:
@@ -96,6 +99,7 @@ def build_site_configs(design: Design) -> dict[str, SiteConfig]:
     for site in plan.sites.values():
         out[site.name] = _site_config(design, site)
     return out
+
 
 def _container_or_bucket(plan: Plan, site: Site, data_class: str) -> str:
     # Azure: the container inside the class's own storage account carries the class name.
@@ -253,7 +257,9 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         project=site.project,
         resource_group=resource_group_name(plan, site),
         key_ring=naming.key_ring_name(plan.name, site.name) if site.cloud == "gcp" else None,
-        key_vault=naming.key_vault_name(plan.name, site.name, site.region) if site.cloud == "azure" else None,
+        key_vault=naming.key_vault_name(plan.name, site.name, site.region)
+        if site.cloud == "azure"
+        else None,
         sts_readers=_sts_readers(design, site),
         datasync_readers=_datasync_readers(design, site),
         azure_sts_readers=_azure_sts_readers(design, site),
@@ -357,10 +363,19 @@ def _primary_pool(w: Cluster | Service, cloud: str) -> PoolConfig:
     )
 
 
+def _system_pool(site: Site) -> SystemPool | None:
+    """The AKS system pool every Azure cluster runs (reference data; the cost engine prices the
+    same one)."""
+    if site.cloud != Cloud.AZURE:
+        return None
+    vm_size, nodes = reference.aks_system_pool()
+    return SystemPool(vm_size=vm_size, nodes=nodes)
+
+
 def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
     plan = design.plan
     out: list[ClusterConfig] = []
-    if site.role == "primary":
+    if site.role == SiteRole.PRIMARY:
         for cl in plan.clusters.values():
             if cl.site != site.name:
                 continue
@@ -368,23 +383,27 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
             members += [s for s in plan.services.values() if s.cluster == cl.name]
             pools = tuple(_primary_pool(w, site.cloud) for w in members)
             eks_name = naming.cluster_name(plan.name, site.name, cl.name)
-            out.append(ClusterConfig(cl.name, eks_name, KUBERNETES_VERSION, pools, True))
-    else:
-        by_cluster: dict[str, list[Pool]] = {}
-        for p in design.pools:
-            if p.dr == site.name:
-                by_cluster.setdefault(p.cluster, []).append(p)
-        for name, pools_ in by_cluster.items():
-            standing = any(p.pattern != "backup-restore" for p in pools_)
             out.append(
                 ClusterConfig(
-                    name,
-                    naming.cluster_name(plan.name, site.name, name),
-                    KUBERNETES_VERSION,
-                    tuple(_pool_config(p, site.cloud, site.warm_fraction) for p in pools_),
-                    standing,
+                    cl.name, eks_name, KUBERNETES_VERSION, pools, True, _system_pool(site)
                 )
             )
+        return tuple(out)
+    by_cluster: dict[str, list[Pool]] = {}
+    for p in design.pools:
+        if p.dr == site.name:
+            by_cluster.setdefault(p.cluster, []).append(p)
+    for name, pools_ in by_cluster.items():
+        out.append(
+            ClusterConfig(
+                name=name,
+                eks_name=naming.cluster_name(plan.name, site.name, name),
+                kubernetes_version=KUBERNETES_VERSION,
+                pools=tuple(_pool_config(p, site.cloud, site.warm_fraction) for p in pools_),
+                standby_control_plane=any(p.pattern != Pattern.BACKUP_RESTORE for p in pools_),
+                system_pool=_system_pool(site),
+            )
+        )
     return tuple(out)
 
 
@@ -465,6 +484,7 @@ def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
 
 
 # --- keys an operator sets on a deployed stack -------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CredentialKey:

@@ -208,6 +208,7 @@ def drill_clusters(site: SiteConfig, drill: DrillConfig) -> tuple[ClusterConfig,
                 kubernetes_version=c.kubernetes_version,
                 pools=pools,
                 standby_control_plane=True,
+                system_pool=c.system_pool,
             )
         )
     return tuple(out)

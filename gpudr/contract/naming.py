@@ -22,10 +22,6 @@ POOL_LABEL = "gpudr/pool"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
 GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule"  # as kubectl and AKS write it
-# The system pool every AKS cluster also runs (components/azure/gpu_cluster.py); the cost
-# engine prices it for the plan and for a drill.
-AKS_SYSTEM_VM_SIZE = "Standard_D4s_v5"
-AKS_SYSTEM_NODE_COUNT = 2
 
 
 def _digest(*parts: str) -> str:

@@ -125,12 +125,22 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class SystemPool:
+    """The node pool a cluster runs for its add-ons, apart from the GPU pools (AKS requires
+    one); the planner sizes and prices it from its reference data."""
+
+    vm_size: str
+    nodes: int
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     name: str
     eks_name: str
     kubernetes_version: str
     pools: tuple[PoolConfig, ...]
     standby_control_plane: bool  # False: backup/restore, created only at failover
+    system_pool: SystemPool | None = None  # Azure: the AKS system pool
 
 
 @dataclass(frozen=True)
@@ -228,6 +238,9 @@ class SiteConfig:
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
+        for cluster in cleaned["clusters"]:
+            if cluster["system_pool"] is None:  # only AKS clusters have one
+                del cluster["system_pool"]
         return cleaned
 
     @staticmethod
@@ -249,6 +262,9 @@ class SiteConfig:
                         )
                         for p in c["pools"]
                     ),
+                    "system_pool": SystemPool(**_ints(c["system_pool"], ("nodes",)))
+                    if c.get("system_pool")
+                    else None,
                 }
             )
             for c in d.get("clusters", ())

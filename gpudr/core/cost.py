@@ -1,57 +1,284 @@
-"""The monthly cost model: every line is quantity x unit price, and every price names its source.
+"""The cost engine: one rule per priced thing, every line quantity x unit price, every price with
+its source.
 
-Prices come from `gpudr/data/prices.yaml` (dated list prices in a reference region). The model
-prices what the DR posture adds: standby GPUs, replicas, replication traffic, links; the
-primary's own capacity is shown too so the DR share can be read against it.
+Prices come from `gpudr/core/data/prices.yaml` (dated list prices in a reference region). What
+is deployed, and how much of it, is the caller's: the plan prices a month of the DR posture and
+of the primary's own capacity (`gpudr.core.design`), a drill prices an hour of what it runs
+(`gpudr.build.drill`), both through `RULES` and `price`. A price missing from prices.yaml is
+listed as unpriced, never invented.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from gpudr.core import reference
+from gpudr.core.enums import Cloud, Mechanism
 
 HOURS_PER_MONTH = 730.0  # the month AWS, GCP and Azure price hourly resources with
 DAYS_PER_MONTH = 365.0 / 12.0
+SECONDS_PER_MONTH = DAYS_PER_MONTH * 86400
 GB = 1e9
+
+ANY = "*"  # a rule's price path for every cloud
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One priced thing: its category, its billing unit, where its price is in prices.yaml per
+    cloud (a path whose `{field}` slots the usage fills in), and how its cost line is named."""
+
+    category: str  # gpu, control-plane, storage, replication, network, keys, monitoring
+    unit: str
+    price: Mapping[str, tuple[str, ...]]  # cloud (or ANY) -> path under that cloud
+    item: str  # the line's name, with `{field}` slots
+
+
+RULES: dict[str, Rule] = {
+    # Every site
+    "data-key": Rule(
+        "keys",
+        "key-month",
+        {
+            Cloud.AWS: ("kms_key_month",),
+            Cloud.GCP: ("kms_key_version_month",),
+            Cloud.AZURE: ("keyvault_key_month",),
+        },
+        "data key",
+    ),
+    # One NAT per site for node egress (Azure nodes egress through the cluster's load balancer).
+    "nat-gateway": Rule(
+        "network",
+        "gateway-hour",
+        {Cloud.AWS: ("nat_gateway_hour",), Cloud.GCP: ("cloud_nat_gateway_hour",)},
+        "NAT gateway",
+    ),
+    # GPU clusters
+    "control-plane": Rule(
+        "control-plane",
+        "cluster-hour",
+        {
+            Cloud.AWS: ("eks_cluster_hour",),
+            Cloud.GCP: ("gke_cluster_hour",),
+            Cloud.AZURE: ("aks_cluster_hour",),
+        },
+        "cluster {cluster}",
+    ),
+    # Every AKS cluster runs a system pool for its add-ons (components/azure/gpu_cluster.py).
+    "aks-system-pool": Rule(
+        "control-plane",
+        "node-hour",
+        {Cloud.AZURE: ("instance_hour", "{vm_size}")},
+        "cluster {cluster}: AKS system pool ({vm_size})",
+    ),
+    "gpu-nodes": Rule(
+        "gpu",
+        "node-hour",
+        {ANY: ("instance_hour", "{instance_type}")},
+        "{pool}: {instance_type} {what}",
+    ),
+    # Data
+    "storage": Rule(
+        "storage",
+        "GB-month",
+        {ANY: ("storage_gb_month", "{storage_class}")},
+        "{what} ({storage_class})",
+    ),
+    "transfer": Rule(
+        "replication",
+        "GB",
+        {ANY: ("transfer_gb", "{route}")},
+        "{data_class} transfer {src} -> {dst}",
+    ),
+    "dx-transfer-out": Rule(
+        "replication",
+        "GB",
+        {Cloud.AWS: ("dx_transfer_out_gb",)},
+        "{data_class} transfer out over Direct Connect",
+    ),
+    # Each mechanism's own per-GB fee, charged by the cloud that runs it (MECHANISM_FEE).
+    "s3-rtc-fee": Rule(
+        "replication", "GB", {Cloud.AWS: ("s3_rtc_gb",)}, "{data_class} crr-rtc fee"
+    ),
+    "turbo-replication-fee": Rule(
+        "replication", "GB", {Cloud.GCP: ("turbo_replication_gb",)}, "{data_class} gcs-turbo fee"
+    ),
+    "dual-region-replication-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.GCP: ("dual_region_replication_gb",)},
+        "{data_class} gcs-dual-region fee",
+    ),
+    "storage-transfer-fee": Rule(
+        "replication", "GB", {Cloud.GCP: ("storage_transfer_service_gb",)}, "{data_class} sts fee"
+    ),
+    "datasync-fee": Rule(
+        "replication", "GB", {Cloud.AWS: ("datasync_gb", "enhanced")}, "{data_class} datasync fee"
+    ),
+    # Enhanced-mode DataSync bills every task execution.
+    "datasync-executions": Rule(
+        "replication",
+        "execution",
+        {Cloud.AWS: ("datasync_task_execution",)},
+        "{data_class} DataSync executions (every {every})",
+    ),
+    # Each S3 replication rule publishes four CloudWatch metrics (latency, bytes and operations
+    # pending, operations failed), billed as custom metrics, and gpudr alarms on two.
+    "replication-metrics": Rule(
+        "monitoring",
+        "metric-month",
+        {Cloud.AWS: ("s3_replication_metrics_month",)},
+        "{data_class} replication metrics",
+    ),
+    "replication-alarms": Rule(
+        "monitoring",
+        "alarm-month",
+        {Cloud.AWS: ("cloudwatch_alarm_month",)},
+        "{data_class} replication alarms",
+    ),
+    # Dual writes into S3 across the DR link
+    "endpoint-processing": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("vpce_interface_processed_gb",)},
+        "{data_class} dual writes through the interface endpoint",
+    ),
+    "tgw-processing": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("tgw_processed_gb",)},
+        "{data_class} dual writes through the transit gateway",
+    ),
+    "endpoint-hours": Rule(
+        "network",
+        "endpoint-AZ-hour",
+        {Cloud.AWS: ("vpce_interface_az_hour",)},
+        "S3 interface endpoint for dual writes ({azs} AZs)",
+    ),
+    # Links
+    "tgw-attachments": Rule(
+        "network",
+        "attachment-hour",
+        {Cloud.AWS: ("tgw_attachment_hour",)},
+        "transit gateway attachments (VPC + peering)",
+    ),
+    "dx-ports": Rule(
+        "network",
+        "port-hour",
+        {Cloud.AWS: ("dx_port_hour", "{port_gbps}Gbps")},
+        "Direct Connect {ports} x {port_gbps} Gbps ports",
+    ),
+    "ha-vpn-tunnels": Rule(
+        "network", "tunnel-hour", {Cloud.GCP: ("ha_vpn_tunnel_hour",)}, "HA VPN tunnels ({tunnels})"
+    ),
+    "aws-vpn-connections": Rule(
+        "network",
+        "connection-hour",
+        {Cloud.AWS: ("vpn_connection_hour",)},
+        "AWS VPN connections ({connections})",
+    ),
+    "azure-vpn-gateway": Rule(
+        "network",
+        "gateway-hour",
+        {Cloud.AZURE: ("vpn_gateway_hour", "{sku}")},
+        "Azure VPN gateway {sku} (active-active)",
+    ),
+}
+
+# Per-GB price of moving a class's bytes out of the primary's cloud, by (primary, DR) cloud.
+TRANSFER_ROUTE: dict[tuple[str, str], str] = {
+    (Cloud.AWS, Cloud.AWS): "inter_region",
+    (Cloud.GCP, Cloud.GCP): "inter_region_same_continent",
+    (Cloud.AZURE, Cloud.AZURE): "inter_region",
+    (Cloud.AWS, Cloud.GCP): "internet_egress",
+    (Cloud.GCP, Cloud.AWS): "internet_egress",
+    (Cloud.AZURE, Cloud.GCP): "internet_egress",
+}
+# Extra per-GB fee of a mechanism: the cloud that runs it and its rule.
+MECHANISM_FEE: dict[str, tuple[str, str]] = {
+    Mechanism.CRR_RTC: (Cloud.AWS, "s3-rtc-fee"),
+    Mechanism.GCS_TURBO: (Cloud.GCP, "turbo-replication-fee"),
+    Mechanism.GCS_DUAL_REGION: (Cloud.GCP, "dual-region-replication-fee"),
+    Mechanism.STS: (Cloud.GCP, "storage-transfer-fee"),
+    Mechanism.DATASYNC: (Cloud.AWS, "datasync-fee"),
+}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How much of one priced thing a site uses: `quantity` billing units (per month for the
+    plan, per hour for a drill), with the fields its rule's price path and name need."""
+
+    rule: str
+    cloud: str
+    site: str
+    quantity: float
+    dr: bool  # part of the DR posture (False: the primary's own running cost)
+    fields: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class CostLine:
     site: str
-    category: str  # gpu, control-plane, storage, replication, network, keys, monitoring
+    category: str
     item: str
     quantity: float
     unit: str
     unit_usd: float
     source: str
-    dr: bool  # part of the DR posture (False: the primary's own running cost)
+    dr: bool
+
+    @property
+    def amount_usd(self) -> float:
+        """quantity x unit price: per month for the plan's lines, per hour for a drill's."""
+        return self.quantity * self.unit_usd
 
     @property
     def monthly_usd(self) -> float:
-        return self.quantity * self.unit_usd
+        return self.amount_usd
 
 
-def line(
-    site: str,
-    category: str,
-    item: str,
-    quantity: float,
-    unit: str,
-    price: reference.Price,
-    dr: bool,
-) -> CostLine:
-    return CostLine(site, category, item, quantity, unit, price.usd, price.citation, dr)
+def price_path(usage: Usage) -> tuple[str, ...]:
+    """Where the usage's price is in prices.yaml, under its cloud."""
+    rule = RULES[usage.rule]
+    template = rule.price.get(usage.cloud) or rule.price.get(ANY)
+    if template is None:
+        raise reference.ReferenceError(f"{usage.rule} is not priced on {usage.cloud}")
+    return tuple(part.format(**usage.fields) for part in template)
 
 
-def gpu_hour(cloud: str, instance_type: str) -> reference.Price:
-    return reference.price(cloud, "instance_hour", instance_type)
+def item(usage: Usage) -> str:
+    return RULES[usage.rule].item.format(**usage.fields)
 
 
-def storage_month(cloud: str, storage_class: str) -> reference.Price:
-    return reference.price(cloud, "storage_gb_month", storage_class)
+def price(usage: Usage) -> CostLine | str:
+    """The usage's cost line, or why it could not be priced (for the unpriced list)."""
+    rule = RULES[usage.rule]
+    try:
+        path = price_path(usage)
+        unit_price = reference.price(usage.cloud, *path)
+    except reference.ReferenceError:
+        where = ".".join((usage.cloud, *_safe_path(usage)))
+        return f"{usage.site}: {item(usage)} ({where} is not in prices.yaml)"
+    return CostLine(
+        usage.site,
+        rule.category,
+        item(usage),
+        usage.quantity,
+        rule.unit,
+        unit_price.usd,
+        unit_price.citation,
+        usage.dr,
+    )
+
+
+def _safe_path(usage: Usage) -> tuple[str, ...]:
+    try:
+        return price_path(usage)
+    except reference.ReferenceError:
+        return (usage.rule,)
 
 
 @dataclass(frozen=True)
@@ -60,7 +287,7 @@ class CostReport:
     unpriced: tuple[str, ...] = ()  # items whose price is missing from prices.yaml
 
     def total(self, dr_only: bool = False) -> float:
-        return sum(x.monthly_usd for x in self.lines if x.dr or not dr_only)
+        return sum((x.monthly_usd for x in self.lines if x.dr or not dr_only), 0.0)
 
     def by_site(self) -> dict[str, dict[str, float]]:
         sites: dict[str, dict[str, float]] = defaultdict(lambda: {"dr": 0.0, "primary": 0.0})
@@ -76,5 +303,55 @@ class CostReport:
         return dict(out)
 
 
-def report(lines: Iterable[CostLine], unpriced: Iterable[str] = ()) -> CostReport:
+# --- what a site runs, in the quantities of `hours` hours (a month for the plan, 1 for a drill) --
+
+
+def gpu_usage(
+    cloud: str,
+    site: str,
+    *,
+    pool: str,
+    instance_type: str,
+    nodes: float,
+    what: str,
+    dr: bool,
+    hours: float = HOURS_PER_MONTH,
+) -> Usage:
+    fields = {"pool": pool, "instance_type": instance_type, "what": what}
+    return Usage("gpu-nodes", cloud, site, nodes * hours, dr, fields)
+
+
+def cluster_usages(
+    cloud: str, site: str, cluster: str, *, dr: bool, hours: float = HOURS_PER_MONTH
+) -> list[Usage]:
+    """A standing cluster: its control plane, and on Azure its system pool."""
+    out = [Usage("control-plane", cloud, site, hours, dr, {"cluster": cluster})]
+    if cloud == Cloud.AZURE:
+        size, nodes = reference.aks_system_pool()
+        fields = {"cluster": cluster, "vm_size": size}
+        out.append(Usage("aks-system-pool", cloud, site, nodes * hours, dr, fields))
+    return out
+
+
+def nat_usages(cloud: str, site: str, *, dr: bool, hours: float = HOURS_PER_MONTH) -> list[Usage]:
+    """One NAT per site for node egress (Azure nodes egress through the cluster's load
+    balancer: no NAT)."""
+    return [] if cloud == Cloud.AZURE else [Usage("nat-gateway", cloud, site, hours, dr)]
+
+
+def report(usages: Iterable[Usage]) -> CostReport:
+    """Every usage priced: its line, or its entry in the unpriced list (each listed once)."""
+    lines: list[CostLine] = []
+    unpriced: list[str] = []
+    for usage in usages:
+        priced = price(usage)
+        if isinstance(priced, CostLine):
+            lines.append(priced)
+        elif priced not in unpriced:
+            unpriced.append(priced)
     return CostReport(tuple(lines), tuple(unpriced))
+
+
+def total(usages: Iterable[Usage]) -> float:
+    """The priced usages' sum (what an alternative would cost; unpriced items add nothing)."""
+    return report(usages).total()

@@ -84,6 +84,12 @@ def quota_default(name: str) -> float:
     return float(defaults()["quotas"][name]["value"])
 
 
+def aks_system_pool() -> tuple[str, int]:
+    """(VM size, nodes) of the system pool every AKS cluster runs besides its GPU pools."""
+    pool = defaults()["clusters"]["aks_system_pool"]
+    return str(pool["vm_size"]), int(pool["nodes"])
+
+
 def mechanism(name: str) -> dict[str, Any]:
     mechanisms: dict[str, Any] = defaults()["mechanisms"]
     return dict(mechanisms[name])

@@ -168,7 +168,7 @@ def new_report(setup: DrillSetup, now: datetime) -> DrillReport:
         ],
         cost_ttl_usd=setup.cost.ttl_usd,
         cost_lines=[
-            {**asdict(x), "hourly_usd": x.hourly_usd, "ttl_usd": x.hourly_usd * setup.cost.hours}
+            {**asdict(x), "hourly_usd": x.amount_usd, "ttl_usd": x.amount_usd * setup.cost.hours}
             for x in setup.cost.lines
         ],
         unpriced=list(setup.cost.unpriced),

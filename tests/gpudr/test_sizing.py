@@ -49,7 +49,8 @@ def test_weights_and_datasets_flows() -> None:
     rtc = sizing.weights_flow("crr-rtc", 150e9, 1800, 3600)
     assert rtc.required_gbps == pytest.approx(150e9 * 8 / 1800 / 1e9)  # 0.667 Gbps
     d = sizing.dataset_flow("crr-rtc", 1 * TB)
-    assert d.steady_gbps == pytest.approx(1e12 * 8 / 86400 / 1e9)  # 0.0926 Gbps
+    # 0.0926 Gbps, at the precision the tags carry (whole kbit/s): 92,593 kbps
+    assert d.steady_gbps == 92_593 / 1e6
     assert d.burst_bytes == 0
 
 
@@ -172,13 +173,37 @@ def test_cheapest_prefers_cost_then_speed_then_more_standing() -> None:
 
 
 def test_scheduled_transfer_picks_the_longest_interval_that_keeps_headroom() -> None:
-    # 0.790 Gbps of checkpoints on a 10 Gbps transfer path, others 0.0926 Gbps: 9.907 Gbps free.
-    # 3 h: 2700 + 10800 + (0.790e9/8*10800*8/9.907e9 = 861 s) x 1.25 = 14576 s > 4 h
-    # 2 h: 2700 + 7200 + 574 x 1.25 = 10618 s <= 4 h
+    # 266.67 GB checkpoint deltas every 45 min on a 10 Gbps transfer path, others 0.0926 Gbps:
+    # 9.907 Gbps free. A run every 3 h holds 4 checkpoints, every 2 h up to 3.
+    # 3 h: 2700 + 10800 + (4 x 266.67e9 x 8 / 9.907e9 = 861 s) x 1.25 = 14576 s > 4 h
+    # 2 h: 2700 + 7200 + (3 x 266.67e9 x 8 / 9.907e9 = 646 s) x 1.25 = 10708 s <= 4 h
     s = sizing.scheduled_transfer(CKPT, 4 * 3600, 10.0, 0.0926, headroom=1.25)
     assert s.interval_s == 7200 and s.fits
-    assert s.transfer_s == pytest.approx(0.790123e9 / 8 * 7200 * 8 / 9.9074e9, rel=1e-4)
+    assert s.run_bytes == 3 * 266_666_666_666
+    assert s.transfer_s == pytest.approx(3 * 266.666666666e9 * 8 / 9.9074e9, rel=1e-6)
     assert s.estimated_rpo_s == pytest.approx(2700 + 7200 + s.transfer_s)
+
+
+@pytest.mark.parametrize(
+    ("flow", "interval", "expected"),
+    [
+        # The case: a 2 TB checkpoint every 2 h pulled hourly copies 2 TB in the run
+        # after it lands, not the 1 TB the steady rate suggests.
+        (sizing.checkpoint_flow("sts", 2 * TB, 7200, 0, 1, 8 * 3600), 3600, 2e12),
+        # 45 min checkpoints pulled every 2 h: up to three land in one run.
+        (CKPT, 7200, 3 * 266_666_666_666),
+        # Exactly four in 3 h: the steady rate over the interval, the same figure.
+        (CKPT, 10800, 4 * 266_666_666_666),
+        # Datasets change steadily: the rate over the interval.
+        (sizing.dataset_flow("sts", 1 * TB), 7200, 92_593e3 / 8 * 7200),
+        # Weights are published whenever: at least one whole publish per run.
+        (sizing.weights_flow("sts", 150e9, 6 * 3600, 3600), 3600, 150e9),
+    ],
+)
+def test_run_bytes_is_the_most_one_run_can_copy(
+    flow: sizing.Flow, interval: int, expected: float
+) -> None:
+    assert sizing.run_bytes(flow, interval) == pytest.approx(expected, rel=1e-9)
 
 
 def test_scheduled_transfer_edges() -> None:

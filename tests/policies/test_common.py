@@ -14,7 +14,6 @@ from policies.common import (
     GKE_NODE_POOL,
     S3_BUCKET,
     duration_s,
-    gcp_label,
     gpudr_tag,
     number,
     policy_config,
@@ -86,11 +85,6 @@ def test_rate_expression(value: Any, expected: float | None) -> None:
 )
 def test_seconds(value: float, expected: str) -> None:
     assert seconds(value) == expected
-
-
-def test_gcp_label_matches_the_programs_conversion() -> None:
-    t = {**tags(CHECKPOINTS), "gpudr:warm-fraction": "0.25", "gpudr:site": "US.East:4"}
-    assert gcp_labels(t) == {gcp_label(k): gcp_label(v) for k, v in t.items()}
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from gpudr.contract.site import (
     PoolConfig,
     ReplicationTarget,
     SiteConfig,
+    SystemPool,
 )
 
 SYSTEM = "llm"
@@ -58,6 +59,8 @@ POOL = "azure-native:containerservice:AgentPool"
 CRG = "azure-native:compute:CapacityReservationGroup"
 RESERVATION = "azure-native:compute:CapacityReservation"
 PEERING = "azure-native:network:VirtualNetworkPeering"
+
+AKS_SYSTEM_POOL = SystemPool(vm_size="Standard_D4s_v5", nodes=2)
 
 
 # --- hand-built site configs -----------------------------------------------------------------
@@ -166,7 +169,9 @@ def site_config(site: str) -> SiteConfig:
         buckets=tuple(
             bucket(site, c, "source" if role == "primary" else "replica") for c in CLASSES
         ),
-        clusters=(ClusterConfig("train", f"{SYSTEM}-{site}-train", "1.33", pools, True),),
+        clusters=(
+            ClusterConfig("train", f"{SYSTEM}-{site}-train", "1.33", pools, True, AKS_SYSTEM_POOL),
+        ),
         peers=(
             PeerConfig(
                 site=other,
@@ -465,6 +470,8 @@ def test_aks_private_entra_only_overlay(site: str) -> None:
     assert i["networkProfile"]["networkPluginMode"] == "overlay", aks.urn
     (system,) = i["agentPoolProfiles"]
     assert system["mode"] == "System" and system["availabilityZones"] == ["1", "2", "3"]
+    # The pool the plan sizes and prices, from the site config.
+    assert (system["vmSize"], system["count"]) == ("Standard_D4s_v5", 2), aks.urn
     identity = named(r, IDENTITY, "train-identity")
     assert i["identity"] == {"type": "UserAssigned", "userAssignedIdentities": [identity.id]}
     subnet_grant = named(r, ROLE, "subnet-access")
