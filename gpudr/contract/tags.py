@@ -101,8 +101,14 @@ def data_role(bucket_role: str) -> DrRole:
 # --- the writer -------------------------------------------------------------------------------
 
 
-def _seconds(value: float | None) -> str:
-    return "none" if value is None else str(int(value))
+def _number(value: float | None) -> str:
+    """A number as a tag value: `none`, a whole number as an integer, else up to three decimals
+    (GCP labels turn the point into `-`, which `number` reads back)."""
+    if value is None:
+        return "none"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def site_tags(site: SiteConfig, dr_role: str, **extra: str) -> dict[str, str]:
@@ -124,26 +130,26 @@ def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
     `required-mbps` is the planner's answer, kept for audit; the pack does not read it."""
     extra = {
         "data_class": bucket.data_class,
-        "rpo_s": _seconds(bucket.rpo_s),
-        "rto_s": _seconds(bucket.rto_s),
+        "rpo_s": _number(bucket.rpo_s),
+        "rto_s": _number(bucket.rto_s),
         "mechanism": bucket.mechanism,
         "burst_bytes": str(int(bucket.burst_bytes)),
         "steady_mbps": f"{bucket.steady_gbps * 1000:.3f}",
         "steady_kbps": str(round(bucket.steady_gbps * 1e6)),
         "required_mbps": f"{bucket.required_gbps * 1000:.3f}",
-        "interval_s": _seconds(bucket.interval_s),
+        "interval_s": _number(bucket.interval_s),
     }
     if bucket.publish_window_s is not None:
-        extra["publish_window_s"] = _seconds(bucket.publish_window_s)
+        extra["publish_window_s"] = _number(bucket.publish_window_s)
     if bucket.quota_gbps is not None:
-        extra["quota_mbps"] = f"{bucket.quota_gbps * 1000:.0f}"
+        extra["quota_mbps"] = _number(round(bucket.quota_gbps * 1000, 3))
     return site_tags(site, data_role(bucket.role), **extra)
 
 
 def pool_tags(site: SiteConfig, pool: str, pattern: str, rto_s: float | None) -> dict[str, str]:
     """The pool's pattern and the primary capacity it must reach (`nodes`); a warm standby's
     stated floor fraction. The pack checks the registered scaling bounds against them."""
-    extra = {"pool": pool, "pattern": pattern, "rto_s": _seconds(rto_s)}
+    extra = {"pool": pool, "pattern": pattern, "rto_s": _number(rto_s)}
     config = next((p for c in site.clusters for p in c.pools if p.name == pool), None)
     if config is not None:
         extra["nodes"] = str(config.nodes)
