@@ -1,5 +1,6 @@
-"""Shared fixtures. The Pulumi mocks are installed for every test (autouse), as Pulumi documents
-for unit tests; tests that run whole stacks use offline.run, which installs its own per stack."""
+"""Shared fixtures. Nothing here installs the Pulumi mocks: the planner's tests import no SDK.
+Component tests get the mocks from tests/components/conftest.py, as Pulumi documents for unit
+tests; tests that run whole stacks use gpudr.app.offline.run, which installs its own per stack."""
 
 from __future__ import annotations
 
@@ -7,21 +8,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
 
-from gpudr.app.offline.mocks import GpudrMocks
-
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "aws-two-region.yaml"
-
-
-@pytest.fixture(autouse=True)
-def pulumi_mocks() -> GpudrMocks:
-    mocks = GpudrMocks()
-    pulumi.runtime.set_mocks(mocks, project="gpudr", stack="test", preview=True)
-    return mocks
 
 
 @pytest.fixture
