@@ -150,7 +150,7 @@ class DrillSetup:
         """The drill stack's config: the DR site's generated config, in drill mode."""
         return {
             **self.base_config,
-            MODE_KEY: MODE,
+            MODE_KEY: MODE.value,
             DRILL_KEY: self.phase(phase).to_dict(),
         }
 

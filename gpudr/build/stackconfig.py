@@ -35,9 +35,21 @@ from gpudr.contract.stack import (
     copy_credential_command,
     key,
 )
-from gpudr.core import reference
+from gpudr.core import reference, sizing
 from gpudr.core.design import DataFlow, Design, Pool
-from gpudr.core.enums import Cloud, Pattern, SiteRole
+from gpudr.core.enums import (
+    DUAL_REGION,
+    PULLED,
+    PUSHED,
+    BucketRole,
+    Cloud,
+    DataClass,
+    LinkKind,
+    Mechanism,
+    Pattern,
+    PoolKind,
+    SiteRole,
+)
 from gpudr.core.spec import Cluster, Plan, Service, Site, gcs_dual_region
 
 KUBERNETES_VERSION = "1.33"
@@ -56,11 +68,11 @@ def storage_account_name(plan: Plan, site: Site, data_class: str) -> str:
 
 
 def resource_group_name(plan: Plan, site: Site) -> str | None:
-    return naming.resource_group_name(plan.name, site.name) if site.cloud == "azure" else None
+    return naming.resource_group_name(plan.name, site.name) if site.cloud == Cloud.AZURE else None
 
 
-def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
-    if data_class == "checkpoints" and plan.checkpoints:
+def _lifecycle(plan: Plan, data_class: str, cloud: str) -> Lifecycle:
+    if data_class == DataClass.CHECKPOINTS and plan.checkpoints:
         c = plan.checkpoints
         # Current checkpoints are never expired by age: a stalled job must not lose its last
         # good state. The training job deletes beyond N after validating checksums; the bucket
@@ -72,7 +84,7 @@ def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
             noncurrent_days=7,
             abort_multipart_days=2,
         )
-    if data_class == "weights":
+    if data_class == DataClass.WEIGHTS:
         return Lifecycle(None, None, noncurrent_keep=10, noncurrent_days=30, abort_multipart_days=2)
     return Lifecycle(
         archive_after_days=None,
@@ -84,12 +96,9 @@ def _lifecycle(plan: Plan, data_class: str, cloud: str = "aws") -> Lifecycle:
 
 
 def _quota(plan: Plan, mechanism: str) -> float | None:
-    """The rate quota bounding a mechanism, as the plan states or defaults it."""
-    return {
-        "crr-rtc": plan.quotas.s3_rtc_gbps,
-        "sts": plan.quotas.sts_gbps,
-        "datasync": plan.quotas.datasync_gbps,
-    }.get(mechanism)
+    """The rate quota bounding a quota-bound mechanism, as the plan states or defaults it."""
+    key = sizing.QUOTA_KEYS.get(mechanism)
+    return None if key is None else float(getattr(plan.quotas, key))
 
 
 def build_site_configs(design: Design) -> dict[str, SiteConfig]:
@@ -103,134 +112,153 @@ def build_site_configs(design: Design) -> dict[str, SiteConfig]:
 
 def _container_or_bucket(plan: Plan, site: Site, data_class: str) -> str:
     # Azure: the container inside the class's own storage account carries the class name.
-    return data_class if site.cloud == "azure" else bucket_name(plan, site, data_class)
+    return data_class if site.cloud == Cloud.AZURE else bucket_name(plan, site, data_class)
+
+
+def _bucket_fields(
+    plan: Plan, cls: DataClass, role: BucketRole, f: DataFlow | None, owner: Site
+) -> dict[str, Any]:
+    """What every data bucket's config says, on whichever side and cloud it is."""
+    spec = plan.data_spec(cls)
+    assert spec is not None
+    weights_lock = (
+        max(1, math.ceil(plan.weights.retention_s / 86400)) if plan.weights is not None else None
+    )
+    azure = owner.cloud == Cloud.AZURE
+    gcp = owner.cloud == Cloud.GCP
+    dual_write = f is not None and f.mechanism == Mechanism.DUAL_WRITE
+    skus = reference.defaults()["storage"]["azure_sku"]
+    c = plan.checkpoints
+    return {
+        "data_class": cls,
+        "name": _container_or_bucket(plan, owner, cls),
+        "role": role,
+        "rpo_s": spec.rpo_s,
+        "rto_s": spec.rto_s,
+        "mechanism": f.mechanism if f else Mechanism.NONE,
+        "object_lock_days": weights_lock if cls == DataClass.WEIGHTS else None,
+        "lifecycle": _lifecycle(plan, cls, owner.cloud),
+        "burst_bytes": f.flow.burst_bytes if f else 0.0,
+        "steady_gbps": f.flow.steady_gbps if f else 0.0,
+        "required_gbps": f.flow.required_gbps if f else 0.0,
+        "location": owner.region.upper() if gcp else None,
+        "kms_location": owner.region if gcp else None,
+        "storage_account": storage_account_name(plan, owner, cls) if azure else None,
+        "sku": skus["primary" if role == BucketRole.SOURCE else "replica"] if azure else None,
+        "interval_s": c.interval_s if cls == DataClass.CHECKPOINTS and c else 0.0,
+        "publish_window_s": plan.weights.publish_window_s
+        if cls == DataClass.WEIGHTS and plan.weights and dual_write
+        else None,
+        "quota_gbps": _quota(plan, f.mechanism) if f else None,
+    }
+
+
+def _replication_target(plan: Plan, f: DataFlow) -> ReplicationTarget:
+    """A push from the source bucket (S3 replication, Azure object replication) to one DR site."""
+    dr, cls = plan.sites[f.dr], f.data_class
+    return ReplicationTarget(
+        site=dr.name,
+        region=dr.region,
+        account=dr.account,
+        bucket=_container_or_bucket(plan, dr, cls),
+        kms_alias=naming.kms_alias(plan.name, dr.name),
+        mechanism=f.mechanism,
+        storage_class=f.replica_class,
+        rule_id=naming.replication_rule_id(cls, dr.name),
+        latency_alarm_s=900 if f.mechanism == Mechanism.CRR_RTC else 3600,
+        resource_group=resource_group_name(plan, dr),
+        storage_account=storage_account_name(plan, dr, cls) if dr.cloud == Cloud.AZURE else None,
+    )
+
+
+def _source_buckets(design: Design, site: Site) -> list[BucketConfig]:
+    """A primary's data buckets: each class's copy, with the pushes it owns and the DR copies
+    its writers must also write (dual write). Scheduled pulls are the DR site's."""
+    plan = design.plan
+    out = []
+    for cls in (DataClass.CHECKPOINTS, DataClass.WEIGHTS, DataClass.DATASETS):
+        spec = plan.data_spec(cls)
+        if spec is None or spec.site != site.name:
+            continue
+        flows = [f for f in design.flows if f.primary == site.name and f.data_class == cls]
+        if flows and all(f.mechanism in DUAL_REGION for f in flows):
+            continue  # one dual-region bucket, owned by the DR site's stack
+        targets = [_replication_target(plan, f) for f in flows if f.mechanism in PUSHED]
+        dual = [
+            _container_or_bucket(plan, plan.sites[f.dr], cls)
+            for f in flows
+            if f.mechanism == Mechanism.DUAL_WRITE
+        ]
+        fields = _bucket_fields(plan, cls, BucketRole.SOURCE, flows[0] if flows else None, site)
+        out.append(BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual)))
+    return out
+
+
+def _inbound(plan: Plan, f: DataFlow, site: Site, primary: Site) -> tuple[InboundTransfer, ...]:
+    """A scheduled pull the DR site runs into its replica (Storage Transfer, DataSync)."""
+    if f.mechanism not in PULLED or f.schedule is None:
+        return ()
+    sts_from_s3 = f.mechanism == Mechanism.STS and primary.cloud == Cloud.AWS
+    transfer = InboundTransfer(
+        service=f.mechanism,
+        source_cloud=primary.cloud,
+        source_site=primary.name,
+        source_region=primary.region,
+        source_bucket=_container_or_bucket(plan, primary, f.data_class),
+        source_account=primary.account,
+        source_project=primary.project,
+        schedule_s=f.schedule.interval_s,
+        # Only STS from S3 assumes a role; other sources sign in otherwise.
+        role_name=naming.sts_reader_role_name(plan.name, site.name) if sts_from_s3 else "",
+        mirror_deletes=f.data_class == DataClass.CHECKPOINTS,
+        source_storage_account=storage_account_name(plan, primary, f.data_class)
+        if primary.cloud == Cloud.AZURE
+        else None,
+    )
+    return (transfer,)
+
+
+def _replica_buckets(design: Design, site: Site) -> list[BucketConfig]:
+    """A DR site's copies: replicas (and the dual-region buckets it owns), with the pulls it
+    runs into them and who may replicate into them."""
+    plan = design.plan
+    primary = plan.sites[site.protects or ""]
+    out = []
+    for f in design.flows:
+        if f.dr != site.name:
+            continue
+        fields = _bucket_fields(plan, f.data_class, BucketRole.REPLICA, f, site)
+        if f.mechanism in DUAL_REGION:
+            continent = gcs_dual_region(primary.region, site.region) or ""
+            fields.update(
+                role=BucketRole.DUAL_REGION,
+                location=continent,
+                data_locations=(primary.region.upper(), site.region.upper()),
+                turbo=f.mechanism == Mechanism.GCS_TURBO,
+                kms_location=continent.lower(),
+            )
+        dual = f.mechanism == Mechanism.DUAL_WRITE
+        out.append(
+            BucketConfig(
+                **fields,
+                dual_write_buckets=(_container_or_bucket(plan, primary, f.data_class),)
+                if dual
+                else (),
+                source_account=primary.account,
+                source_role=naming.replication_role_name(plan.name, primary.name),
+                inbound=_inbound(plan, f, site, primary),
+            )
+        )
+    return out
 
 
 def _site_config(design: Design, site: Site) -> SiteConfig:
     plan = design.plan
-    buckets: list[BucketConfig] = []
-    weights_lock = (
-        max(1, math.ceil(plan.weights.retention_s / 86400)) if plan.weights is not None else None
+    buckets = (
+        _source_buckets(design, site)
+        if site.role == SiteRole.PRIMARY
+        else _replica_buckets(design, site)
     )
-    skus = reference.defaults()["storage"]["azure_sku"]
-
-    def base(cls: str, role: str, f: DataFlow | None, owner: Site) -> dict[str, Any]:
-        spec = getattr(plan, cls)
-        return {
-            "data_class": cls,
-            "name": _container_or_bucket(plan, owner, cls),
-            "role": role,
-            "rpo_s": spec.rpo_s,
-            "rto_s": spec.rto_s,
-            "mechanism": f.mechanism if f else "none",
-            "object_lock_days": weights_lock if cls == "weights" else None,
-            "lifecycle": _lifecycle(plan, cls, owner.cloud),
-            "burst_bytes": f.flow.burst_bytes if f else 0.0,
-            "steady_gbps": f.flow.steady_gbps if f else 0.0,
-            "required_gbps": f.flow.required_gbps if f else 0.0,
-            "location": owner.region.upper() if owner.cloud == "gcp" else None,
-            "kms_location": owner.region if owner.cloud == "gcp" else None,
-            "storage_account": storage_account_name(plan, owner, cls)
-            if owner.cloud == "azure"
-            else None,
-            "sku": skus["primary" if role == "source" else "replica"]
-            if owner.cloud == "azure"
-            else None,
-            "interval_s": plan.checkpoints.interval_s
-            if cls == "checkpoints" and plan.checkpoints
-            else 0.0,
-            "publish_window_s": plan.weights.publish_window_s
-            if cls == "weights" and plan.weights and f and f.mechanism == "dual-write"
-            else None,
-            "quota_gbps": _quota(plan, f.mechanism) if f else None,
-        }
-
-    if site.role == "primary":
-        for cls in ("checkpoints", "weights", "datasets"):
-            spec = getattr(plan, cls)
-            if spec is None or spec.site != site.name:
-                continue
-            flows = [f for f in design.flows if f.primary == site.name and f.data_class == cls]
-            if flows and all(f.mechanism.startswith("gcs-") for f in flows):
-                continue  # one dual-region bucket, owned by the DR site's stack
-            targets = []
-            dual = []
-            for f in flows:
-                dr = plan.sites[f.dr]
-                if f.mechanism == "dual-write":
-                    dual.append(_container_or_bucket(plan, dr, cls))
-                    continue
-                if f.mechanism not in ("crr-rtc", "crr", "azure-or"):
-                    continue  # pulled by the DR site (scheduled transfers)
-                targets.append(
-                    ReplicationTarget(
-                        site=dr.name,
-                        region=dr.region,
-                        account=dr.account,
-                        bucket=_container_or_bucket(plan, dr, cls),
-                        kms_alias=naming.kms_alias(plan.name, dr.name),
-                        mechanism=f.mechanism,
-                        storage_class=f.replica_class,
-                        rule_id=naming.replication_rule_id(cls, dr.name),
-                        latency_alarm_s=900 if f.mechanism == "crr-rtc" else 3600,
-                        resource_group=resource_group_name(plan, dr),
-                        storage_account=storage_account_name(plan, dr, cls)
-                        if dr.cloud == "azure"
-                        else None,
-                    )
-                )
-            fields = base(cls, "source", flows[0] if flows else None, site)
-            buckets.append(
-                BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual))
-            )
-    else:
-        primary = plan.sites[site.protects or ""]
-        for f in design.flows:
-            if f.dr != site.name:
-                continue
-            fields = base(f.data_class, "replica", f, site)
-            inbound: tuple[InboundTransfer, ...] = ()
-            if f.mechanism.startswith("gcs-"):
-                continent = gcs_dual_region(primary.region, site.region) or ""
-                fields.update(
-                    role="dual-region",
-                    location=continent,
-                    data_locations=(primary.region.upper(), site.region.upper()),
-                    turbo=f.mechanism == "gcs-turbo",
-                    kms_location=continent.lower(),
-                )
-            if f.mechanism in ("sts", "datasync") and f.schedule is not None:
-                inbound = (
-                    InboundTransfer(
-                        service=f.mechanism,
-                        source_cloud=primary.cloud,
-                        source_site=primary.name,
-                        source_region=primary.region,
-                        source_bucket=_container_or_bucket(plan, primary, f.data_class),
-                        source_account=primary.account,
-                        source_project=primary.project,
-                        schedule_s=f.schedule.interval_s,
-                        # Only STS from S3 assumes a role; other sources sign in otherwise.
-                        role_name=naming.sts_reader_role_name(plan.name, site.name)
-                        if f.mechanism == "sts" and primary.cloud == "aws"
-                        else "",
-                        mirror_deletes=f.data_class == "checkpoints",
-                        source_storage_account=storage_account_name(plan, primary, f.data_class)
-                        if primary.cloud == "azure"
-                        else None,
-                    ),
-                )
-            buckets.append(
-                BucketConfig(
-                    **fields,
-                    dual_write_buckets=(_container_or_bucket(plan, primary, f.data_class),)
-                    if f.mechanism == "dual-write"
-                    else (),
-                    source_account=primary.account,
-                    source_role=naming.replication_role_name(plan.name, primary.name),
-                    inbound=inbound,
-                )
-            )
     clusters = _clusters(design, site)
     peers, links = _peers_and_links(design, site)
     return SiteConfig(
@@ -247,8 +275,8 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         replication_role=naming.replication_role_name(plan.name, site.name),
         transit_gateway_name=naming.transit_gateway_name(plan.name, site.name),
         transit_gateway_asn=naming.transit_gateway_asn(list(plan.sites).index(site.name)),
-        dual_write_endpoint=site.cloud == "aws"
-        and any(b.role == "replica" and b.mechanism == "dual-write" for b in buckets),
+        dual_write_endpoint=site.cloud == Cloud.AWS
+        and any(b.role == BucketRole.REPLICA and b.mechanism == Mechanism.DUAL_WRITE for b in buckets),
         buckets=tuple(buckets),
         clusters=clusters,
         peers=peers,
@@ -256,9 +284,9 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         network_name=naming.network_name(plan.name, site.name),
         project=site.project,
         resource_group=resource_group_name(plan, site),
-        key_ring=naming.key_ring_name(plan.name, site.name) if site.cloud == "gcp" else None,
+        key_ring=naming.key_ring_name(plan.name, site.name) if site.cloud == Cloud.GCP else None,
         key_vault=naming.key_vault_name(plan.name, site.name, site.region)
-        if site.cloud == "azure"
+        if site.cloud == Cloud.AZURE
         else None,
         sts_readers=_sts_readers(design, site),
         datasync_readers=_datasync_readers(design, site),
@@ -271,7 +299,7 @@ def _sts_readers(design: Design, site: Site) -> tuple[StsReader, ...]:
     plan = design.plan
     out: dict[str, StsReader] = {}
     for f in design.flows:
-        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "aws":
+        if f.primary != site.name or f.mechanism != Mechanism.STS or site.cloud != Cloud.AWS:
             continue
         dr = plan.sites[f.dr]
         bucket = bucket_name(plan, site, f.data_class)
@@ -287,7 +315,7 @@ def _datasync_readers(design: Design, site: Site) -> tuple[DataSyncReader, ...]:
     plan = design.plan
     out: dict[str, DataSyncReader] = {}
     for f in design.flows:
-        if f.primary != site.name or f.mechanism != "datasync":
+        if f.primary != site.name or f.mechanism != Mechanism.DATASYNC:
             continue
         dr = plan.sites[f.dr]
         previous = out.get(dr.name)
@@ -305,7 +333,7 @@ def _azure_sts_readers(design: Design, site: Site) -> tuple[AzureStsReader, ...]
     plan = design.plan
     out: dict[str, AzureStsReader] = {}
     for f in design.flows:
-        if f.primary != site.name or f.mechanism != "sts" or site.cloud != "azure":
+        if f.primary != site.name or f.mechanism != Mechanism.STS or site.cloud != Cloud.AZURE:
             continue
         dr = plan.sites[f.dr]
         previous = out.get(dr.name)
@@ -333,13 +361,13 @@ def _pool_config(p: Pool, cloud: str, warm_fraction: float) -> PoolConfig:
         instance_type=p.instance_type,
         gpus_per_node=p.gpus_per_node,
         efa_interfaces=p.efa_interfaces,
-        placement=p.kind == "training",
+        placement=p.kind == PoolKind.TRAINING,
         pattern=p.pattern,
         nodes=p.nodes,
         standby_nodes=p.standing,
         reserved=p.reserved,
         rto_s=p.rto_s,
-        warm_fraction=warm_fraction if p.pattern == "warm-standby" else None,
+        warm_fraction=warm_fraction if p.pattern == Pattern.WARM_STANDBY else None,
     )
 
 
@@ -349,13 +377,13 @@ def _primary_pool(w: Cluster | Service, cloud: str) -> PoolConfig:
     return PoolConfig(
         accelerator=_accelerator(cloud, w.gpu),
         name=w.pool_name,
-        kind="training" if training else "service",
+        kind=PoolKind.TRAINING if training else PoolKind.SERVICE,
         gpu=w.gpu,
         instance_type=w.instance_type,
         gpus_per_node=w.gpus_per_node,
         efa_interfaces=w.efa_interfaces if isinstance(w, Cluster) else 0,
         placement=training,
-        pattern="primary",
+        pattern=Pattern.PRIMARY,
         nodes=w.nodes,
         standby_nodes=w.nodes,
         reserved=False,
@@ -415,7 +443,7 @@ def _peers_and_links(
     links: list[LinkConfig] = []
     others = (
         [plan.sites[site.protects]]
-        if site.role == "dr" and site.protects
+        if site.role == SiteRole.DR and site.protects
         else plan.dr_sites_for(site.name)
     )
     for other in others:
@@ -434,18 +462,11 @@ def _peers_and_links(
                 asn=naming.transit_gateway_asn(list(plan.sites).index(other.name)),
             )
         )
-        primary, dr = (site, other) if site.role == "primary" else (other, site)
+        primary, dr = (site, other) if site.role == SiteRole.PRIMARY else (other, site)
         for path in design.paths.values():
             if path.primary != primary.name or path.dr != dr.name:
                 continue
-            if path.kind not in (
-                "tgw-peering",
-                "direct-connect",
-                "vpc-peering",
-                "vnet-peering",
-                "ha-vpn",
-                "vpn",
-            ):
+            if path.kind not in tuple(LinkKind):
                 continue
             link = dr.link
             links.append(
@@ -460,7 +481,7 @@ def _peers_and_links(
                     port_gbps=path.ports.port_gbps if path.ports else None,
                     ports=path.ports.ports if path.ports else None,
                     tunnels=int(reference.defaults()["links"][path.kind]["tunnels"])
-                    if path.kind in ("ha-vpn", "vpn")
+                    if path.kind in (LinkKind.HA_VPN, LinkKind.VPN)
                     else None,
                     gateway_sku=path.gateway_sku,
                 )
@@ -473,13 +494,13 @@ def stack_config_values(design: Design, site: Site) -> dict[str, Any]:
     cfg = build_site_configs(design)[site.name]
     # The provider's own defaults; every resource also names its region/location itself.
     providers: dict[str, dict[str, Any]] = {
-        "aws": {"aws:region": site.region},
-        "gcp": {"gcp:project": site.project, "gcp:region": site.region},
-        "azure": {"azure-native:location": site.region},
+        Cloud.AWS: {"aws:region": site.region},
+        Cloud.GCP: {"gcp:project": site.project, "gcp:region": site.region},
+        Cloud.AZURE: {"azure-native:location": site.region},
     }
     values: dict[str, Any] = {**providers[site.cloud], SITE_KEY: cfg.to_dict()}
-    if site.role == "dr":
-        values[MODE_KEY] = DEFAULT_MODE
+    if site.role == SiteRole.DR:
+        values[MODE_KEY] = DEFAULT_MODE.value
     return values
 
 
@@ -509,7 +530,7 @@ def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey,
     creates for Storage Transfer Service. Empty for every other site."""
     plan = design.plan
     primary = plan.sites.get(site.protects or "")
-    if site.role != "dr" or primary is None:
+    if site.role != SiteRole.DR or primary is None:
         return ()
     src = build_site_configs(design)[primary.name]
     keys: list[tuple[str, bool]] = []
@@ -526,7 +547,7 @@ def stack_clouds(plan: Plan, site: Site) -> tuple[str, ...]:
     """The clouds whose APIs a site's stack calls, its own first: a primary also declares its
     half of the link and the read-only reader in each cross-cloud DR site's cloud."""
     clouds = [site.cloud]
-    if site.role == "primary":
+    if site.role == SiteRole.PRIMARY:
         for dr in plan.dr_sites_for(site.name):
             if dr.cloud not in clouds:
                 clouds.append(dr.cloud)

@@ -22,13 +22,15 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
 from gpudr.contract.site import BucketConfig, ClusterConfig, PoolConfig, SiteConfig
 from gpudr.contract.tags import TAG_DRILL, TAG_EXPIRES, pool_tags, site_tags
+from gpudr.core.enums import BucketRole, Cloud, DrillPhase, Mode, Pattern
 
-MODE = "drill"
-PHASES = ("infrastructure", "capacity")
+MODE = Mode.DRILL
+PHASES = tuple(DrillPhase)
 # The only names a drill creates, destroys or removes: anything else is refused.
 STACK_RE = re.compile(r"^drill-(?P<site>[a-z][a-z0-9-]{0,22}[a-z0-9])-(?P<ts>\d{8}T\d{6}Z)$")
 COMPACT = "%Y%m%dT%H%M%SZ"  # ISO 8601 basic format: valid in stack names, tags and GCP labels
@@ -94,7 +96,9 @@ def fit(name: str, limit: int) -> str:
 
 def cluster_name(drill_id: str, cluster: str, cloud: str) -> str:
     """EKS allows 100 characters, GKE 40, AKS 63: never the DR stack's own cluster name."""
-    return fit(f"{drill_id}-{cluster}", {"aws": 100, "gcp": 40, "azure": 63}[cloud])
+    return fit(
+        f"{drill_id}-{cluster}", {Cloud.AWS: 100, Cloud.GCP: 40, Cloud.AZURE: 63}[Cloud(cloud)]
+    )
 
 
 def network_name(drill_id: str, region: str) -> str:
@@ -111,9 +115,9 @@ def resource_group_name(drill_id: str) -> str:
 def reader_name(drill_id: str, cloud: str) -> str:
     """The read-only identity: an IAM role name (64), a GCP service account id (6-30 lower-case
     letters, digits and hyphens: a digest of the drill id), an Azure identity name."""
-    if cloud == "gcp":
+    if cloud == Cloud.GCP:
         return f"gpudr-drill-{hashlib.sha256(drill_id.encode()).hexdigest()[:12]}"
-    return fit(f"gpudr-{drill_id}-reader", 64 if cloud == "aws" else 128)
+    return fit(f"gpudr-{drill_id}-reader", 64 if cloud == Cloud.AWS else 128)
 
 
 # --- the `gpudr:drill` config object ------------------------------------------------------------
@@ -149,7 +153,7 @@ class DrillConfig:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        return {k: v for k, v in out.items() if v is not None}
+        return {k: str(v) if isinstance(v, Enum) else v for k, v in out.items() if v is not None}
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> DrillConfig:
@@ -193,7 +197,7 @@ def drill_clusters(site: SiteConfig, drill: DrillConfig) -> tuple[ClusterConfig,
         pools = tuple(
             replace(
                 p,
-                pattern=MODE,
+                pattern=Pattern.DRILL,
                 nodes=drill.nodes.get(p.name, 1),
                 standby_nodes=0,
                 reserved=False,
@@ -217,7 +221,7 @@ def drill_clusters(site: SiteConfig, drill: DrillConfig) -> tuple[ClusterConfig,
 def replica_buckets(site: SiteConfig) -> tuple[BucketConfig, ...]:
     """What a drill reads: every data bucket of the DR site (replicas, and the dual-region
     buckets a GCP DR site owns). Read, never declared."""
-    return tuple(b for b in site.buckets if b.role in ("replica", "dual-region"))
+    return tuple(b for b in site.buckets if b.role in (BucketRole.REPLICA, BucketRole.DUAL_REGION))
 
 
 def drill_tags(site: SiteConfig, drill: DrillConfig, dr_role: str, **extra: str) -> dict[str, str]:

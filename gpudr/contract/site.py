@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
+from gpudr.core.enums import Pattern
+
 
 @dataclass(frozen=True)
 class Lifecycle:
@@ -347,6 +349,6 @@ def pool_size(pool: PoolConfig, failover: bool) -> PoolSize:
     """Node counts for a pool: the primary runs full; a DR pool holds its pattern's standby size
     (0 for pilot light, the warm fraction, all for active-active) with the ceiling at the
     primary's size, and runs full once the DR stack is switched to failover."""
-    if pool.pattern in ("primary", "active-active") or failover:
+    if pool.pattern in (Pattern.PRIMARY, Pattern.ACTIVE_ACTIVE) or failover:
         return PoolSize(pool.nodes, pool.nodes, pool.nodes)
     return PoolSize(pool.standby_nodes, pool.standby_nodes, max(pool.nodes, 1))

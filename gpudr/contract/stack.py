@@ -7,10 +7,12 @@ Standard library only: the Pulumi program reads this module.
 
 from __future__ import annotations
 
+from gpudr.core.enums import Mode
+
 CONFIG_NAMESPACE = "gpudr"
 # `drill` is set only by `gpudr drill`, on a disposable drill stack configured from a DR site.
-MODES = ("standby", "failover", "drill")
-DEFAULT_MODE = "standby"
+MODES = tuple(Mode)
+DEFAULT_MODE = Mode.STANDBY
 
 
 def key(name: str) -> str:

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from gpudr.contract.site import BucketConfig, SiteConfig
+from gpudr.core.enums import Cloud
 
 PREFIX = "gpudr:"
 GCP_PREFIX = "gpudr-"
@@ -174,7 +175,7 @@ def gcp_labels(tags: Mapping[str, str]) -> dict[str, str]:
 
 def tag_key(cloud: str, name: str) -> str:
     """Where tag `name` is found on `cloud`: `gpudr:<name>`, or the label `gpudr-<name>`."""
-    return GCP_PREFIX + gcp_label(name) if cloud == "gcp" else PREFIX + name
+    return GCP_PREFIX + gcp_label(name) if cloud == Cloud.GCP else PREFIX + name
 
 
 def read_tag(cloud: str, tags: Mapping[str, Any], name: str) -> str | None:
@@ -188,7 +189,7 @@ def tag_is(cloud: str, tags: Mapping[str, Any], name: str, *expected: str) -> bo
     value = read_tag(cloud, tags, name)
     if value is None:
         return False
-    return any(value == (gcp_label(e) if cloud == "gcp" else e) for e in expected)
+    return any(value == (gcp_label(e) if cloud == Cloud.GCP else e) for e in expected)
 
 
 _GCP_DECIMAL = re.compile(r"^\d+-\d+$")  # "790-123": a GCP label's "790.123"
