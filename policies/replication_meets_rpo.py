@@ -177,7 +177,14 @@ def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
         and o.role == d.role
         and o.data_class != d.data_class
     )
-    return sizing.pull_at(flow_of(d), int(interval_s), quota / 1000, others / 1000, 1.0, d.rpo_s)
+    return sizing.pull_at(
+        flow_of(d),
+        int(interval_s),
+        capacity_gbps=quota / 1000,
+        other_steady_gbps=others / 1000,
+        headroom=1.0,
+        rpo_s=d.rpo_s,
+    )
 
 
 def _sts_schedules(

@@ -233,7 +233,12 @@ def _flows_for_pair(
     if c and c.site == primary.name:
         mech = choose_mechanism(c.replication, c.rpo_s, primary, dr)
         flow = sizing.checkpoint_flow(
-            mech, c.size_b, c.interval_s, c.dedup_ratio, c.compression_ratio, c.rpo_s
+            mech,
+            size_b=c.size_b,
+            interval_s=c.interval_s,
+            dedup_ratio=c.dedup_ratio,
+            compression_ratio=c.compression_ratio,
+            rpo_s=c.rpo_s,
         )
         out.append((DataClass.CHECKPOINTS, mech, flow))
     if w and w.site == primary.name:
@@ -579,7 +584,12 @@ def _pattern_option(plan: Plan, p: PoolSpec, instance_type: str, pattern: Patter
         params = replace(params, infra_create_s=0.0)
     nodes = p.workload.nodes
     stages = sizing.rto_stages(
-        pattern, p.kind, nodes, _working_set(plan, p.kind), p.dr.reserve_capacity, params
+        pattern,
+        p.kind,
+        nodes=nodes,
+        working_set_b=_working_set(plan, p.kind),
+        reserved=p.dr.reserve_capacity,
+        params=params,
     )
     total = sizing.rto_total(stages)
     usages = list(_gpu_usages(p.dr, p.name, instance_type, pattern, nodes))
@@ -966,10 +976,10 @@ def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]
             stages = sizing.rto_stages(
                 pattern,
                 p.kind,
-                p.nodes,
-                _working_set(plan, p.kind),
-                p.reserved,
-                _rto_params(plan, p.kind),
+                nodes=p.nodes,
+                working_set_b=_working_set(plan, p.kind),
+                reserved=p.reserved,
+                params=_rto_params(plan, p.kind),
             )
             ok = ok and _meets(p.rto_s, sizing.rto_total(stages))
         if pattern != Pattern.BACKUP_RESTORE:

@@ -146,6 +146,7 @@ def flow(
 
 def checkpoint_flow(
     mechanism: str,
+    *,
     size_b: float,
     interval_s: float,
     dedup_ratio: float,
@@ -301,6 +302,7 @@ def run_bytes(flow: Flow, interval_s: float) -> float:
 def pull_at(
     flow: Flow,
     interval_s: int,
+    *,
     capacity_gbps: float,
     other_steady_gbps: float,
     headroom: float,
@@ -339,7 +341,14 @@ def scheduled_transfer(
     shortest allowed interval misses the RPO, the shortest is returned with fits=False."""
 
     def at(interval: int) -> Schedule:
-        return pull_at(flow, interval, capacity_gbps, other_steady_gbps, headroom, rpo_s)
+        return pull_at(
+            flow,
+            interval,
+            capacity_gbps=capacity_gbps,
+            other_steady_gbps=other_steady_gbps,
+            headroom=headroom,
+            rpo_s=rpo_s,
+        )
 
     if rpo_s is None:
         return at(max_interval_s)
@@ -471,6 +480,7 @@ class RtoParams:
 def rto_stages(
     pattern: str,
     kind: str,
+    *,
     nodes: int,
     working_set_b: float,
     reserved: bool,

@@ -324,6 +324,7 @@ class _Reader:
         path: str,
         fn: Callable[[Any], T],
         default: T | None = None,
+        *,
         required: bool = False,
     ) -> T | None:
         if key not in raw or raw[key] is None:

@@ -11,6 +11,19 @@ from gpudr.core import sizing
 TB = 1e12
 
 
+def ckpt(
+    mechanism: str, size: float, interval: float, dedup: float, comp: float, rpo: float | None
+) -> sizing.Flow:
+    return sizing.checkpoint_flow(
+        mechanism,
+        size_b=size,
+        interval_s=interval,
+        dedup_ratio=dedup,
+        compression_ratio=comp,
+        rpo_s=rpo,
+    )
+
+
 def test_checkpoint_delta() -> None:
     # 2 TB x (1 - 0.6) / 3 = 0.2667 TB
     assert sizing.checkpoint_delta_bytes(2 * TB, 0.6, 3) == pytest.approx(2e12 * 0.4 / 3)
@@ -36,7 +49,7 @@ def test_required_gbps() -> None:
 
 
 def test_checkpoint_flow_uses_tighter_window() -> None:
-    f = sizing.checkpoint_flow("crr-rtc", 2 * TB, 2700, 0.6, 3, rpo_s=3600)
+    f = ckpt("crr-rtc", 2 * TB, 2700, 0.6, 3, 3600)
     # window = min(3600 - 2700, 2700) = 900 s -> 266.67e9 * 8 / 900 = 2.370 Gbps
     assert f.required_gbps == pytest.approx(2.370370, rel=1e-5)
     assert f.steady_gbps == pytest.approx(0.790123, rel=1e-5)
@@ -54,7 +67,7 @@ def test_weights_and_datasets_flows() -> None:
     assert d.burst_bytes == 0
 
 
-CKPT = sizing.checkpoint_flow("crr-rtc", 2 * TB, 2700, 0.6, 3, 4 * 3600)
+CKPT = ckpt("crr-rtc", 2 * TB, 2700, 0.6, 3, 4 * 3600)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +129,9 @@ WORKING = 2 * TB / 3  # latest checkpoint as stored
 )
 def test_rto_stages(pattern: str, kind: str, reserved: bool, total: float) -> None:
     working = 150e9 if kind == "service" else WORKING
-    stages = sizing.rto_stages(pattern, kind, 16, working, reserved, PARAMS)
+    stages = sizing.rto_stages(
+        pattern, kind, nodes=16, working_set_b=working, reserved=reserved, params=PARAMS
+    )
     assert sizing.rto_total(stages) == pytest.approx(total, abs=0.01)
 
 
@@ -189,7 +204,7 @@ def test_scheduled_transfer_picks_the_longest_interval_that_keeps_headroom() -> 
     [
         # The case: a 2 TB checkpoint every 2 h pulled hourly copies 2 TB in the run
         # after it lands, not the 1 TB the steady rate suggests.
-        (sizing.checkpoint_flow("sts", 2 * TB, 7200, 0, 1, 8 * 3600), 3600, 2e12),
+        (ckpt("sts", 2 * TB, 7200, 0, 1, 8 * 3600), 3600, 2e12),
         # 45 min checkpoints pulled every 2 h: up to three land in one run.
         (CKPT, 7200, 3 * 266_666_666_666),
         # Exactly four in 3 h: the steady rate over the interval, the same figure.
