@@ -16,7 +16,7 @@ shrinks the DR site to its standby size and restarts replication.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from gpudr.core.design import DataFlow, Design, Pool
 from gpudr.core.enums import DATA_CLASSES, DUAL_REGION, PULLED, Pattern, PoolKind
@@ -31,6 +31,7 @@ class StepNode:
     key: str  # stable id, e.g. "capacity", "data:checkpoints", "training:train"
     kind: str  # what the step does, e.g. "data", "training", "fb-copy": how the runbook words it
     phase: str  # prepare | failover | failback
+    _: KW_ONLY
     subject: str | None = None  # the data class or the pool the step is about
     after: tuple[int, ...] = ()  # steps that must be done first
     parallel_with: tuple[int, ...] = ()  # steps that may run at the same time
@@ -155,6 +156,7 @@ class _Draft:
     key: str
     kind: str
     phase: str
+    _: KW_ONLY
     subject: str | None = None
     after: tuple[str, ...] = ()  # keys; a key of a step the pair has not is left out
     parallel_with: tuple[str, ...] = ()
@@ -349,18 +351,20 @@ def _failback(pair: PairFacts) -> list[_Draft]:
     for f, key in zip(pair.copies_back, copies, strict=True):
         after = (healthy, *(stop if f.data_class == "checkpoints" else ()))
         out.append(
-            _Draft(key, "fb-copy", "failback", f.data_class, after=after, parallel_with=copies)
+            _Draft(
+                key, "fb-copy", "failback", subject=f.data_class, after=after, parallel_with=copies
+            )
         )
     up = "fb:primary-up"
     out.append(_Draft(up, "fb-primary-up", "failback", after=(healthy, *copies)))
     resumed = tuple(f"fb:training:{name}" for name in trainings)
     moved = tuple(f"fb:traffic:{name}" for name in services)
     out += [
-        _Draft(k, "fb-training", "failback", n, after=(up, *stop))
+        _Draft(k, "fb-training", "failback", subject=n, after=(up, *stop))
         for k, n in zip(resumed, trainings, strict=True)
     ]
     out += [
-        _Draft(k, "fb-traffic", "failback", n, after=(up,))
+        _Draft(k, "fb-traffic", "failback", subject=n, after=(up,))
         for k, n in zip(moved, services, strict=True)
     ]
     standby: tuple[str, ...] = ()
