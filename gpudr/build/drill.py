@@ -41,8 +41,8 @@ from gpudr.contract.tags import TAG_EXPIRES
 from gpudr.core import cost
 from gpudr.core.design import Design
 from gpudr.core.spec import Plan, Site, drill_default
+from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
-from gpudr.docs.runbook import build_runbook
 
 
 class DrillError(ValueError):
@@ -230,12 +230,9 @@ def build_drill(
 
 
 def _stages(design: Design, plan: Plan, site: Site) -> tuple[tuple[Stage, ...], tuple[Stage, ...]]:
-    runbook = build_runbook(design, site.protects or "", site.name)
-    numbers = {s.key: s.number for s in runbook.steps}
+    # The runbook's steps for this pair, numbered as the runbook numbers them.
+    graph = step_graph(design, site.protects or "", site.name)
     r = plan.recovery
-    ckpt = next(
-        (f for f in design.flows if f.dr == site.name and f.data_class == "checkpoints"), None
-    )
     stages = [
         Stage(
             "infrastructure",
@@ -246,17 +243,20 @@ def _stages(design: Design, plan: Plan, site: Site) -> tuple[tuple[Stage, ...], 
             "them standing",
         ),
     ]
-    if ckpt is not None and ckpt.estimated_rto_s is not None:
-        target = max(0.0, ckpt.estimated_rto_s - r.detection_s)
+    ckpt = graph.find("data:checkpoints")
+    flow = next(
+        (f for f in design.flows if f.dr == site.name and f.data_class == "checkpoints"), None
+    )
+    if ckpt is not None and ckpt.expected_s is not None and flow is not None:
         stages.append(
             Stage(
                 "checkpoint",
                 "Latest checkpoint located in the replica and checksum-verified",
-                target,
+                ckpt.expected_s,
                 f"the runbook's checkpoint step: the plan's checkpoints RTO "
-                f"({fmt_duration(ckpt.estimated_rto_s)}) less detection "
+                f"({fmt_duration(flow.estimated_rto_s)}) less detection "
                 f"({fmt_duration(r.detection_s)})",
-                runbook_step=numbers.get("data:checkpoints"),
+                runbook_step=ckpt.number,
             )
         )
     else:
@@ -271,6 +271,7 @@ def _stages(design: Design, plan: Plan, site: Site) -> tuple[tuple[Stage, ...], 
         )
     capacity = r.gpu_node_boot_s + r.gpu_capacity_wait_s
     has_pools = any(p.dr == site.name for p in design.pools)
+    scale = graph.find("capacity")
     stages.append(
         Stage(
             "capacity",
@@ -279,7 +280,7 @@ def _stages(design: Design, plan: Plan, site: Site) -> tuple[tuple[Stage, ...], 
             f"GPU nodes from zero, on demand: recovery.gpu_node_boot "
             f"({fmt_duration(r.gpu_node_boot_s)}) + recovery.gpu_capacity_wait "
             f"({fmt_duration(r.gpu_capacity_wait_s)})",
-            runbook_step=numbers.get("capacity"),
+            runbook_step=scale.number if scale else None,
             runs=has_pools,
         )
     )
@@ -294,14 +295,14 @@ def _stages(design: Design, plan: Plan, site: Site) -> tuple[tuple[Stage, ...], 
     not_run = tuple(
         Stage(
             s.key,
-            s.title,
+            s.title or s.key,
             s.expected_s,
             "not run by a drill: it needs your job manifest, health URL or DNS change",
             runbook_step=s.number,
             runs=False,
         )
-        for s in runbook.phase("failover")
-        if s.key.split(":")[0] in ("training", "service", "traffic")
+        for s in graph.phase("failover")
+        if s.kind in ("training", "service", "traffic")
     )
     return tuple(stages), not_run
 

@@ -1,18 +1,15 @@
 """Runbooks: one per site pair (primary -> DR), what an on-call engineer follows to fail over and
 back, rendered to markdown with jinja2 (`templates/runbook.md.j2`).
 
-Everything a runbook says comes from the design: the names are the ones the stack config uses
-(`gpudr.stackconfig`), the expected durations are the design's RTO stages per pool and its data
-RTO and RPO estimates per flow, formatted with `gpudr.units.fmt_duration`. A step the RTO model
-does not time says so; no duration is made up. What gpudr cannot know (the state backend's URL,
-the training job's manifest, the service's health URL) is a shell variable the operator sets
-once, in the first step.
-
-Order follows the plan's dependencies: the disaster is declared; the data is verified at the DR
-site while its GPU capacity scales; training restarts from the verified checkpoint once both are
-done; services are checked against the verified weights before traffic moves. Failback copies
-back what the DR site wrote, brings the primary up, moves work and traffic back, and only then
-shrinks the DR site to its standby size and restarts replication.
+Which steps a runbook has, in which order, after which others, and how long each is expected to
+take is the pair's step graph (`gpudr.core.stepgraph`), which a drill reads too. This module
+gives each step its commands and checks, from the names the stack config uses
+(`gpudr.build.stackconfig`) and the clouds' command lines (`gpudr.docs.cloudcli`); every
+sentence of a step is in its kind's template, `templates/runbook/<kind>.md.j2`, whose macros
+each word one part (the why, a check's expectation, what to do if it fails). A step the RTO
+model does not time says so; no duration is made up. What gpudr cannot know (the state
+backend's URL, the training job's manifest, the service's health URL) is a shell variable the
+operator sets once, in the first step.
 
 The same design renders byte-identical files: no timestamps, every collection in plan or sorted
 order.
@@ -21,8 +18,11 @@ order.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
 
 from gpudr.build.stackconfig import (
     CredentialKey,
@@ -39,27 +39,34 @@ from gpudr.contract.naming import (
     datasync_task_prefix,
 )
 from gpudr.contract.site import BucketConfig, ClusterConfig, InboundTransfer, PoolConfig, SiteConfig
+from gpudr.contract.stack import MODE_KEY
 from gpudr.core.design import DataFlow, Design, Pool
+from gpudr.core.enums import DUAL_REGION, PULLED, PUSHED, Mechanism, Mode, Pattern, PoolKind
 from gpudr.core.spec import Plan, Site
+from gpudr.core.stepgraph import PairFacts, StepGraph, StepNode, pair_facts, step_graph
 from gpudr.core.units import fmt_duration, fmt_size
+from gpudr.docs import cloudcli as cli
+from gpudr.docs.cloudcli import Quoted, shell
 from gpudr.docs.templating import environment
 
 TEMPLATE = "runbook.md.j2"
+STEP_TEMPLATES = "runbook"  # templates/runbook/<kind>.md.j2: the words of each kind of step
 RUNBOOKS_DIR = "runbooks"
 POLICY_PACK = "policies"
 NOT_TIMED = "not timed by the plan"
-PHASES = ("prepare", "failover", "failback")
-# In a step's prose, `{step:<key>}` becomes "step <number>".
-STEP_REF = re.compile(r"\{step:([^}]+)\}")
-CLASS_ORDER = ("checkpoints", "datasets", "weights")
 STATUS_PAGES = {
     "aws": "https://health.aws.amazon.com/health/status",
     "gcp": "https://status.cloud.google.com",
     "azure": "https://azure.status.microsoft/en-us/status",
 }
+CKPT = "CKPT"  # the shell variable holding the checkpoint being restored
+STAGING = "STAGING"  # the local directory a copy between clouds goes through
+DISASTER_AT = "DISASTER_AT"
+BACKEND_URL = "PULUMI_BACKEND_URL"
+SUBSCRIPTION = "AZURE_SUBSCRIPTION_ID"
 
 
-# --- the model ----------------------------------------------------------------------------------
+# --- the model ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -156,7 +163,7 @@ class Runbook:
         return next(s for s in self.steps if s.key == key)
 
 
-# --- names, as the components derive them --------------------------------------------------------
+# --- names, as the components derive them ---------------------------------------------------------
 
 
 def runbook_path(plan: Plan, primary: Site, dr: Site) -> str:
@@ -173,18 +180,11 @@ def kube_context(site: SiteConfig, cluster: ClusterConfig) -> str:
 def credentials_commands(site: SiteConfig, cluster: ClusterConfig) -> tuple[str, ...]:
     name, region = cluster.eks_name, site.region
     if site.cloud == "aws":
-        return (f"aws eks update-kubeconfig --name {name} --region {region} --alias {name}",)
+        return (shell(cli.eks_credentials(name, region)),)
     if site.cloud == "gcp":
-        private = "" if site.api_public_cidrs else " --internal-ip"
-        return (
-            f"gcloud container clusters get-credentials {name} --region {region} "
-            f"--project {site.project}{private}",
-        )
-    return (
-        f"az aks get-credentials --resource-group {site.resource_group} --name {name}",
-        # Entra ID only (local accounts are disabled): kubectl signs in through kubelogin.
-        "kubelogin convert-kubeconfig -l azurecli",
-    )
+        private = not site.api_public_cidrs
+        return (shell(cli.gke_credentials(name, region, str(site.project), internal=private)),)
+    return tuple(shell(a) for a in cli.aks_credentials(str(site.resource_group), name))
 
 
 def var_name(name: str) -> str:
@@ -193,134 +193,77 @@ def var_name(name: str) -> str:
     return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
-# --- per cloud: storage -------------------------------------------------------------------------
-
-
-def storage_url(site: SiteConfig, bucket: BucketConfig) -> str:
-    if site.cloud == "aws":
-        return f"s3://{bucket.name}"
-    if site.cloud == "gcp":
-        return f"gs://{bucket.name}"
-    return f"https://{bucket.storage_account}.blob.core.windows.net/{bucket.name}"
-
-
-def list_newest(site: SiteConfig, bucket: BucketConfig) -> str:
-    """The 20 newest objects, oldest of them first."""
-    if site.cloud == "aws":
-        return (
-            f"aws s3 ls s3://{bucket.name}/ --recursive --region {site.region} | sort | tail -n 20"
-        )
-    if site.cloud == "gcp":
-        return (
-            f"gcloud storage ls -l 'gs://{bucket.name}/**' | grep -v '^TOTAL' | sort -k 2 "
-            "| tail -n 20"
-        )
-    return (
-        f"az storage blob list --account-name {bucket.storage_account} --container-name "
-        f"{bucket.name} --auth-mode login --num-results '*' --query "
-        "'sort_by(@, &properties.lastModified)[-20:].[properties.lastModified, name]' "
-        "--output table"
-    )
-
-
 def key_var(data_class: str) -> str:
     """The shell variable naming the object of a class that is being verified."""
     return f"{var_name(data_class)}_KEY"
 
 
-def describe_object(site: SiteConfig, bucket: BucketConfig, key: str) -> str:
-    """The stored checksums, size and time of one object (no data read)."""
-    if site.cloud == "aws":
-        return (
-            f'aws s3api head-object --bucket {bucket.name} --key "{key}" --checksum-mode ENABLED '
-            f"--region {site.region}"
-        )
-    if site.cloud == "gcp":
-        return (
-            f'gcloud storage objects describe "gs://{bucket.name}/{key}" '
-            "--format='yaml(crc32c_hash,md5_hash,size,update_time)'"
-        )
-    return (
-        f"az storage blob show --account-name {bucket.storage_account} --container-name "
-        f'{bucket.name} --name "{key}" --auth-mode login --query '
-        "'{md5:properties.contentSettings.contentMd5,size:properties.contentLength,"
-        "modified:properties.lastModified}'"
-    )
+def new_key_var(data_class: str) -> str:
+    """The shell variable naming an object written at the primary after failback."""
+    return f"NEW_{key_var(data_class)}"
 
 
-def hash_object(site: SiteConfig, bucket: BucketConfig, key: str) -> str:
-    """Read one object and hash it: what a manifest's sha256 is compared with."""
-    if site.cloud == "aws":
-        return f'aws s3 cp "s3://{bucket.name}/{key}" - --region {site.region} | sha256sum'
-    if site.cloud == "gcp":
-        return f'gcloud storage cat "gs://{bucket.name}/{key}" | sha256sum'
-    return (
-        f"az storage blob download --account-name {bucket.storage_account} --container-name "
-        f'{bucket.name} --name "{key}" --file /tmp/gpudr-verify --auth-mode login --output none '
-        "&& sha256sum /tmp/gpudr-verify"
-    )
+@dataclass(frozen=True)
+class PoolVars:
+    """The shell variables the operator sets for one pool's workload (step "variables")."""
+
+    prefix: str
+
+    @property
+    def manifest_dr(self) -> str:
+        return f"{self.prefix}_MANIFEST_DR"
+
+    @property
+    def manifest_primary(self) -> str:
+        return f"{self.prefix}_MANIFEST_PRIMARY"
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.prefix}_NAMESPACE"
+
+    @property
+    def selector(self) -> str:
+        return f"{self.prefix}_SELECTOR"
+
+    @property
+    def hostname(self) -> str:
+        return f"{self.prefix}_HOSTNAME"
+
+    @property
+    def dr_health(self) -> str:
+        return f"{self.prefix}_DR_HEALTH_URL"
+
+    @property
+    def primary_health(self) -> str:
+        return f"{self.prefix}_PRIMARY_HEALTH_URL"
 
 
-def bucket_reachable(site: SiteConfig, bucket: BucketConfig) -> str:
-    if site.cloud == "aws":
-        return f"aws s3api head-bucket --bucket {bucket.name} --region {site.region}"
-    if site.cloud == "gcp":
-        return f"gcloud storage buckets describe gs://{bucket.name} --format='value(name)'"
-    return (
-        f"az storage container show --account-name {bucket.storage_account} --name "
-        f"{bucket.name} --auth-mode login --query name --output tsv"
-    )
+def pool_vars(pool: str) -> PoolVars:
+    return PoolVars(var_name(pool))
 
 
-def cluster_status(site: SiteConfig, cluster: ClusterConfig) -> Check:
-    name, region = cluster.eks_name, site.region
-    if site.cloud == "aws":
-        return Check(
-            "ACTIVE",
-            f"aws eks describe-cluster --name {name} --region {region} --query cluster.status",
-        )
-    if site.cloud == "gcp":
-        return Check(
-            "RUNNING",
-            f"gcloud container clusters describe {name} --region {region} "
-            f"--project {site.project} --format='value(status)'",
-        )
-    return Check(
-        "Succeeded",
-        f"az aks show --resource-group {site.resource_group} --name {name} "
-        "--query provisioningState --output tsv",
-    )
+def export(name: str, placeholder: str) -> str:
+    """Sets a variable to what the operator fills in."""
+    return f"export {name}='<{placeholder}>'"
 
 
-# --- per cloud: GPU pools -----------------------------------------------------------------------
+# --- commands: pulumi, kubectl, curl --------------------------------------------------------------
 
 
-def pool_size_check(
-    site: SiteConfig, cluster: ClusterConfig, pool: PoolConfig, floor: int, desired: int, top: int
-) -> Check:
-    """The node pool's configured size, as components/pools.py sets it."""
-    name, region = cluster.eks_name, site.region
-    if site.cloud == "aws":
-        return Check(
-            f"node group {pool.name}: minSize {floor}, desiredSize {desired}, maxSize {top}",
-            f"aws eks describe-nodegroup --cluster-name {name} --nodegroup-name {pool.name} "
-            f"--region {region} --query 'nodegroup.scalingConfig'",
-        )
-    if site.cloud == "gcp":
-        return Check(
-            f"node pool {pool.name}: totalMinNodeCount {floor}, totalMaxNodeCount {top} "
-            f"(printed as `{floor} {top}`)",
-            f"gcloud container node-pools describe {pool.name} --cluster {name} "
-            f"--region {region} --project {site.project} "
-            "--format='value(autoscaling.totalMinNodeCount,autoscaling.totalMaxNodeCount)'",
-        )
-    agent = agent_pool_name(pool.name)
-    return Check(
-        f"node pool {agent}: minCount {floor}, maxCount {top}",
-        f"az aks nodepool show --resource-group {site.resource_group} --cluster-name {name} "
-        f"--name {agent} --query '{{count:count,minCount:minCount,maxCount:maxCount}}' "
-        "--output table",
-    )
+def pulumi_up(stack: str) -> str:
+    return f"pulumi up -s {stack} --policy-pack {POLICY_PACK}"
+
+
+def pulumi_preview(stack: str, *, refresh: bool = False) -> str:
+    return f"pulumi preview -s {stack}{' --refresh' if refresh else ''} --policy-pack {POLICY_PACK}"
+
+
+def set_mode(mode: str, stack: str) -> str:
+    return f"pulumi config set {MODE_KEY} {mode} -s {stack}"
+
+
+def stack_mode(stack: str) -> str:
+    return f"pulumi stack output mode -s {stack}"
 
 
 def ready_nodes(ctx: str, pool: str) -> str:
@@ -337,195 +280,240 @@ def gpus_per_node(ctx: str, pool: str) -> str:
     )
 
 
+def _pods(ctx: str, v: PoolVars, verb: str = "get pods") -> str:
+    return f'kubectl --context {ctx} {verb} -n "${v.namespace}" -l "${v.selector}"'
+
+
+def _pod_logs(ctx: str, v: PoolVars, word: str) -> str:
+    return f"{_pods(ctx, v, 'logs')} --tail=200 | grep -i {word}"
+
+
+def _apply(ctx: str, manifest: str, verb: str = "apply") -> str:
+    return f'kubectl --context {ctx} {verb} -f "${manifest}"'
+
+
+def _http_status(url: str) -> str:
+    return f"curl -sS -o /dev/null -w '%{{http_code}}\\n' \"{url}\""
+
+
+def _resolve(hostname_var: str) -> str:
+    return f'dig +short "${hostname_var}"'
+
+
+# --- commands: storage, clusters and pools, per cloud ---------------------------------------------
+
+
+def storage_url(site: SiteConfig, bucket: BucketConfig) -> str:
+    return cli.storage_url(site.cloud, bucket)
+
+
+def list_newest(site: SiteConfig, bucket: BucketConfig) -> str:
+    """The 20 newest objects, oldest of them first."""
+    if site.cloud == "aws":
+        return f"{shell(cli.s3_list(bucket, site.region))} | sort | tail -n 20"
+    if site.cloud == "gcp":
+        return f"{shell(cli.gcs_list(bucket))} | grep -v '^TOTAL' | sort -k 2 | tail -n 20"
+    newest = "sort_by(@, &properties.lastModified)[-20:].[properties.lastModified, name]"
+    return shell(cli.blob_list(bucket, newest, "table"))
+
+
+def describe_object(site: SiteConfig, bucket: BucketConfig, key: str) -> str:
+    """The stored checksums, size and time of one object (no data read)."""
+    if site.cloud == "aws":
+        return shell(cli.s3_head_object(bucket.name, key, site.region, checksums=True))
+    if site.cloud == "gcp":
+        return shell(
+            cli.gcs_describe_object(bucket, key, "yaml(crc32c_hash,md5_hash,size,update_time)")
+        )
+    shown = (
+        "{md5:properties.contentSettings.contentMd5,size:properties.contentLength,"
+        "modified:properties.lastModified}"
+    )
+    return shell(cli.blob_show(bucket, key, shown))
+
+
+def hash_object(site: SiteConfig, bucket: BucketConfig, key: str) -> str:
+    """Read one object and hash it: what a manifest's sha256 is compared with."""
+    return f"{shell(cli.read_object(site.cloud, bucket, key, site.region))} | sha256sum"
+
+
+def bucket_reachable(site: SiteConfig, bucket: BucketConfig) -> str:
+    if site.cloud == "aws":
+        return shell(cli.s3_head_bucket(bucket, site.region))
+    if site.cloud == "gcp":
+        return shell(cli.gcs_describe_bucket(bucket, "value(name)"))
+    return shell(cli.blob_container(bucket))
+
+
+def cluster_status(site: SiteConfig, cluster: ClusterConfig) -> Check:
+    """The cluster's status, and what it prints for one that runs."""
+    name, region = cluster.eks_name, site.region
+    if site.cloud == "aws":
+        argv = cli.eks_cluster_status(name, region)
+    elif site.cloud == "gcp":
+        argv = cli.gke_cluster_status(name, region, str(site.project))
+    else:
+        argv = cli.aks_cluster_status(str(site.resource_group), name)
+    return Check(cli.CLUSTER_RUNNING[site.cloud], shell(argv))
+
+
+def pool_size_command(site: SiteConfig, cluster: ClusterConfig, pool: PoolConfig) -> str:
+    """The node pool's configured size, as components/pools.py sets it."""
+    name, region = cluster.eks_name, site.region
+    if site.cloud == "aws":
+        return shell(cli.eks_nodegroup(name, pool.name, region, Quoted("nodegroup.scalingConfig")))
+    if site.cloud == "gcp":
+        bounds = "value(autoscaling.totalMinNodeCount,autoscaling.totalMaxNodeCount)"
+        return shell(cli.gke_node_pool(pool.name, name, region, str(site.project), bounds))
+    counts = "{count:count,minCount:minCount,maxCount:maxCount}"
+    agent = agent_pool_name(pool.name)
+    return shell(cli.aks_node_pool(str(site.resource_group), name, agent, counts, "table"))
+
+
 def pool_trouble(site: SiteConfig, cluster: ClusterConfig, pool: PoolConfig) -> str:
     """Where the reason a pool did not reach its size is shown."""
     name, region = cluster.eks_name, site.region
     if site.cloud == "aws":
-        return (
-            f"aws eks describe-nodegroup --cluster-name {name} --nodegroup-name {pool.name} "
-            f"--region {region} --query 'nodegroup.health.issues'"
-        )
+        return shell(cli.eks_nodegroup(name, pool.name, region, Quoted("nodegroup.health.issues")))
     if site.cloud == "gcp":
-        return (
-            f"gcloud container operations list --region {region} --project {site.project} "
-            "--sort-by='~startTime' --limit=5"
-        )
-    return (
-        f"az aks nodepool show --resource-group {site.resource_group} --cluster-name {name} "
-        f"--name {agent_pool_name(pool.name)} --query provisioningState --output tsv"
+        return shell(cli.gke_operations(region, str(site.project)))
+    agent = agent_pool_name(pool.name)
+    return shell(
+        cli.aks_node_pool(str(site.resource_group), name, agent, "provisioningState", "tsv")
     )
 
 
-# --- per mechanism: replication state ------------------------------------------------------------
+def _copy(cloud: str, source: str, target: str, regions: Sequence[str], *, keep: bool) -> str:
+    """One cloud's copy of what `target` lacks, never deleting there; `keep`: never overwriting
+    there either. One of the two is a bucket's URL, the other a bucket's or a local directory."""
+    if cloud == "aws":
+        # Back into a bucket from local disk, the sizes tell what is there (times differ).
+        size_only = keep and len(regions) == 1
+        return shell(cli.s3_sync(source, target, *regions, size_only=size_only))
+    if cloud == "gcp":
+        return shell(cli.gcs_rsync(source, target, no_clobber=keep))
+    # A container's content, not the container; its URL is quoted, as always.
+    into = Quoted(target) if target.startswith("https://") else target
+    return shell(cli.azcopy_copy(f"{source}/*", into, overwrite=not keep))
+
+
+# --- per mechanism: the scheduled pulls -----------------------------------------------------------
 
 
 def pull_var(f: DataFlow) -> str:
     """The shell variable holding one class's job (Storage Transfer) or task (DataSync)."""
-    return f"{'JOB' if f.mechanism == 'sts' else 'TASK'}_{var_name(f.data_class)}"
+    return f"{'JOB' if f.mechanism == Mechanism.STS else 'TASK'}_{var_name(f.data_class)}"
 
 
 def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTransfer) -> str:
     """Sets `pull_var(f)`. Storage Transfer names its jobs itself, so the job is found by the
     description gpudr writes (it names the sink); DataSync tasks carry gpudr's name."""
-    var = pull_var(f)
-    if f.mechanism == "sts":
-        return (
-            f"{var}=$(gcloud transfer jobs list --project {dr.project} "
-            f"--filter='description~gs://{bucket.name}' --format='value(name)')"
-        )
-    task = datasync_task_name(
-        datasync_task_prefix(dr.system, dr.site, bucket.data_class), t.source_site
-    )
-    return (
-        f"{var}=$(aws datasync list-tasks --region {dr.region} "
-        f"--query \"Tasks[?Name=='{task}'].TaskArn\" --output text)"
-    )
+    if f.mechanism == Mechanism.STS:
+        argv = cli.sts_jobs(str(dr.project), bucket)
+    else:
+        prefix = datasync_task_prefix(dr.system, dr.site, bucket.data_class)
+        argv = cli.datasync_tasks(dr.region, datasync_task_name(prefix, t.source_site))
+    return f"{pull_var(f)}=$({shell(argv)})"
 
 
 def pull_schedule(dr: SiteConfig, f: DataFlow, t: InboundTransfer, enabled: bool) -> str:
-    var = pull_var(f)
-    if f.mechanism == "sts":
-        status = "enabled" if enabled else "disabled"
-        return f'gcloud transfer jobs update "${var}" --status={status} --project {dr.project}'
-    status = "ENABLED" if enabled else "DISABLED"
+    var = f"${pull_var(f)}"
+    if f.mechanism == Mechanism.STS:
+        return shell(cli.sts_job_status(var, str(dr.project), enable=enabled))
     expression = datasync_schedule(t.schedule_s)
-    return (
-        f'aws datasync update-task --task-arn "${var}" --region {dr.region} --schedule '
-        f'\'{{"ScheduleExpression":"{expression}","Status":"{status}"}}\''
-    )
+    return shell(cli.datasync_schedule(var, dr.region, expression, enable=enabled))
 
 
 def pull_status(dr: SiteConfig, f: DataFlow) -> str:
-    var = pull_var(f)
-    if f.mechanism == "sts":
-        return (
-            f'gcloud transfer jobs describe "${var}" --project {dr.project} '
-            "--format='value(status)'"
-        )
-    return (
-        f'aws datasync describe-task --task-arn "${var}" --region {dr.region} '
-        "--query 'Schedule.Status'"
-    )
+    var = f"${pull_var(f)}"
+    if f.mechanism == Mechanism.STS:
+        return shell(cli.sts_job_status(var, str(dr.project)))
+    return shell(cli.datasync_status(var, dr.region))
 
 
 def pull_runs(dr: SiteConfig, f: DataFlow, limit: int) -> str:
     """The newest runs, newest first (Storage Transfer) or all executions (DataSync)."""
-    var = pull_var(f)
-    if f.mechanism == "sts":
-        return (
-            f'gcloud transfer operations list --job-names="${var}" --limit={limit} '
-            "--format='table(name,metadata.status,metadata.startTime,metadata.endTime)'"
-        )
-    return (
-        f'aws datasync list-task-executions --task-arn "${var}" --region {dr.region} --output table'
-    )
+    var = f"${pull_var(f)}"
+    if f.mechanism == Mechanism.STS:
+        return shell(cli.sts_runs(var, limit))
+    return shell(cli.datasync_runs(var, dr.region))
 
 
 def pull_run_now(dr: SiteConfig, f: DataFlow) -> str:
-    var = pull_var(f)
-    if f.mechanism == "sts":
-        return f'gcloud transfer jobs run "${var}" --project {dr.project}'
-    return f'aws datasync start-task-execution --task-arn "${var}" --region {dr.region}'
+    var = f"${pull_var(f)}"
+    if f.mechanism == Mechanism.STS:
+        return shell(cli.sts_run(var, str(dr.project)))
+    return shell(cli.datasync_run(var, dr.region))
 
 
-# --- building ------------------------------------------------------------------------------------
+# --- the words ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Draft:
-    key: str
-    phase: str
+def _paragraphs(text: str) -> list[str]:
+    """A macro's output as paragraphs: blank lines part them, a line break inside one is a
+    space (so templates can wrap their lines)."""
+    return [
+        " ".join(line.strip() for line in block.splitlines() if line.strip())
+        for block in re.split(r"\n\s*\n", text)
+        if block.strip()
+    ]
+
+
+class Words:
+    """One step kind's template (`templates/runbook/<kind>.md.j2`) with the pair's step numbers:
+    in it, `step("capacity")` is "step 9"."""
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def _render(self, macro: str, data: dict[str, Any]) -> str:
+        return str(getattr(self._module, macro)(**data))
+
+    def text(self, macro: str, **data: Any) -> str:
+        """One paragraph: a title, a why, one check's expectation."""
+        found = _paragraphs(self._render(macro, data))
+        if len(found) != 1:
+            raise ValueError(f"macro {macro} wrote {len(found)} paragraphs, not one")
+        return found[0]
+
+    def items(self, macro: str, **data: Any) -> tuple[str, ...]:
+        """A list, one item per paragraph: what to do if a step fails, its notes."""
+        return tuple(_paragraphs(self._render(macro, data)))
+
+
+def _words(graph: StepGraph) -> Callable[[str], Words]:
+    env = environment(trim=True)
+    numbers = {s.key: s.number for s in graph.steps}
+
+    def step(key: str) -> str:
+        if key not in numbers:
+            raise ValueError(f"runbook text refers to a missing step {key}")
+        return f"step {numbers[key]}"
+
+    modules: dict[str, Words] = {}
+
+    def words(kind: str) -> Words:
+        if kind not in modules:
+            template: jinja2.Template = env.get_template(f"{STEP_TEMPLATES}/{kind}.md.j2")
+            modules[kind] = Words(template.make_module(vars={"step": step}))
+        return modules[kind]
+
+    return words
+
+
+# --- building -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Body:
+    """What a step says and runs, besides its place in the graph."""
+
     title: str
     why: str
-    commands: list[str]
-    expected_s: float | None
-    basis: str
-    checks: list[Check]
-    on_failure: list[str]
-    after: list[str]
-    parallel_with: list[str]
-    notes: list[str]
-
-
-class _Steps:
-    """Collects steps by key; `after` and `parallel_with` name keys, resolved to numbers."""
-
-    def __init__(self) -> None:
-        self.drafts: list[_Draft] = []
-
-    def add(
-        self,
-        key: str,
-        phase: str,
-        title: str,
-        why: str,
-        commands: Iterable[str] = (),
-        expected_s: float | None = None,
-        basis: str = "",
-        checks: Iterable[Check] = (),
-        on_failure: Iterable[str] = (),
-        after: Iterable[str] = (),
-        parallel_with: Iterable[str] = (),
-        notes: Iterable[str] = (),
-    ) -> None:
-        if any(d.key == key for d in self.drafts):
-            raise ValueError(f"duplicate runbook step {key}")
-        self.drafts.append(
-            _Draft(
-                key,
-                phase,
-                title,
-                why,
-                list(commands),
-                expected_s,
-                basis,
-                list(checks),
-                list(on_failure),
-                list(after),
-                list(parallel_with),
-                list(notes),
-            )
-        )
-
-    def build(self) -> tuple[Step, ...]:
-        ordered = sorted(self.drafts, key=lambda d: PHASES.index(d.phase))  # stable
-        numbers = {d.key: i + 1 for i, d in enumerate(ordered)}
-
-        def resolve(keys: Sequence[str]) -> tuple[int, ...]:
-            return tuple(sorted({numbers[k] for k in keys if k in numbers}))
-
-        def ref(text: str) -> str:
-            def number(m: re.Match[str]) -> str:
-                if m.group(1) not in numbers:
-                    raise ValueError(f"runbook text refers to a missing step {m.group(1)}")
-                return f"step {numbers[m.group(1)]}"
-
-            return STEP_REF.sub(number, text)
-
-        out = []
-        for d in ordered:
-            after = resolve(d.after)
-            if any(n >= numbers[d.key] for n in after):
-                raise ValueError(f"runbook step {d.key} depends on a later step")
-            out.append(
-                Step(
-                    number=numbers[d.key],
-                    key=d.key,
-                    phase=d.phase,
-                    title=d.title,
-                    why=ref(d.why),
-                    commands=tuple(d.commands),
-                    expected_s=d.expected_s,
-                    duration=NOT_TIMED if d.expected_s is None else fmt_duration(d.expected_s),
-                    basis=ref(d.basis),
-                    checks=tuple(Check(ref(c.expect), c.command) for c in d.checks),
-                    on_failure=tuple(ref(t) for t in d.on_failure),
-                    after=after,
-                    parallel_with=tuple(n for n in resolve(d.parallel_with) if n != numbers[d.key]),
-                    notes=tuple(ref(t) for t in d.notes),
-                )
-            )
-        return tuple(out)
+    commands: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+    on_failure: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -537,13 +525,22 @@ class _Pair:
     dr: Site
     pcfg: SiteConfig
     dcfg: SiteConfig
-    flows: tuple[DataFlow, ...]
-    pools: tuple[Pool, ...]
+    facts: PairFacts
+    graph: StepGraph
     credentials: tuple[CredentialKey, ...]
+    words: Callable[[str], Words]
 
     @property
     def plan(self) -> Plan:
         return self.design.plan
+
+    @property
+    def flows(self) -> tuple[DataFlow, ...]:
+        return self.facts.flows
+
+    @property
+    def pools(self) -> tuple[Pool, ...]:
+        return self.facts.pools
 
     @property
     def dr_stack(self) -> str:
@@ -556,60 +553,55 @@ class _Pair:
     def dr_bucket(self, data_class: str) -> BucketConfig:
         return next(b for b in self.dcfg.buckets if b.data_class == data_class)
 
-    def primary_bucket(self, data_class: str) -> BucketConfig | None:
+    def primary_bucket(self, data_class: str) -> BucketConfig:
+        found = self.find_primary_bucket(data_class)
+        if found is None:
+            raise KeyError(f"no {data_class} bucket at {self.primary.name}")
+        return found
+
+    def find_primary_bucket(self, data_class: str) -> BucketConfig | None:
         return next((b for b in self.pcfg.buckets if b.data_class == data_class), None)
 
-    def flow(self, data_class: str) -> DataFlow | None:
-        return next((f for f in self.flows if f.data_class == data_class), None)
+    def flow(self, data_class: str) -> DataFlow:
+        found = self.facts.flow(data_class)
+        if found is None:
+            raise KeyError(f"no {data_class} flow for {self.facts.name}")
+        return found
 
     def dr_cluster(self, name: str) -> ClusterConfig:
         return next(c for c in self.dcfg.clusters if c.name == name)
 
-    def primary_cluster(self, name: str) -> ClusterConfig | None:
-        return next((c for c in self.pcfg.clusters if c.name == name), None)
+    def primary_cluster(self, name: str) -> ClusterConfig:
+        return next(c for c in self.pcfg.clusters if c.name == name)
 
-    def dr_pool(self, pool: Pool) -> tuple[ClusterConfig, PoolConfig]:
-        cluster = self.dr_cluster(pool.cluster)
-        return cluster, next(p for p in cluster.pools if p.name == pool.name)
+    def dr_pool(self, pool: str) -> tuple[ClusterConfig, PoolConfig]:
+        p = next(q for q in self.pools if q.name == pool)
+        cluster = self.dr_cluster(p.cluster)
+        return cluster, next(q for q in cluster.pools if q.name == pool)
 
-    @property
-    def detection_s(self) -> float:
-        return self.plan.recovery.detection_s
+    def pool(self, name: str) -> Pool:
+        return next(p for p in self.pools if p.name == name)
 
-    @property
-    def copies_back(self) -> tuple[DataFlow, ...]:
-        """Flows whose DR copy the DR site writes to during a failover, and which live in two
-        places (a dual-region bucket is one bucket in both regions: nothing to copy)."""
-        written = set()
-        if any(p.kind == "training" for p in self.pools):
-            written.add("checkpoints")
-        if any(p.kind == "service" for p in self.pools) or self.flow("weights"):
-            written.add("weights")
-        return tuple(
-            f for f in self.flows if f.data_class in written and not f.mechanism.startswith("gcs-")
-        )
+    def has(self, key: str) -> bool:
+        return self.graph.find(key) is not None
+
+    def trainings(self) -> tuple[Pool, ...]:
+        return self.facts.of_kind(PoolKind.TRAINING)
 
 
 def _pair(design: Design, primary: Site, dr: Site) -> _Pair:
     configs = build_site_configs(design)
-
-    def order(f: DataFlow) -> int:
-        return CLASS_ORDER.index(f.data_class)
-
+    graph = step_graph(design, primary.name, dr.name)
     return _Pair(
         design=design,
         primary=primary,
         dr=dr,
         pcfg=configs[primary.name],
         dcfg=configs[dr.name],
-        flows=tuple(
-            sorted(
-                (f for f in design.flows if f.primary == primary.name and f.dr == dr.name),
-                key=order,
-            )
-        ),
-        pools=tuple(p for p in design.pools if p.primary == primary.name and p.dr == dr.name),
+        facts=pair_facts(design, primary.name, dr.name),
+        graph=graph,
         credentials=transfer_credential_keys(design, dr),
+        words=_words(graph),
     )
 
 
@@ -627,1259 +619,776 @@ def _site_ref(plan: Plan, site: Site, cfg: SiteConfig) -> SiteRef:
 
 
 def _targets(pair: _Pair) -> tuple[Target, ...]:
-    name = f"{pair.primary.name}->{pair.dr.name}"
-    rows = []
-    for w in pair.design.workloads:
-        if w.pair != name:
-            continue
-        rows.append(
-            Target(
-                workload=w.name,
-                kind=w.kind,
-                how=w.mechanism or w.pattern or "-",
-                rpo=fmt_duration(w.rpo_s),
-                rto=fmt_duration(w.rto_s),
-                estimated_rpo=fmt_duration(w.estimated_rpo_s),
-                estimated_rto=fmt_duration(w.estimated_rto_s),
-                meets=w.meets,
-                rpo_s=w.rpo_s,
-                rto_s=w.rto_s,
-                estimated_rpo_s=w.estimated_rpo_s,
-                estimated_rto_s=w.estimated_rto_s,
-            )
+    return tuple(
+        Target(
+            workload=w.name,
+            kind=w.kind,
+            how=w.mechanism or w.pattern or "-",
+            rpo=fmt_duration(w.rpo_s),
+            rto=fmt_duration(w.rto_s),
+            estimated_rpo=fmt_duration(w.estimated_rpo_s),
+            estimated_rto=fmt_duration(w.estimated_rto_s),
+            meets=w.meets,
+            rpo_s=w.rpo_s,
+            rto_s=w.rto_s,
+            estimated_rpo_s=w.estimated_rpo_s,
+            estimated_rto_s=w.estimated_rto_s,
         )
-    return tuple(rows)
+        for w in pair.design.workloads
+        if w.pair == pair.facts.name
+    )
 
 
 def _variables(pair: _Pair) -> list[tuple[str, str]]:
-    out = [
-        (
-            "PULUMI_BACKEND_URL",
-            f"the state backend of {pair.dr_stack}; it must not live in {pair.primary.region}",
-        )
-    ]
-    if pair.dr.cloud == "azure" or pair.primary.cloud == "azure":
-        out.append(("AZURE_SUBSCRIPTION_ID", "the subscription of the Azure site(s)"))
+    w = pair.words("variables")
+    out = [(BACKEND_URL, w.text("backend", stack=pair.dr_stack, region=pair.primary.region))]
+    if "azure" in (pair.dr.cloud, pair.primary.cloud):
+        out.append((SUBSCRIPTION, w.text("subscription")))
+    sites = {"dr": pair.dr.name, "primary": pair.primary.name}
     for p in pair.pools:
-        v = var_name(p.name)
-        if p.kind == "training":
-            out += [
-                (f"{v}_MANIFEST_DR", f"the {p.name} training job's manifest for {pair.dr.name}"),
-                (f"{v}_MANIFEST_PRIMARY", f"the same job's manifest for {pair.primary.name}"),
-                (f"{v}_NAMESPACE", "the namespace the job runs in"),
-                (f"{v}_SELECTOR", "a label selector of the job's pods, e.g. app=trainer"),
+        v = pool_vars(p.name)
+        named = [(v.namespace, "namespace"), (v.selector, "selector")]
+        if p.kind == PoolKind.TRAINING:
+            named = [
+                (v.manifest_dr, "manifest_dr"),
+                (v.manifest_primary, "manifest_primary"),
+                *named,
             ]
         else:
-            out += [
-                (f"{v}_NAMESPACE", f"the namespace {p.name} runs in"),
-                (f"{v}_SELECTOR", f"a label selector of {p.name}'s pods"),
-                (f"{v}_HOSTNAME", f"the DNS name clients use for {p.name}"),
-                (f"{v}_DR_HEALTH_URL", f"{p.name}'s health check URL at {pair.dr.name}"),
-                (
-                    f"{v}_PRIMARY_HEALTH_URL",
-                    f"{p.name}'s health check URL at {pair.primary.name}",
-                ),
-            ]
-            if p.pattern != "active-active":
-                out.append((f"{v}_MANIFEST_DR", f"{p.name}'s manifest for {pair.dr.name}"))
-    if pair.copies_back and pair.primary.cloud != pair.dr.cloud:
-        out.append(
-            (
-                "STAGING",
-                "a local directory, on a host in the DR region, with room for what is copied "
-                "back (failback)",
-            )
-        )
+            named += [(v.hostname, "hostname"), (v.dr_health, "dr_health")]
+            named.append((v.primary_health, "primary_health"))
+            if p.pattern != Pattern.ACTIVE_ACTIVE:
+                named.append((v.manifest_dr, "manifest_dr"))
+        out += [(name, w.text(what, kind=p.kind, pool=p.name, **sites)) for name, what in named]
+    if pair.graph.of_kind("fb-copy") and pair.primary.cloud != pair.dr.cloud:
+        out.append((STAGING, w.text("staging")))
     return out
 
 
-# --- prepare -------------------------------------------------------------------------------------
-
-
-def _cloud_login(cfg: SiteConfig) -> tuple[list[str], list[Check]]:
+def _login(cfg: SiteConfig, w: Words) -> tuple[tuple[str, ...], tuple[Check, ...]]:
+    """Signing in to one site's cloud, and the check that it worked."""
+    commands: tuple[str, ...]
     if cfg.cloud == "aws":
-        account = f"account {cfg.account}" if cfg.account else "the account that owns the stack"
-        return (
-            ["aws sso login  # or however your organisation signs in to AWS"],
-            [Check(f'"Account" is {account}', "aws sts get-caller-identity")],
-        )
-    if cfg.cloud == "gcp":
-        return (
-            [
-                "gcloud auth login",
-                # The Pulumi GCP provider signs in with application default credentials.
-                "gcloud auth application-default login",
-            ],
-            [
-                Check(
-                    f"prints {cfg.project}",
-                    f"gcloud projects describe {cfg.project} --format='value(projectId)'",
-                )
-            ],
-        )
-    return (
-        ["az login", 'az account set --subscription "$AZURE_SUBSCRIPTION_ID"'],
-        [
-            Check(
-                "Succeeded",
-                f"az group show --name {cfg.resource_group} --query properties.provisioningState "
-                "--output tsv",
-            )
-        ],
+        commands = (f"{shell(cli.aws_login())}  # {w.text('aws_login')}",)
+        check = shell(cli.aws_identity())
+    elif cfg.cloud == "gcp":
+        commands = tuple(shell(a) for a in cli.gcloud_login())
+        check = shell(cli.gcp_project(str(cfg.project)))
+    else:
+        commands = tuple(shell(a) for a in cli.az_login(f"${SUBSCRIPTION}"))
+        check = shell(cli.az_resource_group(str(cfg.resource_group)))
+    expect = w.text("signed_in", cloud=cfg.cloud, account=cfg.account, project=cfg.project)
+    return commands, (Check(expect, check),)
+
+
+def _kube_access_help(cfg: SiteConfig, w: Words) -> tuple[str, ...]:
+    return w.items(
+        "kube_access",
+        cloud=cfg.cloud,
+        private=None if cfg.api_public_cidrs else cfg.cidr,
+        entries=[shell(cli.eks_access_entries(c.eks_name, cfg.region)) for c in cfg.clusters],
     )
 
 
-def _prepare(pair: _Pair, steps: _Steps, variables: list[tuple[str, str]]) -> None:
-    dr, dcfg = pair.dr, pair.dcfg
-    steps.add(
-        "variables",
-        "prepare",
-        "Set what gpudr does not know",
-        "Later commands use these variables; set them once in the shell you work in.",
-        commands=[f"export {name}='<{what}>'" for name, what in variables],
-        checks=[
-            Check(
-                "no line printed (every variable is set)",
-                "for v in " + " ".join(n for n, _ in variables) + '; do [ -n "${!v}" ] '
-                '|| echo "$v is not set"; done',
-            )
-        ],
-        on_failure=["Set the missing variable; ask the owning team if you do not know it."],
+def _ready(w: Words, cfg: SiteConfig, cluster: ClusterConfig, pool: str, nodes: int) -> Check:
+    return Check(
+        w.text("ready", nodes=nodes, pool=pool, site=None),
+        ready_nodes(kube_context(cfg, cluster), pool),
     )
-    commands, checks = _cloud_login(dcfg)
-    steps.add(
-        "cloud-login",
-        "prepare",
-        f"Sign in to {dr.cloud} (the DR cloud)",
-        f"Every failover command runs against {dr.cloud} {dr.region}; nothing needs "
-        f"{pair.primary.region}.",
+
+
+def _pool_size(
+    w: Words, cfg: SiteConfig, cluster: ClusterConfig, pool: PoolConfig, sizes: tuple[int, int, int]
+) -> Check:
+    floor, desired, top = sizes
+    expect = w.text(
+        "pool_size",
+        cloud=cfg.cloud,
+        pool=agent_pool_name(pool.name) if cfg.cloud == "azure" else pool.name,
+        floor=floor,
+        desired=desired,
+        top=top,
+    )
+    return Check(expect, pool_size_command(cfg, cluster, pool))
+
+
+# --- prepare --------------------------------------------------------------------------------------
+
+
+def _variables_step(pair: _Pair, node: StepNode) -> Body:
+    w = pair.words("variables")
+    variables = _variables(pair)
+    names = " ".join(n for n, _ in variables)
+    unset = f'for v in {names}; do [ -n "${{!v}}" ] || echo "$v is not set"; done'
+    return Body(
+        title=w.text("title"),
+        why=w.text("why"),
+        commands=tuple(export(name, what) for name, what in variables),
+        checks=(Check(w.text("all_set"), unset),),
+        on_failure=w.items("on_failure"),
+    )
+
+
+def _cloud_login_step(pair: _Pair, node: StepNode) -> Body:
+    w = pair.words("cloud-login")
+    commands, checks = _login(pair.dcfg, pair.words("shared"))
+    return Body(
+        title=w.text("title", cloud=pair.dr.cloud),
+        why=w.text("why", dr=pair.dr, primary=pair.primary),
         commands=commands,
         checks=checks,
-        on_failure=[
-            "Use the break-glass identity of the DR account/project/subscription if single "
-            "sign-on depends on the primary region."
-        ],
+        on_failure=w.items("on_failure"),
     )
-    pulumi_checks = [
+
+
+def _pulumi_login_step(pair: _Pair, node: StepNode) -> Body:
+    w, stack = pair.words("pulumi-login"), pair.dr_stack
+    checks = [
         Check(
-            f"`Backend URL` is $PULUMI_BACKEND_URL, not in {pair.primary.region}",
+            w.text("backend", var=BACKEND_URL, region=pair.primary.region),
             "pulumi whoami --verbose",
         ),
-        Check(
-            "`standby` (or `failover` if someone already switched)",
-            f"pulumi config get gpudr:mode -s {pair.dr_stack}",
-        ),
-    ]
-    notes = [
-        "Work in a checkout of this repository: `pulumi` reads `Pulumi.yaml` and "
-        f"`stacks/Pulumi.{pair.dr_stack}.yaml` from it and runs the program in `.venv` "
-        "(`make setup` creates it)."
-    ]
-    on_failure = [
-        "Backend unreachable: it lives in the failed region or depends on it; use the DR copy "
-        "of the state (see the README, 'Deploying for real').",
-        f"`error: no stack named '{pair.dr_stack}'`: you are logged in to the wrong backend.",
+        Check(w.text("mode"), f"pulumi config get {MODE_KEY} -s {stack}"),
     ]
     if pair.credentials:
-        listed = ", ".join(
-            f"`{c.key}`" + (" (shown as `[secret]`)" if c.secret else "") for c in pair.credentials
-        )
-        pulumi_checks.append(
-            Check(
-                f"lists {listed}: the sign-in of the scheduled pulls, copied from the primary",
-                f"pulumi config -s {pair.dr_stack}",
-            )
-        )
-        on_failure.append(
-            "A credential key is missing: copy it with the commands below if the primary's state "
-            "backend answers. Without it, the next `pulumi up` on the DR stack removes the "
-            "scheduled pulls (never the data). "
-            + " ".join(f"`{c.command(pair.dr_stack)}`" for c in pair.credentials)
-        )
-    steps.add(
-        "pulumi-login",
-        "prepare",
-        "Log in to the DR stack's state backend",
-        f"`pulumi up -s {pair.dr_stack}` is the failover switch; its state must be readable "
-        "with the primary region gone.",
-        commands=['pulumi login "$PULUMI_BACKEND_URL"'],
-        checks=pulumi_checks,
-        on_failure=on_failure,
-        notes=notes,
+        keys = [(c.key, c.secret) for c in pair.credentials]
+        checks.append(Check(w.text("credentials", keys=keys), f"pulumi config -s {stack}"))
+    return Body(
+        title=w.text("title"),
+        why=w.text("why", up=f"pulumi up -s {stack}"),
+        commands=(f'pulumi login "${BACKEND_URL}"',),
+        checks=tuple(checks),
+        on_failure=w.items(
+            "on_failure",
+            stack=stack,
+            copies=[c.command(stack) for c in pair.credentials],
+        ),
+        notes=w.items("notes", stack=stack),
     )
+
+
+def _kubectl_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("kubectl"), pair.dcfg
     standing = [c for c in dcfg.clusters if c.standby_control_plane]
-    if standing:
-        commands = [cmd for c in standing for cmd in credentials_commands(dcfg, c)]
-        checks = [
+    return Body(
+        title=w.text("title", clusters=len(standing)),
+        why=w.text("why"),
+        commands=tuple(cmd for c in standing for cmd in credentials_commands(dcfg, c)),
+        checks=tuple(
             Check(
-                f"lists the {c.name} cluster's nodes (an empty list is fine for a pilot light)",
+                w.text("nodes", cluster=c.name),
                 f"kubectl --context {kube_context(dcfg, c)} get nodes -L {POOL_LABEL}",
             )
             for c in standing
-        ]
-        steps.add(
-            "kubectl",
-            "prepare",
-            f"Get kubectl access to the DR cluster{'s' if len(standing) > 1 else ''}",
-            "Every kubectl command below names its context: the primary's cluster may still be "
-            "in your kubeconfig.",
-            commands=commands,
-            checks=checks,
-            on_failure=_kube_access_help(dcfg),
-        )
-
-
-def _kube_access_help(cfg: SiteConfig) -> list[str]:
-    out = []
-    if not cfg.api_public_cidrs:
-        out.append(
-            f"The API server is private: run kubectl from a host inside {cfg.cidr} (or a "
-            "network peered with it)."
-        )
-    if cfg.cloud == "aws":
-        for c in cfg.clusters:
-            out.append(
-                "`Unauthorized`: your IAM principal needs an EKS access entry (the deployer has "
-                "one); this lists them: "
-                f"`aws eks list-access-entries --cluster-name {c.eks_name} --region {cfg.region}`"
-            )
-    if cfg.cloud == "gcp":
-        out.append("`gke-gcloud-auth-plugin` must be installed for kubectl to sign in.")
-    if cfg.cloud == "azure":
-        out.append(
-            "`Forbidden`: you need an Azure Kubernetes Service RBAC role on the cluster "
-            "(local accounts are disabled)."
-        )
-    return out
-
-
-# --- failover ------------------------------------------------------------------------------------
-
-
-def _declare(pair: _Pair, steps: _Steps) -> None:
-    p, pcfg = pair.primary, pair.pcfg
-    checks = [
-        Check(
-            f"fails or times out (the primary cluster {c.eks_name} does not answer)",
-            cluster_status(pcfg, c).command,
-        )
-        for c in pcfg.clusters
-    ]
-    for b in pcfg.buckets[:1]:
-        checks.append(Check("fails or times out", bucket_reachable(pcfg, b)))
-    steps.add(
-        "declare",
-        "failover",
-        f"Declare the disaster: {p.name} ({p.cloud} {p.region}) is lost",
-        "The decision starts the clock. Record when the primary failed: the data age of every "
-        "replica below is measured from it.",
-        commands=["export DISASTER_AT='<UTC time of the first alarm, e.g. 2025-01-31T03:12:00Z>'"],
-        expected_s=pair.detection_s,
-        basis="detection stage: alarm to decision, recovery.detection",
-        checks=checks,
-        on_failure=[
-            "The primary answers: this is not a regional loss. Do not fail over; work the "
-            "incident at the primary.",
-            f"Check {STATUS_PAGES[p.cloud]} for the provider's view of {p.region}.",
-        ]
-        + (
-            [
-                "If the primary half-works, stop training there (your job's own command) before "
-                "{step:capacity}, so that only one site writes checkpoints."
-            ]
-            if pair.pools
-            else []
         ),
-        parallel_with=["variables", "cloud-login", "pulumi-login", "kubectl"],
+        on_failure=_kube_access_help(dcfg, pair.words("shared")),
     )
 
 
-def _pause_pulls(pair: _Pair, steps: _Steps) -> None:
-    scheduled = [f for f in pair.flows if f.mechanism in ("sts", "datasync")]
-    if not scheduled:
-        return
+# --- failover -------------------------------------------------------------------------------------
+
+
+def _declare_step(pair: _Pair, node: StepNode) -> Body:
+    w, p, pcfg = pair.words("declare"), pair.primary, pair.pcfg
+    checks = [
+        Check(w.text("cluster_down", cluster=c.eks_name), cluster_status(pcfg, c).command)
+        for c in pcfg.clusters
+    ]
+    checks += [Check(w.text("bucket_down"), bucket_reachable(pcfg, b)) for b in pcfg.buckets[:1]]
+    return Body(
+        title=w.text("title", site=p),
+        why=w.text("why"),
+        commands=(export(DISASTER_AT, w.text("disaster_at")),),
+        checks=tuple(checks),
+        on_failure=w.items(
+            "on_failure", status=STATUS_PAGES[p.cloud], region=p.region, pools=bool(pair.pools)
+        ),
+    )
+
+
+def _pause_pulls_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("pause-pulls"), pair.dcfg
+    scheduled = [f for f in pair.flows if f.mechanism in PULLED]
     commands: list[str] = []
-    checks: list[Check] = []
-    dcfg = pair.dcfg
+    checks = []
     for f in scheduled:
         b = pair.dr_bucket(f.data_class)
         for t in b.inbound:
             commands += [pull_lookup(dcfg, b, f, t), pull_schedule(dcfg, f, t, enabled=False)]
-        checks.append(Check(f"{f.data_class}: `DISABLED`", pull_status(dcfg, f)))
-    mirrors = any(f.data_class == "checkpoints" for f in scheduled)
-    why = (
-        "The pulls from the primary run on a schedule. Once the DR site writes its own data, a "
-        "run against a returning primary would overwrite it"
-        + (
-            ", and the checkpoint pull mirrors deletes: it would delete every checkpoint the DR "
-            "site wrote"
-            if mirrors
-            else ""
-        )
-        + ". Stop them now; failback starts them again after the copy back."
-    )
-    steps.add(
-        "pause-pulls",
-        "failover",
-        "Stop the scheduled pulls from the primary",
-        why,
-        commands=commands,
-        checks=checks,
-        on_failure=[
-            "A variable is empty: that pull was never declared (its credentials were not set); "
-            "nothing to stop.",
-            "Already disabled by the service after repeated failures: fine.",
-        ],
-        after=["declare"],
-        notes=[
-            f"Do not run `pulumi refresh` or `pulumi up --refresh` on {pair.dr_stack} until "
-            "failback: a refresh reads the disabled schedule and the next update enables it again."
-        ],
+        checks.append(Check(w.text("disabled", data_class=f.data_class), pull_status(dcfg, f)))
+    return Body(
+        title=w.text("title"),
+        why=w.text("why", mirrors=any(f.data_class == "checkpoints" for f in scheduled)),
+        commands=tuple(commands),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure"),
+        notes=w.items("notes", stack=pair.dr_stack),
     )
 
 
-def _data_checks(
-    pair: _Pair, f: DataFlow, b: BucketConfig
-) -> tuple[list[str], list[Check], list[str]]:
-    """Commands, checks and failure advice that show the DR copy of one class is usable."""
-    dcfg = pair.dcfg
-    key = key_var(f.data_class)
-    ref = f"${key}"
-    est = f.estimate.estimated_s
-    age = fmt_duration(est)
-    commands = [list_newest(dcfg, b)]
-    checks: list[Check] = []
-    advice: list[str] = []
-    if f.data_class == "checkpoints":
-        commands += [
-            "export CKPT='<prefix of the newest complete checkpoint in the listing>'",
-            f"export {key}='<one object of $CKPT; repeat the checks for each object it has>'",
-        ]
-    elif f.data_class == "weights":
-        commands.append(f"export {key}='<the weights version to serve, as the registry names it>'")
+def _freshness(pair: _Pair, f: DataFlow, w: Words) -> Check:
+    """How old the newest object may be: the plan's estimated RPO, measured from the loss."""
+    return Check(
+        w.text(
+            "fresh",
+            mechanism=f.mechanism,
+            estimate=f.estimate.estimated_s,
+            target=f.rpo_s,
+            disaster=f"${DISASTER_AT}",
+        ),
+        "",
+    )
+
+
+def _replica_checks(pair: _Pair, f: DataFlow, b: BucketConfig, w: Words) -> list[Check]:
+    """The object's stored checksums, and what the mechanism itself reports about the copy."""
+    dcfg, ref = pair.dcfg, f"${key_var(f.data_class)}"
+    if f.mechanism not in (Mechanism.CRR_RTC, Mechanism.CRR):
+        checks = [Check(w.text("stored"), describe_object(dcfg, b, ref))]
     else:
-        commands.append(f"export {key}='<the newest object in the listing>'")
-    if est is None:
-        checks.append(
-            Check(
-                f"the listing shows objects; {f.mechanism} guarantees no replication time, so "
-                "their age is whatever it is (the plan sets no RPO it could miss)",
-                "",
-            )
-        )
-    elif est == 0:
-        checks.append(
-            Check(
-                "the listing holds every version the registry lists as published: the writer "
-                "reported a publish only once both copies existed (RPO 0)",
-                "",
-            )
-        )
-    else:
-        checks.append(
-            Check(
-                f"the newest object in the listing was written after $DISASTER_AT minus {age} "
-                f"(the plan's estimated RPO; target {fmt_duration(f.rpo_s)})",
-                "",
-            )
-        )
-    if f.mechanism in ("crr-rtc", "crr"):
-        checks.append(
-            Check(
-                '"ReplicationStatus": "REPLICA" and the stored checksum',
-                describe_object(dcfg, b, ref),
-            )
-        )
+        checks = [Check(w.text("replica"), describe_object(dcfg, b, ref))]
         source = pair.primary_bucket(f.data_class)
-        if source is not None:
-            checks.append(
-                Check(
-                    "only if the primary region still answers: `COMPLETED` (replicated)",
-                    f'aws s3api head-object --bucket {source.name} --key "{ref}" '
-                    f"--region {pair.primary.region} --query ReplicationStatus",
-                )
-            )
-    else:
+        status = cli.s3_head_object(
+            source.name, ref, pair.primary.region, query="ReplicationStatus"
+        )
+        checks.append(Check(w.text("replicated"), shell(status)))
+    if f.mechanism in DUAL_REGION:
         checks.append(
             Check(
-                "size and stored checksums match your manifest where it records them",
-                describe_object(dcfg, b, ref),
+                w.text(
+                    "rpo_setting", setting=cli.gcs_rpo(turbo=f.mechanism == Mechanism.GCS_TURBO)
+                ),
+                shell(cli.gcs_describe_bucket(b, "value(rpo)")),
             )
         )
-    if f.mechanism.startswith("gcs-"):
-        checks.append(
-            Check(
-                f"`{_rpo_setting(f)}`",
-                f"gcloud storage buckets describe gs://{b.name} --format='value(rpo)'",
-            )
-        )
-        advice.append(
-            f"One bucket spans {pair.primary.region} and {pair.dr.region}: objects written just "
-            "before the loss may not have reached this region; use the newest complete one."
-        )
-    if f.mechanism in ("sts", "datasync"):
+    if f.mechanism in PULLED:
         interval = f.schedule.interval_s if f.schedule else None
-        runs = "run" if f.mechanism == "sts" else "execution"
         for t in b.inbound:
+            runs = pull_lookup(dcfg, b, f, t) + " && " + pull_runs(dcfg, f, 5)
             checks.append(
                 Check(
-                    f"the newest `SUCCESS` {runs} started no more than "
-                    f"{fmt_duration(interval)} (the schedule) before $DISASTER_AT; what it "
-                    "copied is as old as its start",
-                    pull_lookup(dcfg, b, f, t) + " && " + pull_runs(dcfg, f, 5),
+                    w.text(
+                        "pulled",
+                        mechanism=f.mechanism,
+                        interval=interval,
+                        disaster=f"${DISASTER_AT}",
+                    ),
+                    runs,
                 )
             )
-        if f.mechanism == "datasync":
-            checks.append(
-                Check(
-                    "`SUCCESS`, with `FilesVerified` equal to `FilesTransferred` (DataSync "
-                    "checked what it copied)",
-                    "aws datasync describe-task-execution --task-execution-arn "
-                    f"'<the newest SUCCESS execution above>' --region {dcfg.region} --query "
-                    "'{status:Status,start:StartTime,transferred:FilesTransferred,"
-                    "verified:FilesVerified}'",
-                )
-            )
-    if f.mechanism == "azure-or":
+    if f.mechanism == Mechanism.DATASYNC:
+        execution = f"<{w.text('newest_execution')}>"
         checks.append(
-            Check(
-                "the object replication policy is listed",
-                f"az storage account or-policy list --account-name {b.storage_account} "
-                f"--resource-group {dcfg.resource_group} --output table",
-            )
+            Check(w.text("verified"), shell(cli.datasync_execution(execution, dcfg.region)))
         )
+    if f.mechanism == Mechanism.AZURE_OR:
+        policies = cli.blob_replication_policies(b, str(dcfg.resource_group))
+        checks.append(Check(w.text("or_policy"), shell(policies)))
+    return checks
+
+
+def _integrity_checks(pair: _Pair, f: DataFlow, b: BucketConfig, w: Words) -> list[Check]:
+    """The object read and hashed; weights also locked against deletion."""
+    dcfg, ref = pair.dcfg, f"${key_var(f.data_class)}"
+    checks = []
     if f.data_class in ("checkpoints", "weights"):
-        checks.append(
-            Check(
-                f"equals the sha256 your manifest (or model registry) recorded for {ref}",
-                hash_object(dcfg, b, ref),
-            )
-        )
+        checks.append(Check(w.text("sha256", ref=ref), hash_object(dcfg, b, ref)))
     if f.data_class == "weights" and dcfg.cloud == "aws":
-        checks.append(
-            Check(
-                '"Mode": "COMPLIANCE" (Object Lock: this version cannot be deleted)',
-                f'aws s3api get-object-retention --bucket {b.name} --key "{ref}" '
-                f"--region {dcfg.region}",
-            )
-        )
+        retention = cli.s3_object_retention(b, ref, dcfg.region)
+        checks.append(Check(w.text("object_lock"), shell(retention)))
     if f.data_class == "weights" and dcfg.cloud == "gcp":
+        lock = cli.gcs_describe_bucket(b, "yaml(retention_policy)")
+        checks.append(Check(w.text("bucket_lock"), shell(lock)))
+    return checks
+
+
+def _data_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("data"), pair.dcfg
+    f = pair.flow(str(node.subject))
+    b = pair.dr_bucket(f.data_class)
+    key = key_var(f.data_class)
+    if f.data_class == "checkpoints":
+        picks = [export(CKPT, w.text("ckpt_prefix")), export(key, w.text("ckpt_object", ckpt=CKPT))]
+    else:
+        picks = [export(key, w.text("pick", data_class=f.data_class))]
+    est = f.estimate.estimated_s
+    ckpt = pair.plan.checkpoints
+    return Body(
+        title=w.text("title", data_class=f.data_class, site=pair.dr.name),
+        why=w.text(
+            "why",
+            url=storage_url(dcfg, b),
+            data_class=f.data_class,
+            mechanism=f.mechanism,
+            scaling=pair.has("capacity"),
+        ),
+        commands=(list_newest(dcfg, b), *picks),
+        checks=(
+            _freshness(pair, f, w),
+            *_replica_checks(pair, f, b, w),
+            *_integrity_checks(pair, f, b, w),
+        ),
+        on_failure=w.items(
+            "on_failure",
+            data_class=f.data_class,
+            dual_region=f.mechanism in DUAL_REGION,
+            regions=(pair.primary.region, pair.dr.region),
+            keep=ckpt.keep if ckpt else None,
+            interval=ckpt.interval_s if ckpt else None,
+            dual_write=f.mechanism == Mechanism.DUAL_WRITE,
+            age=est,
+            cloud=dcfg.cloud,
+        ),
+        notes=w.items(
+            "notes",
+            data_class=f.data_class,
+            dual_write=f.mechanism == Mechanism.DUAL_WRITE,
+            primary=pair.primary.name,
+            dr=pair.dr.name,
+            size=fmt_size(pair.plan.datasets.size_b) if pair.plan.datasets else None,
+        ),
+    )
+
+
+def _capacity_step(pair: _Pair, node: StepNode) -> Body:
+    w, shared, dcfg, stack = pair.words("capacity"), pair.words("shared"), pair.dcfg, pair.dr_stack
+    created = sorted({c.name for c in dcfg.clusters if not c.standby_control_plane})
+    commands = [set_mode(Mode.FAILOVER, stack), pulumi_up(stack)]
+    commands += [cmd for c in created for cmd in credentials_commands(dcfg, pair.dr_cluster(c))]
+    checks = [Check(w.text("mode"), stack_mode(stack))]
+    for p in pair.pools:
+        cluster, pool = pair.dr_pool(p.name)
+        checks += [
+            _pool_size(shared, dcfg, cluster, pool, (pool.nodes, pool.nodes, pool.nodes)),
+            _ready(shared, dcfg, cluster, pool.name, pool.nodes),
+            Check(
+                w.text("gpus", gpus=pool.gpus_per_node, pool=pool.name),
+                gpus_per_node(kube_context(dcfg, cluster), pool.name),
+            ),
+        ]
+    trouble = dict.fromkeys(pool_trouble(dcfg, *pair.dr_pool(p.name)) for p in pair.pools)
+    return Body(
+        title=w.text("title", site=pair.dr.name),
+        why=w.text("why", stack=stack, pools=pair.pools, created=bool(created)),
+        commands=tuple(commands),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure", trouble=list(trouble), cloud=dcfg.cloud),
+    )
+
+
+def _training_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("training"), pair.dcfg
+    cluster, pool = pair.dr_pool(str(node.subject))
+    ctx, v = kube_context(dcfg, cluster), pool_vars(pool.name)
+    ckpt = pair.has("data:checkpoints")
+    ckpt_url = storage_url(dcfg, pair.dr_bucket("checkpoints")) if ckpt else None
+    checks = [Check(w.text("running", pool=pool.name), f"{_pods(ctx, v)} -o wide")]
+    if ckpt:
+        checks.append(Check(w.text("restored", ckpt=CKPT), _pod_logs(ctx, v, "checkpoint")))
+    if ckpt and pair.plan.checkpoints:
+        interval = pair.plan.checkpoints.interval_s
+        newest = list_newest(dcfg, pair.dr_bucket("checkpoints"))
+        checks.append(Check(w.text("new_checkpoint", ckpt=CKPT, interval=interval), newest))
+    return Body(
+        title=str(node.title),
+        why=w.text(
+            "why",
+            manifest=v.manifest_dr,
+            label=POOL_LABEL,
+            taint=GPU_TAINT,
+            pool=pool,
+            ckpt=CKPT,
+            checkpoints=ckpt_url,
+            datasets=storage_url(dcfg, pair.dr_bucket("datasets"))
+            if pair.has("data:datasets")
+            else None,
+        ),
+        commands=(_apply(ctx, v.manifest_dr),),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure", describe=_pods(ctx, v, "describe pods"), ckpt=ckpt),
+    )
+
+
+def _service_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("service"), pair.dcfg
+    p = pair.pool(str(node.subject))
+    cluster, pool = pair.dr_pool(p.name)
+    ctx, v = kube_context(dcfg, cluster), pool_vars(p.name)
+    serving = p.pattern == Pattern.ACTIVE_ACTIVE
+    weights = f"${key_var('weights')}" if pair.has("data:weights") else None
+    checks = [
+        Check(w.text("running", pool=pool.name), f"{_pods(ctx, v)} -o wide"),
+        Check(w.text("healthy"), _http_status(f"${v.dr_health}")),
+    ]
+    if weights:
+        checks.append(Check(w.text("version", weights=weights), _pod_logs(ctx, v, "weights")))
+    return Body(
+        title=str(node.title),
+        why=w.text(
+            "why",
+            pool=pool,
+            serving=serving,
+            site=pair.dr.name,
+            weights=weights,
+            label=POOL_LABEL,
+            taint=GPU_TAINT,
+        ),
+        commands=() if serving else (_apply(ctx, v.manifest_dr),),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure", describe=_pods(ctx, v, "describe pods"), weights=weights),
+    )
+
+
+def _traffic_step(pair: _Pair, node: StepNode) -> Body:
+    w, p = pair.words("traffic"), pair.pool(str(node.subject))
+    v = pool_vars(p.name)
+    return Body(
+        title=str(node.title),
+        why=w.text(
+            "why",
+            hostname=v.hostname,
+            pool=p.name,
+            site=pair.dr.name,
+            shift=p.chosen.stages["traffic_shift"],
+        ),
+        commands=(f"# {w.text('change', hostname=v.hostname, pool=p.name, site=pair.dr.name)}",),
+        checks=(
+            Check(w.text("resolves", pool=p.name, site=pair.dr.name), _resolve(v.hostname)),
+            Check(w.text("serves"), _http_status(f"https://${v.hostname}/")),
+        ),
+        on_failure=w.items("on_failure", pool=p.name),
+    )
+
+
+# --- failback -------------------------------------------------------------------------------------
+
+
+def _primary_healthy_step(pair: _Pair, node: StepNode) -> Body:
+    w, shared, p, pcfg = (
+        pair.words("fb-primary-healthy"),
+        pair.words("shared"),
+        pair.primary,
+        pair.pcfg,
+    )
+    commands: tuple[str, ...] = ()
+    checks: list[Check] = []
+    if p.cloud != pair.dr.cloud:
+        commands, login = _login(pcfg, shared)
+        checks += login
+    commands += tuple(cmd for c in pcfg.clusters for cmd in credentials_commands(pcfg, c))
+    checks += [cluster_status(pcfg, c) for c in pcfg.clusters]
+    checks += [
+        Check(w.text("answers", data_class=b.data_class), bucket_reachable(pcfg, b))
+        for b in pcfg.buckets
+    ]
+    for q in pair.trainings():
+        cluster = pair.primary_cluster(q.cluster)
         checks.append(
             Check(
-                "a retention policy that is locked (Bucket Lock)",
-                f"gcloud storage buckets describe gs://{b.name} --format='yaml(retention_policy)'",
+                w.text("not_restarted", pool=q.name, primary=p.name, dr=pair.dr.name),
+                _pods(kube_context(pcfg, cluster), pool_vars(q.name)),
             )
         )
-    c = pair.plan.checkpoints
-    if f.data_class == "checkpoints" and c is not None:
-        advice.append(
-            "A checksum differs or an object is missing: take the previous checkpoint (the "
-            f"bucket keeps the last {c.keep}) and verify it the same way; each one back loses "
-            f"another {fmt_duration(c.interval_s)} of training."
-        )
-    if f.data_class == "weights":
-        advice.append(
-            "A checksum differs: serve the previous verified version. Never overwrite a locked "
-            "version (it is refused, as intended)."
-        )
-    if f.mechanism == "dual-write" and est:
-        advice.append(
-            f"Newest object older than {age}: the writer stopped writing before the loss; the "
-            "data is as old as its last write."
-        )
-    elif est:
-        advice.append(
-            f"Newest object older than {age}: replication was behind before the loss. There is "
-            "no newer copy at the DR site: the incident lead decides whether to go on with it."
-        )
-    if dcfg.cloud == "azure":
-        advice.append(
-            "`AuthorizationPermissionMismatch`: you need Storage Blob Data Reader on the account "
-            "(shared keys are disabled; `--auth-mode login` is the only way in)."
-        )
-    return commands, checks, advice
-
-
-def _rpo_setting(f: DataFlow) -> str:
-    """A dual-region bucket's `rpo` as GCS reports it."""
-    return "ASYNC_TURBO" if f.mechanism == "gcs-turbo" else "DEFAULT"
-
-
-def _data(pair: _Pair, steps: _Steps) -> None:
-    for f in pair.flows:
-        b = pair.dr_bucket(f.data_class)
-        commands, checks, advice = _data_checks(pair, f, b)
-        expected = None
-        if f.estimated_rto_s is not None:
-            expected = max(0.0, f.estimated_rto_s - pair.detection_s)
-            basis = (
-                f"the plan's {f.data_class} RTO ({fmt_duration(f.estimated_rto_s)}) less "
-                "detection: one node reads the working set"
-            )
-        else:
-            basis = f"no RTO for {f.data_class} in the plan; it does not hold up recovery"
-        what = {
-            "checkpoints": "find the newest complete checkpoint and verify it",
-            "datasets": "check the replica caught up",
-            "weights": "verify the version to serve",
-        }[f.data_class]
-        use = {
-            "checkpoints": "Training restarts from the checkpoint verified here.",
-            "datasets": "Training reads them; they must have caught up.",
-            "weights": "The services serve the version verified here.",
-        }[f.data_class]
-        scaling = (
-            " If {step:capacity} has not started, start it first: this step runs while it scales."
-        )
-        steps.add(
-            f"data:{f.data_class}",
-            "failover",
-            f"{f.data_class.capitalize()} at {pair.dr.name}: {what}",
-            f"{storage_url(pair.dcfg, b)} holds the {f.data_class} ({f.mechanism}). {use}"
-            + (scaling if pair.pools else ""),
-            commands=commands,
-            expected_s=expected,
-            basis=basis,
-            checks=checks,
-            on_failure=advice,
-            after=["declare"] + (["pause-pulls"] if f.mechanism in ("sts", "datasync") else []),
-            parallel_with=["capacity"] + [f"data:{o.data_class}" for o in pair.flows],
-            notes=_data_notes(pair, f),
-        )
-
-
-def _data_notes(pair: _Pair, f: DataFlow) -> list[str]:
-    notes = []
-    if f.mechanism == "dual-write":
-        notes.append(
-            f"Writers of {f.data_class} must write both copies before they report success; with "
-            f"{pair.primary.name} gone none can. Point them at the {pair.dr.name} copy only "
-            "until failback switches them back ({step:fb:replication})."
-        )
-    if f.data_class == "datasets" and pair.plan.datasets:
-        notes.append(
-            "The listing reads every object's metadata: on "
-            f"{fmt_size(pair.plan.datasets.size_b)} of datasets it takes a while, and holds "
-            "up nothing else."
-        )
-    return notes
-
-
-def _capacity(pair: _Pair, steps: _Steps) -> None:
-    if not pair.pools:
-        return
-    dcfg, stack = pair.dcfg, pair.dr_stack
-    stages = {p.name: p.chosen.stages for p in pair.pools}
-    per_pool = {n: s["infrastructure"] + s["capacity"] for n, s in stages.items()}
-    expected = max(per_pool.values())
-    commands = [
-        f"pulumi config set gpudr:mode failover -s {stack}",
-        f"pulumi up -s {stack} --policy-pack {POLICY_PACK}",
-    ]
-    created = sorted(
-        {p.cluster for p in pair.pools if not pair.dr_cluster(p.cluster).standby_control_plane}
-    )
-    for name in created:
-        commands += credentials_commands(dcfg, pair.dr_cluster(name))
-    checks = [Check("`failover`", f"pulumi stack output mode -s {stack}")]
-    for p in pair.pools:
-        cluster, pool = pair.dr_pool(p)
-        ctx = kube_context(dcfg, cluster)
-        checks += [
-            pool_size_check(dcfg, cluster, pool, pool.nodes, pool.nodes, pool.nodes),
-            Check(f"{pool.nodes} ({pool.name}: nodes Ready)", ready_nodes(ctx, pool.name)),
-            Check(
-                f"{pool.gpus_per_node} GPUs on every {pool.name} node",
-                gpus_per_node(ctx, pool.name),
-            ),
-        ]
-    basis = "; ".join(
-        f"{n} ({p.pattern}): infrastructure {fmt_duration(stages[n]['infrastructure'])} + "
-        f"capacity {fmt_duration(stages[n]['capacity'])}"
-        for n, p in ((q.name, q) for q in pair.pools)
-    )
-    sizes = ", ".join(f"{p.name} {p.standing} -> {p.nodes} nodes" for p in pair.pools)
-    on_failure = [
-        "`pulumi up` stopped part-way: run the same command again; it continues from its state.",
-        "A mandatory policy refused the update: the message names the resource and the rule; "
-        "fix the config, do not drop `--policy-pack` without the incident lead's decision.",
-    ]
-    trouble = list(dict.fromkeys(pool_trouble(dcfg, *pair.dr_pool(p)) for p in pair.pools))
-    on_failure.append(
-        "A pool stays below its size: the reason (usually no GPU capacity in the zone) shows in "
-        + "; ".join(f"`{cmd}`" for cmd in trouble)
-        + ". Start the workloads on the nodes there are if they allow it, and ask the provider "
-        "for capacity (`reserve_capacity: true` in the plan makes it certain next time)."
-    )
-    if dcfg.cloud in ("gcp", "azure"):
-        on_failure.append(
-            "Fewer nodes than the new minimum and no error: the cluster autoscaler may add nodes "
-            "only for pending pods; start the workloads (next steps) and check again."
-        )
-    if dcfg.cloud == "aws":
-        on_failure.append(
-            "Nodes Ready but no GPUs: the NVIDIA device plugin is not running on the cluster; "
-            "install it (it is not part of the stack)."
-        )
-    steps.add(
-        "capacity",
-        "failover",
-        f"Scale the GPU pools at {pair.dr.name} to full size",
-        f"The failover switch of stack {stack}: every DR pool goes to the primary's size "
-        f"({sizes}). Start it as soon as the disaster is declared; the data steps run while it "
-        "scales. In the preview, expect only GPU pool sizes to change"
-        + (" and the backup/restore cluster to be created" if created else "")
-        + "; answer `yes`.",
+    preview = pulumi_preview(pair.primary_stack, refresh=True)
+    checks.append(Check(w.text("preview"), preview))
+    return Body(
+        title=w.text("title", site=p),
+        why=w.text("why", status=STATUS_PAGES[p.cloud]),
         commands=commands,
-        expected_s=expected,
-        basis=basis,
-        checks=checks,
-        on_failure=on_failure,
-        after=["declare", "pulumi-login"],
-        parallel_with=[f"data:{f.data_class}" for f in pair.flows],
+        checks=tuple(checks),
+        on_failure=(*w.items("on_failure"), *_kube_access_help(pcfg, shared)),
     )
 
 
-def _training(pair: _Pair, steps: _Steps) -> None:
-    dcfg = pair.dcfg
-    data_after = [f"data:{c}" for c in ("checkpoints", "datasets") if pair.flow(c)]
-    for p in pair.pools:
-        if p.kind != "training":
-            continue
-        cluster, pool = pair.dr_pool(p)
-        ctx = kube_context(dcfg, cluster)
-        v = var_name(p.name)
-        s = p.chosen.stages
-        ckpt = pair.flow("checkpoints")
-        where = (
-            f"{storage_url(dcfg, pair.dr_bucket('checkpoints'))}/$CKPT"
-            if ckpt
-            else "its checkpoint"
-        )
-        datasets = storage_url(dcfg, pair.dr_bucket("datasets")) if pair.flow("datasets") else None
-        needs = [
-            f"a node selector `{POOL_LABEL}: {pool.name}` and a toleration for `{GPU_TAINT}`",
-            f"{pool.nodes} nodes x {pool.gpus_per_node} GPUs",
-            f"restore from {where} (verified in {{step:data:checkpoints}})"
-            if ckpt
-            else "restore from wherever the job keeps its checkpoints (the plan protects none)",
-        ]
-        if datasets:
-            needs.append(f"read datasets from {datasets}")
-        needs.append(
-            "write new checkpoints to "
-            + (storage_url(dcfg, pair.dr_bucket("checkpoints")) if ckpt else "the DR site")
-        )
-        steps.add(
-            f"training:{p.name}",
-            "failover",
-            f"Restart training {p.name}" + (" from the verified checkpoint" if ckpt else ""),
-            "The job needs both the GPUs and the verified data. Its DR manifest "
-            f"(${v}_MANIFEST_DR) must have: " + "; ".join(needs) + ".",
-            commands=[f'kubectl --context {ctx} apply -f "${v}_MANIFEST_DR"'],
-            expected_s=s["staging"] + s["restart"],
-            basis=f"staging {fmt_duration(s['staging'])} (the checkpoint read by all "
-            f"{pool.nodes} nodes) + restart {fmt_duration(s['restart'])}",
-            checks=[
-                Check(
-                    f"every pod Running, on nodes of pool {pool.name}",
-                    f'kubectl --context {ctx} get pods -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                    "-o wide",
-                ),
-            ]
-            + (
-                [
-                    Check(
-                        "the job restored the step of $CKPT",
-                        f'kubectl --context {ctx} logs -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                        "--tail=200 | grep -i checkpoint",
-                    )
-                ]
-                if ckpt
-                else []
-            )
-            + (
-                [
-                    Check(
-                        "a checkpoint newer than $CKPT appears after one interval "
-                        f"({fmt_duration(pair.plan.checkpoints.interval_s)})",
-                        list_newest(dcfg, pair.dr_bucket("checkpoints")),
-                    )
-                ]
-                if ckpt and pair.plan.checkpoints
-                else []
-            ),
-            on_failure=[
-                f'Pods Pending: `kubectl --context {ctx} describe pods -n "${v}_NAMESPACE" '
-                f'-l "${v}_SELECTOR"` names the reason (missing toleration, not enough GPUs).',
-                "Access denied reading the bucket: the job's identity at the DR site needs read "
-                "and write on it (workload identity / pod identity is yours to bind).",
-            ]
-            + (
-                [
-                    "The restore fails its own checksum: go back to {step:data:checkpoints} and "
-                    "take the previous checkpoint."
-                ]
-                if ckpt
-                else []
-            ),
-            after=["capacity", *data_after],
-        )
+def _stop_dr_training_step(pair: _Pair, node: StepNode) -> Body:
+    w, dcfg = pair.words("fb-stop-dr-training"), pair.dcfg
+    where = [
+        (kube_context(dcfg, pair.dr_pool(q.name)[0]), pool_vars(q.name)) for q in pair.trainings()
+    ]
+    return Body(
+        title=w.text("title", site=pair.dr.name),
+        why=w.text("why"),
+        commands=tuple(_apply(ctx, v.manifest_dr, "delete") for ctx, v in where),
+        checks=tuple(Check(w.text("stopped"), _pods(ctx, v)) for ctx, v in where),
+        on_failure=w.items("on_failure"),
+    )
 
 
-def _services(pair: _Pair, steps: _Steps) -> None:
-    dcfg = pair.dcfg
-    weights = pair.flow("weights")
-    for p in pair.pools:
-        if p.kind != "service":
-            continue
-        cluster, pool = pair.dr_pool(p)
-        ctx = kube_context(dcfg, cluster)
-        v = var_name(p.name)
-        s = p.chosen.stages
-        serving = p.pattern == "active-active"
-        commands = [] if serving else [f'kubectl --context {ctx} apply -f "${v}_MANIFEST_DR"']
-        verified = (
-            "the version verified in {step:data:weights}"
-            if weights
-            else "the weights it keeps itself (the plan protects none)"
-        )
-        steps.add(
-            f"service:{p.name}",
-            "failover",
-            f"{p.name}: {'check it serves' if serving else 'start it'}"
-            + (f"{' with' if not serving else ''} the verified weights" if weights else ""),
-            (
-                f"{p.name} is active-active: its {pool.nodes} nodes at {pair.dr.name} already "
-                f"serve. Check they serve {verified} before more traffic reaches them."
-                if serving
-                else f"{p.name} ({p.pattern}) starts on the scaled pool, loading {verified}."
-            )
-            + f" Pods need `{POOL_LABEL}: {pool.name}` and a toleration for `{GPU_TAINT}`.",
-            commands=commands,
-            expected_s=s["staging"] + s["restart"],
-            basis=f"staging {fmt_duration(s['staging'])} + restart {fmt_duration(s['restart'])}"
-            + (
-                "; active-active: already loaded and serving"
-                if serving
-                else "; one node reads the weights"
-            ),
-            checks=[
-                Check(
-                    f"every pod Running and Ready, on nodes of pool {pool.name}",
-                    f'kubectl --context {ctx} get pods -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                    "-o wide",
-                ),
-                Check(
-                    "`200`",
-                    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' \"${v}_DR_HEALTH_URL\"",
-                ),
-            ]
-            + (
-                [
-                    Check(
-                        "the weights version the service reports is $WEIGHTS_KEY, verified in "
-                        "{step:data:weights}",
-                        f'kubectl --context {ctx} logs -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                        "--tail=200 | grep -i weights",
-                    )
-                ]
-                if weights
-                else []
-            ),
-            on_failure=[
-                f'Pods not Ready: `kubectl --context {ctx} describe pods -n "${v}_NAMESPACE" '
-                f'-l "${v}_SELECTOR"`.',
-            ]
-            + (
-                [
-                    "Wrong weights version: roll the deployment to $WEIGHTS_KEY before moving "
-                    "traffic."
-                ]
-                if weights
-                else []
-            ),
-            after=["capacity"] + (["data:weights"] if weights else []),
-        )
-        steps.add(
-            f"traffic:{p.name}",
-            "failover",
-            f"{p.name}: move client traffic to {pair.dr.name}",
-            "gpudr manages no DNS record or global load balancer: this switch is your own "
-            f"change (DNS record, load balancer pool, or CDN origin) pointing ${v}_HOSTNAME at "
-            f"{p.name} in {pair.dr.name}. The plan allows "
-            f"{fmt_duration(s['traffic_shift'])} for it (recovery.traffic_shift): the record's "
-            "TTL must not be longer.",
-            commands=[
-                f"# your DNS / load balancer change: ${v}_HOSTNAME -> {p.name} at {pair.dr.name}"
-            ],
-            expected_s=s["traffic_shift"],
-            basis="traffic_shift stage, recovery.traffic_shift",
-            checks=[
-                Check(
-                    f"the address or name of {p.name}'s endpoint at {pair.dr.name}",
-                    f'dig +short "${v}_HOSTNAME"',
-                ),
-                Check(
-                    "`200`, from outside both clouds",
-                    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' \"https://${v}_HOSTNAME/\"",
-                ),
-            ],
-            on_failure=[
-                "Clients still reach the primary: resolvers cache the old record up to its TTL; "
-                "wait one TTL and check again.",
-                "Errors at the DR endpoint: move the traffic back only if the primary serves; "
-                f"otherwise go back to {{step:service:{p.name}}}.",
-            ],
-            after=[f"service:{p.name}"],
-        )
-
-
-# --- failback ------------------------------------------------------------------------------------
-
-
-def _copy_commands(pair: _Pair, f: DataFlow) -> tuple[list[str], list[Check]]:
+def _copy_back(pair: _Pair, f: DataFlow, w: Words) -> tuple[list[str], list[Check]]:
     """Copy what the DR site holds for one class back into the primary's bucket, never deleting
-    and never overwriting at the destination, and the checks that nothing is left to copy."""
+    and never overwriting at the destination, and the check that nothing is left to copy."""
     dcfg, pcfg = pair.dcfg, pair.pcfg
-    src = pair.dr_bucket(f.data_class)
+    source = storage_url(dcfg, pair.dr_bucket(f.data_class))
+    target = storage_url(pcfg, pair.primary_bucket(f.data_class))
+    login = shell(cli.azcopy_login())
+    if dcfg.cloud == pcfg.cloud:
+        up = _copy(pcfg.cloud, source, target, (dcfg.region, pcfg.region), keep=True)
+        commands = [login, up] if pcfg.cloud == "azure" else [up]
+    else:
+        # Across clouds no CLI signs in to both: stage on local disk, each side with its own CLI
+        # and its usual sign-in (no access key of one cloud stored for the other's tools).
+        local = f"${STAGING}/{f.data_class}"
+        commands = [f'mkdir -p "{local}"', *([login] if dcfg.cloud == "azure" else [])]
+        commands.append(_copy(dcfg.cloud, source, local, (dcfg.region,), keep=False))
+        up = _copy(pcfg.cloud, local, target, (pcfg.region,), keep=True)
+        if pcfg.cloud == "azure" and login not in commands:
+            commands.append(login)
+        commands.append(up)
+    dry = " --dryrun" if pcfg.cloud == "aws" else " --dry-run"
+    return commands, [Check(w.text("nothing_left", cloud=pcfg.cloud), up + dry)]
+
+
+def _copy_step(pair: _Pair, node: StepNode) -> Body:
+    w, f = pair.words("fb-copy"), pair.flow(str(node.subject))
     dst = pair.primary_bucket(f.data_class)
-    if dst is None:
-        return [], []
-    s_url, d_url = storage_url(dcfg, src), storage_url(pcfg, dst)
-    pair_clouds = (dcfg.cloud, pcfg.cloud)
-    if pair_clouds == ("aws", "aws"):
-        base = f"aws s3 sync {s_url} {d_url} --source-region {dcfg.region} --region {pcfg.region}"
-        return [base], [Check("no line printed: nothing left to copy", f"{base} --dryrun")]
-    if pair_clouds == ("gcp", "gcp"):
-        base = f"gcloud storage rsync {s_url} {d_url} --recursive --no-clobber"
-        return [base], [Check("no `Would copy` line: nothing left", f"{base} --dry-run")]
-    if pair_clouds == ("azure", "azure"):
-        base = f"azcopy copy '{s_url}/*' '{d_url}' --recursive --overwrite=false"
-        return ["azcopy login", base], [
-            Check("0 transfers listed: nothing left", f"{base} --dry-run")
-        ]
-    # Across clouds no CLI signs in to both: stage on local disk, each side with its own CLI
-    # and its usual sign-in (no access key of one cloud stored for the other's tools).
-    local = f'"$STAGING/{f.data_class}"'
-    commands = [f"mkdir -p {local}"]
-    if dcfg.cloud == "aws":
-        commands.append(f"aws s3 sync {s_url} {local} --region {dcfg.region}")
-    elif dcfg.cloud == "gcp":
-        commands.append(f"gcloud storage rsync {s_url} {local} --recursive")
-    else:
-        commands += ["azcopy login", f"azcopy copy '{s_url}/*' {local} --recursive"]
-    if pcfg.cloud == "aws":
-        up = f"aws s3 sync {local} {d_url} --size-only --region {pcfg.region}"
-        check = Check("no line printed: nothing left to copy", f"{up} --dryrun")
-    elif pcfg.cloud == "gcp":
-        up = f"gcloud storage rsync {local} {d_url} --recursive --no-clobber"
-        check = Check("no `Would copy` line: nothing left", f"{up} --dry-run")
-    else:
-        up = f"azcopy copy \"$STAGING/{f.data_class}/*\" '{d_url}' --recursive --overwrite=false"
-        if "azcopy login" not in commands:
-            commands.append("azcopy login")
-        check = Check("0 transfers listed: nothing left", f"{up} --dry-run")
-    commands.append(up)
-    return commands, [check]
-
-
-def _failback(pair: _Pair, steps: _Steps) -> None:
-    p, pcfg, dcfg = pair.primary, pair.pcfg, pair.dcfg
-    trainings = [q for q in pair.pools if q.kind == "training"]
-    commands, checks = _cloud_login(pcfg) if p.cloud != pair.dr.cloud else ([], [])
-    commands += [cmd for c in pcfg.clusters for cmd in credentials_commands(pcfg, c)]
-    checks += [cluster_status(pcfg, c) for c in pcfg.clusters]
-    checks += [Check(f"{b.data_class}: answers", bucket_reachable(pcfg, b)) for b in pcfg.buckets]
-    for q in trainings:
-        c = pair.primary_cluster(q.cluster)
-        if c is not None:
-            v = var_name(q.name)
-            checks.append(
-                Check(
-                    f"no pod: training {q.name} did not restart on its own at {p.name} (it "
-                    f"would write checkpoints older than {pair.dr.name}'s; stop it if it did)",
-                    f'kubectl --context {kube_context(pcfg, c)} get pods -n "${v}_NAMESPACE" '
-                    f'-l "${v}_SELECTOR"',
-                )
-            )
+    commands, checks = _copy_back(pair, f, w)
+    key = f"${key_var(f.data_class)}"
     checks.append(
         Check(
-            "the preview proposes no replacement or deletion of a bucket, key or cluster",
-            f"pulumi preview -s {pair.primary_stack} --refresh --policy-pack {POLICY_PACK}",
+            w.text("sha256", ref=key, data_class=f.data_class),
+            hash_object(pair.pcfg, dst, key),
         )
     )
-    steps.add(
-        "fb:primary-healthy",
-        "failback",
-        f"Confirm {p.name} ({p.cloud} {p.region}) is healthy again",
-        "Fail back only to a region the provider reports recovered "
-        f"({STATUS_PAGES[p.cloud]}) and whose data survived: its buckets and keys are "
-        "protected from deletion, so they should all be there.",
-        commands=commands,
-        checks=checks,
-        on_failure=[
-            "A bucket or key is missing, or the preview wants to replace one: stop, do not fail "
-            "back; the primary's data needs repair first.",
-            "The provider still reports the region degraded: stay on the DR site.",
-            *_kube_access_help(pcfg),
-        ],
-        after=[f"{'training' if q.kind == 'training' else 'traffic'}:{q.name}" for q in pair.pools]
-        or [f"data:{f.data_class}" for f in pair.flows],
+    spec = pair.plan.checkpoints
+    staged = (
+        spec.keep * spec.size_b / spec.compression_ratio
+        if f.data_class == "checkpoints" and spec and pair.primary.cloud != pair.dr.cloud
+        else None
     )
-    if trainings:
-        stop_cmds = []
-        for q in trainings:
-            cluster, _ = pair.dr_pool(q)
-            v = var_name(q.name)
-            stop_cmds.append(
-                f'kubectl --context {kube_context(dcfg, cluster)} delete -f "${v}_MANIFEST_DR"'
-            )
-        steps.add(
-            "fb:stop-dr-training",
-            "failback",
-            f"Stop training at {pair.dr.name} after its next checkpoint",
-            "The copy back must hold the last checkpoint the DR site wrote, and nothing may "
-            "write after it. Wait until a new checkpoint is complete (the job's log says so), "
-            "then stop the job.",
-            commands=stop_cmds,
-            checks=[
-                Check(
-                    "no pod left",
-                    f"kubectl --context {kube_context(dcfg, pair.dr_pool(q)[0])} get pods "
-                    f'-n "${var_name(q.name)}_NAMESPACE" -l "${var_name(q.name)}_SELECTOR"',
-                )
-                for q in trainings
-            ],
-            on_failure=["Pods remain: delete them by selector with the same context."],
-            after=["fb:primary-healthy"],
-        )
-    copied = []
-    for f in pair.copies_back:
-        commands, checks = _copy_commands(pair, f)
-        if not commands:
-            continue
-        dst = pair.primary_bucket(f.data_class)
-        assert dst is not None
-        checks.append(
-            Check(
-                f"equals the sha256 in your manifest (registry) for ${key_var(f.data_class)}, as "
-                f"in {{step:data:{f.data_class}}}",
-                hash_object(pcfg, dst, f"${key_var(f.data_class)}"),
-            )
-        )
-        size = ""
-        spec = pair.plan.checkpoints
-        if f.data_class == "checkpoints" and spec and pair.primary.cloud != pair.dr.cloud:
-            size = (
-                f" $STAGING needs room for the bucket's last {spec.keep} checkpoints, "
-                f"{fmt_size(spec.keep * spec.size_b / spec.compression_ratio)} as stored."
-            )
-        notes = []
-        if f.mechanism in ("crr-rtc", "crr"):
-            notes.append(
-                "S3 replication copies what lands in the primary bucket to the DR bucket again "
-                "as new versions of the same objects: expected."
-            )
-        if f.data_class == "weights":
-            notes.append(
-                "Weights are immutable (Object Lock, locked retention or version immutability): "
-                "a delete or an overwrite of a locked version is refused, as intended. That is "
-                "why the copy never deletes and never overwrites."
-            )
-        key = f"fb:copy:{f.data_class}"
-        copied.append(key)
-        steps.add(
-            key,
-            "failback",
-            f"Copy {f.data_class} written at {pair.dr.name} back to {p.name}",
-            f"During the failover {pair.dr.name} wrote "
-            + ("checkpoints" if f.data_class == "checkpoints" else "weights versions")
-            + f" that {p.name} does not have ({storage_url(dcfg, pair.dr_bucket(f.data_class))}"
-            f" -> {storage_url(pcfg, dst)}). The copy adds, never deletes or overwrites." + size,
-            commands=commands,
-            checks=checks,
-            on_failure=[
-                "A transfer fails with access denied: your identity needs write on the primary "
-                "bucket and read on the DR bucket.",
-                "A checksum differs at the primary: delete nothing; copy that object again and "
-                "compare again.",
-            ],
-            after=["fb:primary-healthy"]
-            + (["fb:stop-dr-training"] if f.data_class == "checkpoints" and trainings else []),
-            parallel_with=[k for k in (f"fb:copy:{o.data_class}" for o in pair.copies_back)],
-            notes=notes,
-        )
-    dual_region = [f.data_class for f in pair.flows if f.mechanism.startswith("gcs-")]
-    steps.add(
-        "fb:primary-up",
-        "failback",
-        f"Update the primary stack {pair.primary_stack}",
-        "Brings the primary's infrastructure back to what the plan declares (GPU pools, "
-        "replication rules, links) after the outage."
-        + (
-            f" {', '.join(dual_region)} live in one dual-region bucket: nothing to copy."
-            if dual_region
-            else ""
+    return Body(
+        title=w.text("title", data_class=f.data_class, dr=pair.dr.name, primary=pair.primary.name),
+        why=w.text(
+            "why",
+            data_class=f.data_class,
+            dr=pair.dr.name,
+            primary=pair.primary.name,
+            source=storage_url(pair.dcfg, pair.dr_bucket(f.data_class)),
+            target=storage_url(pair.pcfg, dst),
+            staging=STAGING,
+            keep=spec.keep if spec else None,
+            staged=fmt_size(staged) if staged is not None else None,
         ),
-        commands=[f"pulumi up -s {pair.primary_stack} --policy-pack {POLICY_PACK}"],
-        checks=[
-            Check(
-                "`no changes` and no policy violation: the stack is what the plan declares",
-                f"pulumi preview -s {pair.primary_stack} --policy-pack {POLICY_PACK} "
-                "--expect-no-changes",
-            ),
-            *(
-                Check(
-                    f"{q.nodes} ({q.name}: nodes Ready at {p.name})",
-                    ready_nodes(kube_context(pcfg, c), q.name),
-                )
-                for c in pcfg.clusters
-                for q in c.pools
-            ),
-        ],
-        on_failure=[
-            "Run the same command again: it continues from its state.",
-            "No GPU capacity at the primary: stay on the DR site until there is.",
-        ],
-        after=["fb:primary-healthy", *copied],
+        commands=tuple(commands),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure"),
+        notes=w.items(
+            "notes",
+            pushed=f.mechanism in (Mechanism.CRR_RTC, Mechanism.CRR),
+            data_class=f.data_class,
+        ),
     )
-    resumed = []
-    for q in trainings:
-        c = pair.primary_cluster(q.cluster)
-        if c is None:
-            continue
-        ctx = kube_context(pcfg, c)
-        v = var_name(q.name)
-        key = f"fb:training:{q.name}"
-        resumed.append(key)
-        dst = pair.primary_bucket("checkpoints")
-        steps.add(
-            key,
-            "failback",
-            f"Resume training {q.name} at {p.name}",
-            "From the newest checkpoint copied back"
-            + (f" ({storage_url(pcfg, dst)})" if dst else "")
-            + f"; ${v}_MANIFEST_PRIMARY must restore from it.",
-            commands=[f'kubectl --context {ctx} apply -f "${v}_MANIFEST_PRIMARY"'],
-            checks=[
-                Check(
-                    "every pod Running",
-                    f'kubectl --context {ctx} get pods -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                    "-o wide",
-                ),
-                Check(
-                    f"the job restored the step of the last checkpoint written at {pair.dr.name}",
-                    f'kubectl --context {ctx} logs -n "${v}_NAMESPACE" -l "${v}_SELECTOR" '
-                    "--tail=200 | grep -i checkpoint",
-                ),
-            ],
-            on_failure=[
-                "It restored an older step: the copy back is incomplete"
-                + (
-                    "; repeat {step:fb:copy:checkpoints}."
-                    if "fb:copy:checkpoints" in copied
-                    else "."
-                )
-            ],
-            after=["fb:primary-up", "fb:stop-dr-training"],
+
+
+def _primary_up_step(pair: _Pair, node: StepNode) -> Body:
+    w, shared, pcfg, stack = (
+        pair.words("fb-primary-up"),
+        pair.words("shared"),
+        pair.pcfg,
+        pair.primary_stack,
+    )
+    ready = [
+        Check(
+            shared.text("ready", nodes=q.nodes, pool=q.name, site=pair.primary.name),
+            ready_nodes(kube_context(pcfg, c), q.name),
         )
-    moved = []
+        for c in pcfg.clusters
+        for q in c.pools
+    ]
+    return Body(
+        title=w.text("title", stack=stack),
+        why=w.text(
+            "why", dual_region=[f.data_class for f in pair.flows if f.mechanism in DUAL_REGION]
+        ),
+        commands=(pulumi_up(stack),),
+        checks=(
+            Check(w.text("no_changes"), f"{pulumi_preview(stack)} --expect-no-changes"),
+            *ready,
+        ),
+        on_failure=w.items("on_failure"),
+    )
+
+
+def _resume_training_step(pair: _Pair, node: StepNode) -> Body:
+    w, pcfg = pair.words("fb-training"), pair.pcfg
+    q = pair.pool(str(node.subject))
+    ctx, v = kube_context(pcfg, pair.primary_cluster(q.cluster)), pool_vars(q.name)
+    dst = pair.find_primary_bucket("checkpoints")
+    return Body(
+        title=w.text("title", pool=q.name, site=pair.primary.name),
+        why=w.text(
+            "why",
+            url=storage_url(pcfg, dst) if dst else None,
+            manifest=v.manifest_primary,
+        ),
+        commands=(_apply(ctx, v.manifest_primary),),
+        checks=(
+            Check(w.text("running"), f"{_pods(ctx, v)} -o wide"),
+            Check(w.text("restored", site=pair.dr.name), _pod_logs(ctx, v, "checkpoint")),
+        ),
+        on_failure=w.items("on_failure", copied=pair.has("fb:copy:checkpoints")),
+    )
+
+
+def _traffic_back_step(pair: _Pair, node: StepNode) -> Body:
+    w, change = pair.words("fb-traffic"), pair.words("traffic")
+    q, site = str(node.subject), pair.primary.name
+    v = pool_vars(q)
+    return Body(
+        title=w.text("title", pool=q, site=site),
+        why=w.text("why"),
+        commands=(f"# {change.text('change', hostname=v.hostname, pool=q, site=site)}",),
+        checks=(
+            Check(w.text("healthy"), _http_status(f"${v.primary_health}")),
+            Check(w.text("resolves", pool=q, site=site), _resolve(v.hostname)),
+        ),
+        on_failure=w.items("on_failure"),
+    )
+
+
+def _standby_step(pair: _Pair, node: StepNode) -> Body:
+    w, shared, dcfg, stack = (
+        pair.words("fb-standby"),
+        pair.words("shared"),
+        pair.dcfg,
+        pair.dr_stack,
+    )
+    checks = [Check(w.text("mode"), stack_mode(stack))]
+    removed: set[str] = set()
     for q in pair.pools:
-        if q.kind != "service":
+        cluster, pool = pair.dr_pool(q.name)
+        if not cluster.standby_control_plane:
+            if cluster.name not in removed:
+                removed.add(cluster.name)
+                gone = w.text("removed", cluster=cluster.eks_name)
+                checks.append(Check(gone, cluster_status(dcfg, cluster).command))
             continue
-        v = var_name(q.name)
-        key = f"fb:traffic:{q.name}"
-        moved.append(key)
-        steps.add(
-            key,
-            "failback",
-            f"{q.name}: move client traffic back to {p.name}",
-            "Your own DNS / load balancer change, as in the failover, in reverse. Check the "
-            "primary serves the newest weights first (copied back above).",
-            commands=[f"# your DNS / load balancer change: ${v}_HOSTNAME -> {q.name} at {p.name}"],
-            checks=[
-                Check(
-                    "`200` from the primary before the switch",
-                    f"curl -sS -o /dev/null -w '%{{http_code}}\\n' \"${v}_PRIMARY_HEALTH_URL\"",
-                ),
-                Check(
-                    f"the address or name of {q.name} at {p.name}", f'dig +short "${v}_HOSTNAME"'
-                ),
-            ],
-            on_failure=["The primary fails its health check: leave traffic at the DR site."],
-            after=["fb:primary-up"],
-        )
-    if pair.pools:
-        stack = pair.dr_stack
-        stop = [f"{q.name} ({q.pattern}): {q.standing} of {q.nodes} nodes" for q in pair.pools]
-        checks = [Check("`standby`", f"pulumi stack output mode -s {stack}")]
-        removed: set[str] = set()
-        for q in pair.pools:
-            cluster, pool = pair.dr_pool(q)
-            if not cluster.standby_control_plane:
-                if cluster.name not in removed:
-                    removed.add(cluster.name)
-                    checks.append(
-                        Check(
-                            f"fails: the backup/restore cluster {cluster.eks_name} is removed in "
-                            "standby, as the plan declares",
-                            cluster_status(dcfg, cluster).command,
-                        )
-                    )
-                continue
-            top = pool.nodes if pool.pattern == "active-active" else max(pool.nodes, 1)
-            checks += [
-                pool_size_check(dcfg, cluster, pool, pool.standby_nodes, pool.standby_nodes, top),
-                Check(
-                    f"{pool.standby_nodes} ({pool.name}: nodes Ready)",
-                    ready_nodes(kube_context(dcfg, cluster), pool.name),
-                ),
-            ]
-        steps.add(
-            "fb:standby",
-            "failback",
-            f"Shrink {pair.dr.name} back to its standby size",
-            f"Standby sizes from the plan: {'; '.join(stop)}. Workloads still running on a pool "
-            "that shrinks lose their nodes: nothing may run there any more.",
-            commands=[
-                f"pulumi config set gpudr:mode standby -s {stack}",
-                f"pulumi up -s {stack} --policy-pack {POLICY_PACK}",
-            ],
-            checks=checks,
-            on_failure=[
-                "Nodes linger: the autoscaler removes a node once it is idle; find what still "
-                f"runs with `kubectl get pods -A -o wide` on the {pair.dr.name} context.",
-            ],
-            after=["fb:primary-up", *resumed, *moved],
-        )
-    _replication_back(pair, steps, after=["fb:primary-up", *resumed, *moved, "fb:standby"])
+        top = pool.nodes if pool.pattern == Pattern.ACTIVE_ACTIVE else max(pool.nodes, 1)
+        sizes = (pool.standby_nodes, pool.standby_nodes, top)
+        checks += [
+            _pool_size(shared, dcfg, cluster, pool, sizes),
+            _ready(shared, dcfg, cluster, pool.name, pool.standby_nodes),
+        ]
+    return Body(
+        title=w.text("title", site=pair.dr.name),
+        why=w.text("why", pools=pair.pools),
+        commands=(set_mode(Mode.STANDBY, stack), pulumi_up(stack)),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure", site=pair.dr.name),
+    )
 
 
-def _replication_back(pair: _Pair, steps: _Steps, after: list[str]) -> None:
-    if not pair.flows:
-        return
+def _replicating(pair: _Pair, f: DataFlow, w: Words) -> tuple[list[str], list[Check]]:
+    """The commands that start one class's replication again, and the checks that it runs."""
     pcfg, dcfg = pair.pcfg, pair.dcfg
+    b, new, cls = pair.dr_bucket(f.data_class), f"${new_key_var(f.data_class)}", f.data_class
+    commands: list[str] = []
+    checks: list[Check] = []
+    if f.mechanism in (Mechanism.CRR_RTC, Mechanism.CRR):
+        src = pair.primary_bucket(cls)
+        status = cli.s3_head_object(src.name, new, pcfg.region, query="ReplicationStatus")
+        checks += [
+            Check(
+                w.text("rules", data_class=cls), shell(cli.s3_replication_rules(src, pcfg.region))
+            ),
+            Check(w.text("completed", data_class=cls, lag=f.estimate.lag_s), shell(status)),
+        ]
+    elif f.mechanism in DUAL_REGION:
+        setting = cli.gcs_rpo(turbo=f.mechanism == Mechanism.GCS_TURBO)
+        rpo = shell(cli.gcs_describe_bucket(b, "value(rpo)"))
+        checks.append(Check(w.text("rpo_setting", data_class=cls, setting=setting), rpo))
+    elif f.mechanism in PULLED:
+        for t in b.inbound:
+            commands += [
+                pull_lookup(dcfg, b, f, t),
+                pull_schedule(dcfg, f, t, enabled=True),
+                pull_run_now(dcfg, f),
+            ]
+        checks += [
+            Check(w.text("enabled", data_class=cls), pull_status(dcfg, f)),
+            Check(w.text("run_ends", data_class=cls), pull_runs(dcfg, f, 1)),
+        ]
+    elif f.mechanism == Mechanism.AZURE_OR:
+        shown = cli.blob_show(pair.primary_bucket(cls), new, "objectReplicationSourceProperties")
+        checks.append(Check(w.text("or_complete", data_class=cls), shell(shown)))
+    elif f.mechanism == Mechanism.DUAL_WRITE:
+        both = w.text("both_copies", data_class=cls, site=pair.dr.name)
+        checks.append(Check(both, describe_object(dcfg, b, new)))
+    return commands, checks
+
+
+def _replication_step(pair: _Pair, node: StepNode) -> Body:
+    w = pair.words("fb-replication")
     exports: list[str] = []
     commands: list[str] = []
     checks: list[Check] = []
     for f in pair.flows:
-        b = pair.dr_bucket(f.data_class)
-        src = pair.primary_bucket(f.data_class)
-        new = f"NEW_{var_name(f.data_class)}_KEY"
-        if f.mechanism in ("crr-rtc", "crr", "azure-or", "dual-write"):
-            exports.append(
-                f"export {new}='<a {f.data_class} object written at {pair.primary.name} after "
-                "failback>'"
-            )
-        if f.mechanism in ("crr-rtc", "crr") and src is not None:
-            checks.append(
-                Check(
-                    f"{f.data_class}: every rule `Enabled`",
-                    f"aws s3api get-bucket-replication --bucket {src.name} --region {pcfg.region} "
-                    "--query 'ReplicationConfiguration.Rules[].[ID,Status]' --output text",
-                )
-            )
-            checks.append(
-                Check(
-                    f"{f.data_class}: `COMPLETED`, within {fmt_duration(f.estimate.lag_s)} of "
-                    "the write (the plan's replication lag)",
-                    f'aws s3api head-object --bucket {src.name} --key "${new}" '
-                    f"--region {pcfg.region} --query ReplicationStatus",
-                )
-            )
-        elif f.mechanism.startswith("gcs-"):
-            checks.append(
-                Check(
-                    f"{f.data_class}: `{_rpo_setting(f)}` (one dual-region bucket: nothing "
-                    "else to restart)",
-                    f"gcloud storage buckets describe gs://{b.name} --format='value(rpo)'",
-                )
-            )
-        elif f.mechanism in ("sts", "datasync"):
-            for t in b.inbound:
-                commands += [
-                    pull_lookup(dcfg, b, f, t),
-                    pull_schedule(dcfg, f, t, enabled=True),
-                    pull_run_now(dcfg, f),
-                ]
-            checks.append(Check(f"{f.data_class}: `ENABLED`", pull_status(dcfg, f)))
-            checks.append(
-                Check(
-                    f"{f.data_class}: the run just started ends `SUCCESS`",
-                    pull_runs(dcfg, f, 1),
-                )
-            )
-        elif f.mechanism == "azure-or" and src is not None:
-            checks.append(
-                Check(
-                    f"{f.data_class}: the policy's rule shows status `complete`",
-                    f"az storage blob show --account-name {src.storage_account} "
-                    f'--container-name {src.name} --name "${new}" --auth-mode login '
-                    "--query objectReplicationSourceProperties",
-                )
-            )
-        elif f.mechanism == "dual-write":
-            checks.append(
-                Check(
-                    f"{f.data_class}: the object exists at {pair.dr.name} too (every writer "
-                    "writes both copies again; a writer switched to one copy during the failover "
-                    "must be switched back)",
-                    describe_object(dcfg, b, f"${new}"),
-                )
-            )
-    steps.add(
-        "fb:replication",
-        "failback",
-        f"Confirm replication {pair.primary.name} -> {pair.dr.name} runs again",
-        "The DR site protects the primary again only once new data reaches it."
-        + (
-            " The scheduled pulls stopped in {step:pause-pulls} start again here, after the "
-            "copy back: earlier, the checkpoint pull would have deleted what the DR site wrote."
-            if commands
-            else ""
-        ),
-        commands=[*exports, *commands],
-        checks=checks,
-        on_failure=[
-            f"Not replicating: `pulumi preview -s {pair.primary_stack} --policy-pack "
-            f"{POLICY_PACK}` shows what differs from the plan, and the pack's replication "
-            "policies name what is missing.",
-        ],
-        after=after,
+        if f.mechanism in (*PUSHED, Mechanism.DUAL_WRITE):
+            what = w.text("new_object", data_class=f.data_class, site=pair.primary.name)
+            exports.append(export(new_key_var(f.data_class), what))
+        more, verified = _replicating(pair, f, w)
+        commands += more
+        checks += verified
+    return Body(
+        title=w.text("title", primary=pair.primary.name, dr=pair.dr.name),
+        why=w.text("why", restarted=bool(commands)),
+        commands=(*exports, *commands),
+        checks=tuple(checks),
+        on_failure=w.items("on_failure", preview=pulumi_preview(pair.primary_stack)),
     )
 
 
-# --- entry points --------------------------------------------------------------------------------
+_BODIES: dict[str, Callable[[_Pair, StepNode], Body]] = {
+    "variables": _variables_step,
+    "cloud-login": _cloud_login_step,
+    "pulumi-login": _pulumi_login_step,
+    "kubectl": _kubectl_step,
+    "declare": _declare_step,
+    "pause-pulls": _pause_pulls_step,
+    "data": _data_step,
+    "capacity": _capacity_step,
+    "training": _training_step,
+    "service": _service_step,
+    "traffic": _traffic_step,
+    "fb-primary-healthy": _primary_healthy_step,
+    "fb-stop-dr-training": _stop_dr_training_step,
+    "fb-copy": _copy_step,
+    "fb-primary-up": _primary_up_step,
+    "fb-training": _resume_training_step,
+    "fb-traffic": _traffic_back_step,
+    "fb-standby": _standby_step,
+    "fb-replication": _replication_step,
+}
+
+
+def _step(pair: _Pair, node: StepNode) -> Step:
+    body = _BODIES[node.kind](pair, node)
+    return Step(
+        number=node.number,
+        key=node.key,
+        phase=node.phase,
+        title=body.title,
+        why=body.why,
+        commands=body.commands,
+        expected_s=node.expected_s,
+        duration=NOT_TIMED if node.expected_s is None else fmt_duration(node.expected_s),
+        basis=node.basis,
+        checks=body.checks,
+        on_failure=body.on_failure,
+        after=node.after,
+        parallel_with=node.parallel_with,
+        notes=body.notes,
+    )
+
+
+# --- entry points ---------------------------------------------------------------------------------
 
 
 def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
     """The runbook for one primary -> DR pair of the design's plan."""
     plan = design.plan
     p, d = plan.sites[primary], plan.sites[dr]
-    if d.role != "dr" or d.protects != p.name:
-        raise ValueError(f"{dr} is not a DR site of {primary} in plan {plan.name}")
-    pair = _pair(design, p, d)
-    variables = _variables(pair)
-    steps = _Steps()
-    _prepare(pair, steps, variables)
-    _declare(pair, steps)
-    _pause_pulls(pair, steps)
-    _data(pair, steps)
-    _capacity(pair, steps)
-    _training(pair, steps)
-    _services(pair, steps)
-    _failback(pair, steps)
-    targets = _targets(pair)
-    timed = [(t.estimated_rto_s, t.workload) for t in targets if t.estimated_rto_s is not None]
-    slowest = max(timed) if timed else None
-    built = steps.build()
-    numbers = {s.key: s.number for s in built}
-    path = tuple(
-        (numbers[key], seconds)
-        for key, seconds in _critical_path(pair, slowest[1] if slowest else None)
-        if key in numbers
-    )
+    pair = _pair(design, p, d)  # ValueError for a pair that is not one
+    graph = pair.graph
     pools = tuple(
         PoolSize(
             pool=q.name,
@@ -1893,6 +1402,7 @@ def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
         )
         for q in pair.pools
     )
+    targets = _targets(pair)
     return Runbook(
         plan=plan.name,
         path=runbook_path(plan, p, d),
@@ -1900,40 +1410,14 @@ def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
         dr=_site_ref(plan, d, pair.dcfg),
         targets=targets,
         pools=pools,
-        expected_recovery_s=slowest[0] if slowest else None,
-        expected_recovery=fmt_duration(slowest[0] if slowest else None),
-        slowest=slowest[1] if slowest else "-",
+        expected_recovery_s=graph.recovery_s,
+        expected_recovery=fmt_duration(graph.recovery_s),
+        slowest=graph.slowest or "-",
         all_met=all(t.meets for t in targets),
-        steps=built,
-        variables=tuple(variables),
-        critical_path=path,
+        steps=tuple(_step(pair, node) for node in graph.steps),
+        variables=tuple(_variables(pair)),
+        critical_path=graph.critical_path,
     )
-
-
-def _critical_path(pair: _Pair, workload: str | None) -> list[tuple[str, float]]:
-    """The steps the slowest workload's estimate is made of, with that workload's own stages."""
-    for p in pair.pools:
-        if p.workload_name != workload:
-            continue
-        s = p.chosen.stages
-        out = [
-            ("declare", s["detection"]),
-            ("capacity", s["infrastructure"] + s["capacity"]),
-        ]
-        if p.kind == "training":
-            return [*out, (f"training:{p.name}", s["staging"] + s["restart"])]
-        return [
-            *out,
-            (f"service:{p.name}", s["staging"] + s["restart"]),
-            (f"traffic:{p.name}", s["traffic_shift"]),
-        ]
-    for f in pair.flows:
-        if f.data_class == workload and f.estimated_rto_s is not None:
-            return [
-                ("declare", pair.detection_s),
-                (f"data:{f.data_class}", f.estimated_rto_s - pair.detection_s),
-            ]
-    return []
 
 
 def render_runbook(runbook: Runbook, header: str) -> str:

@@ -21,6 +21,8 @@ from gpudr.app.drill.probes import AwsProbe, AzureProbe, GcpProbe, ObjectInfo, p
 from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
+from gpudr.docs.cloudcli import shell
+from gpudr.docs.runbook import build_runbook
 from tests.conftest import ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)
@@ -284,6 +286,29 @@ def test_azure_reads_content_md5_and_the_pools_count() -> None:
     argv, _ = runner.calls[-1]
     assert "gpudr-drill-wus-20250131t031200z" in argv  # the drill's group, not the DR site's
     assert "operator" in probe.identity()
+
+
+@pytest.mark.parametrize(
+    ("example", "site", "probe"),
+    [
+        ("aws-two-region", "usw2", AwsProbe),
+        ("gcp-two-region", "use4", GcpProbe),
+        ("azure-two-region", "wus", AzureProbe),
+    ],
+)
+def test_probes_read_an_object_as_the_runbook_tells_people_to(
+    example: str, site: str, probe: type[AwsProbe | GcpProbe | AzureProbe]
+) -> None:
+    """One command line per operation (gpudr.docs.cloudcli): the runbook hashes the object the
+    probe streams, and names the bucket by the URL the probe reports."""
+    s = setup(example, site)
+    bucket = next(b for b in s.site.buckets if b.data_class == "checkpoints")
+    runner = FakeRunner([([], b"bytes")])
+    b"".join(probe(s, runner).read(bucket, "$CHECKPOINTS_KEY"))
+    ((argv, _),) = runner.calls
+    rb = build_runbook(design(load_plan(ROOT / "examples" / f"{example}.yaml")), s.primary, site)
+    assert f"{shell(argv)} | sha256sum" in [c.command for c in rb.step("data:checkpoints").checks]
+    assert probe(s, runner).url(bucket) in rb.step("data:checkpoints").why
 
 
 def test_times_as_the_clis_print_them() -> None:

@@ -15,6 +15,7 @@ from gpudr.contract import drill as cd
 from gpudr.core.design import Design, design
 from gpudr.core.spec import PlanError, load_plan, parse_plan
 from gpudr.docs import drillreport as dr
+from gpudr.docs.runbook import build_runbook
 from tests.conftest import EXAMPLE, ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, 0, tzinfo=UTC)
@@ -193,6 +194,28 @@ def test_stages_in_runbook_order_with_the_designs_targets() -> None:
     assert {x.key.split(":")[0] for x in s.not_run} == {"training", "service", "traffic"}
     judged = {t.data_class: t.judged for t in s.data}
     assert judged == {"checkpoints": True, "datasets": True, "weights": False}
+
+
+@pytest.mark.parametrize(
+    "example", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_stage_step_numbers_and_titles_are_the_runbooks(example: Any) -> None:
+    d = design(load_plan(example))
+    for site in (s for s in d.plan.sites.values() if s.role == "dr"):
+        s = bd.build_drill(d, site.name, NOW)
+        rb = build_runbook(d, s.primary, site.name)
+        numbers = {x.key: x.number for x in rb.steps}
+        assert s.stage("checkpoint").runbook_step == numbers.get("data:checkpoints")
+        assert s.stage("capacity").runbook_step == numbers.get("capacity")
+        if "data:checkpoints" in numbers and s.stage("checkpoint").runs:
+            assert s.stage("checkpoint").target_s == rb.step("data:checkpoints").expected_s
+        # Every failover step a drill cannot run, as the runbook numbers, titles and times it.
+        listed = [(x.runbook_step, x.key, x.title, x.target_s) for x in s.not_run]
+        assert listed == [
+            (x.number, x.key, x.title, x.expected_s)
+            for x in rb.phase("failover")
+            if x.key.startswith(("training:", "service:", "traffic:"))
+        ]
 
 
 def test_cost_is_test_nodes_and_control_plane_for_the_ttl() -> None:

@@ -23,6 +23,7 @@ from gpudr.app.drill.commands import CommandFailed, Runner
 from gpudr.build.drill import DrillPool, DrillSetup
 from gpudr.contract.drill import reader_name, resource_group_name
 from gpudr.contract.site import BucketConfig
+from gpudr.docs import cloudcli as cli
 
 # S3's checksum attributes -> this module's algorithm names (drill/checksums.py).
 S3_CHECKSUMS = {
@@ -90,7 +91,7 @@ class Probe(ABC):
         return "the operator's own credentials"
 
     def url(self, bucket: BucketConfig) -> str:
-        return bucket.name
+        return cli.storage_url(self.site.cloud, bucket)
 
     @abstractmethod
     def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]: ...
@@ -118,21 +119,7 @@ class AwsProbe(Probe):
         role = str(outputs.get("reader") or "")
         if not role:
             return
-        argv = [
-            "aws",
-            "sts",
-            "assume-role",
-            "--role-arn",
-            role,
-            "--role-session-name",
-            self.setup.id[:64],
-            "--duration-seconds",
-            "3600",
-            "--region",
-            self.region,
-            "--output",
-            "json",
-        ]
+        argv = cli.aws_assume_role(role, self.setup.id[:64], self.region)
         for attempt in range(ASSUME_ATTEMPTS):
             try:
                 creds = _json(self.runner.run(argv))["Credentials"]
@@ -153,60 +140,16 @@ class AwsProbe(Probe):
     def identity(self) -> str:
         return f"the reader role {self.reader}" if self.reader else super().identity()
 
-    def url(self, bucket: BucketConfig) -> str:
-        return f"s3://{bucket.name}"
-
     def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        # Without --query: the CLI merges every page into one document.
-        out = _json(
-            self.runner.run(
-                [
-                    "aws",
-                    "s3api",
-                    "list-objects-v2",
-                    "--bucket",
-                    bucket.name,
-                    "--region",
-                    self.region,
-                    "--output",
-                    "json",
-                ],
-                self.reader_env,
-            )
-        )
+        out = _json(self.runner.run(cli.s3_list_objects(bucket, self.region), self.reader_env))
         return [
             ObjectInfo(o["Key"], int(o["Size"]), parse_time(o["LastModified"]))
             for o in (out or {}).get("Contents") or []
         ]
 
     def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
-        out = (
-            _json(
-                self.runner.run(
-                    [
-                        "aws",
-                        "s3api",
-                        "get-object-attributes",
-                        "--bucket",
-                        bucket.name,
-                        "--key",
-                        key,
-                        "--object-attributes",
-                        "Checksum",
-                        "ObjectParts",
-                        "ObjectSize",
-                        "--max-parts",
-                        "10000",
-                        "--region",
-                        self.region,
-                        "--output",
-                        "json",
-                    ],
-                    self.reader_env,
-                )
-            )
-            or {}
-        )
+        argv = cli.s3_object_attributes(bucket, key, self.region)
+        out = _json(self.runner.run(argv, self.reader_env)) or {}
         checksum = out.get("Checksum") or {}
         field = next((f for f in S3_CHECKSUMS if checksum.get(f)), None)
         if field is None:
@@ -226,49 +169,18 @@ class AwsProbe(Probe):
         return StoredChecksum(algorithm, str(checksum[field]), listed)
 
     def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
-        return self.runner.stream(
-            ["aws", "s3", "cp", f"s3://{bucket.name}/{key}", "-", "--region", self.region],
-            self.reader_env,
-        )
+        argv = cli.read_object("aws", bucket, key, self.region)
+        return self.runner.stream(argv, self.reader_env)
 
     def pool_state(self, pool: DrillPool) -> PoolState:
-        group = _json(
-            self.runner.run(
-                [
-                    "aws",
-                    "eks",
-                    "describe-nodegroup",
-                    "--cluster-name",
-                    pool.cluster_name,
-                    "--nodegroup-name",
-                    pool.pool,
-                    "--region",
-                    self.region,
-                    "--output",
-                    "json",
-                ]
-            )
-        )["nodegroup"]
+        argv = cli.eks_nodegroup(pool.cluster_name, pool.pool, self.region, output="json")
+        group = _json(self.runner.run(argv))["nodegroup"]
         status = group.get("status", "?")
         issues = [i.get("code", "?") for i in (group.get("health") or {}).get("issues") or []]
         asgs = [a["name"] for a in (group.get("resources") or {}).get("autoScalingGroups") or []]
         ready = 0
         if asgs:
-            described = _json(
-                self.runner.run(
-                    [
-                        "aws",
-                        "autoscaling",
-                        "describe-auto-scaling-groups",
-                        "--auto-scaling-group-names",
-                        *asgs,
-                        "--region",
-                        self.region,
-                        "--output",
-                        "json",
-                    ]
-                )
-            )
+            described = _json(self.runner.run(cli.autoscaling_groups(asgs, self.region)))
             ready = sum(
                 1
                 for g in described.get("AutoScalingGroups") or []
@@ -300,23 +212,8 @@ class GcpProbe(Probe):
             return f"the reader service account ({self.impersonate[0].split('=', 1)[1]})"
         return super().identity()
 
-    def url(self, bucket: BucketConfig) -> str:
-        return f"gs://{bucket.name}"
-
     def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        out = _json(
-            self.runner.run(
-                [
-                    "gcloud",
-                    "storage",
-                    "objects",
-                    "list",
-                    f"gs://{bucket.name}/**",
-                    "--format=json(name,size,update_time)",
-                    *self.impersonate,
-                ]
-            )
-        )
+        out = _json(self.runner.run([*cli.gcs_list_objects(bucket), *self.impersonate]))
         return [
             ObjectInfo(
                 str(o["name"]),
@@ -327,22 +224,8 @@ class GcpProbe(Probe):
         ]
 
     def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
-        out = (
-            _json(
-                self.runner.run(
-                    [
-                        "gcloud",
-                        "storage",
-                        "objects",
-                        "describe",
-                        f"gs://{bucket.name}/{key}",
-                        "--format=json(md5_hash,crc32c_hash,size)",
-                        *self.impersonate,
-                    ]
-                )
-            )
-            or {}
-        )
+        argv = cli.gcs_describe_object(bucket, key, "json(md5_hash,crc32c_hash,size)")
+        out = _json(self.runner.run([*argv, *self.impersonate])) or {}
         # MD5 where Cloud Storage has it (not on composite objects): hashed at C speed.
         if out.get("md5_hash"):
             return StoredChecksum("md5", str(out["md5_hash"]))
@@ -351,51 +234,20 @@ class GcpProbe(Probe):
         return None
 
     def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
-        return self.runner.stream(
-            ["gcloud", "storage", "cat", f"gs://{bucket.name}/{key}", *self.impersonate]
-        )
+        argv = cli.read_object("gcp", bucket, key, self.site.region)
+        return self.runner.stream([*argv, *self.impersonate])
 
     def pool_state(self, pool: DrillPool) -> PoolState:
-        described = _json(
-            self.runner.run(
-                [
-                    "gcloud",
-                    "container",
-                    "node-pools",
-                    "describe",
-                    pool.pool,
-                    "--cluster",
-                    pool.cluster_name,
-                    "--region",
-                    self.site.region,
-                    "--project",
-                    self.project,
-                    "--format=json",
-                ]
-            )
+        argv = cli.gke_node_pool(
+            pool.pool, pool.cluster_name, self.site.region, self.project, "json"
         )
+        described = _json(self.runner.run(argv))
         status = described.get("status", "?")
         ready = 0
         for url in described.get("instanceGroupUrls") or []:
             parts = str(url).split("/")
             zone, name = parts[parts.index("zones") + 1], parts[-1]
-            instances = _json(
-                self.runner.run(
-                    [
-                        "gcloud",
-                        "compute",
-                        "instance-groups",
-                        "managed",
-                        "list-instances",
-                        name,
-                        "--zone",
-                        zone,
-                        "--project",
-                        self.project,
-                        "--format=json",
-                    ]
-                )
-            )
+            instances = _json(self.runner.run(cli.gce_group_instances(name, zone, self.project)))
             ready += sum(1 for i in instances or [] if i.get("instanceStatus") == "RUNNING")
         return PoolState(ready, f"node pool {status}, {ready} instance(s) running")
 
@@ -413,60 +265,17 @@ class AzureProbe(Probe):
             f"{reader_name(self.setup.id, 'azure')}, can only be signed in to from Azure"
         )
 
-    def url(self, bucket: BucketConfig) -> str:
-        return f"https://{bucket.storage_account}.blob.core.windows.net/{bucket.name}"
-
-    def _blob(self, bucket: BucketConfig) -> list[str]:
-        return [
-            "--account-name",
-            str(bucket.storage_account),
-            "--container-name",
-            bucket.name,
-            "--auth-mode",
-            "login",
-        ]
-
     def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        out = _json(
-            self.runner.run(
-                [
-                    "az",
-                    "storage",
-                    "blob",
-                    "list",
-                    *self._blob(bucket),
-                    "--num-results",
-                    "*",
-                    "--query",
-                    "[].{name:name,size:properties.contentLength,modified:properties.lastModified}",
-                    "--output",
-                    "json",
-                ]
-            )
-        )
+        listed = "[].{name:name,size:properties.contentLength,modified:properties.lastModified}"
+        out = _json(self.runner.run(cli.blob_list(bucket, listed, "json")))
         return [
             ObjectInfo(str(o["name"]), int(o.get("size") or 0), parse_time(str(o["modified"])))
             for o in out or []
         ]
 
     def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
-        out = _json(
-            self.runner.run(
-                [
-                    "az",
-                    "storage",
-                    "blob",
-                    "show",
-                    *self._blob(bucket),
-                    "--name",
-                    key,
-                    "--query",
-                    "properties.contentSettings.contentMd5",
-                    "--output",
-                    "json",
-                ]
-            )
-        )
+        md5 = "properties.contentSettings.contentMd5"
+        out = _json(self.runner.run(cli.blob_show(bucket, key, md5, "json")))
         if not out:
             return None  # Azure keeps Content-MD5 only when the uploader set it
         if isinstance(out, list):  # some CLI versions print the bytes as a list
@@ -474,45 +283,11 @@ class AzureProbe(Probe):
         return StoredChecksum("md5", str(out))
 
     def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
-        # One connection: a parallel download seeks, and standard output cannot.
-        return self.runner.stream(
-            [
-                "az",
-                "storage",
-                "blob",
-                "download",
-                *self._blob(bucket),
-                "--name",
-                key,
-                "--file",
-                "/dev/stdout",
-                "--max-connections",
-                "1",
-                "--no-progress",
-                "--output",
-                "none",
-            ]
-        )
+        return self.runner.stream(cli.read_object("azure", bucket, key, self.site.region))
 
     def pool_state(self, pool: DrillPool) -> PoolState:
-        shown = _json(
-            self.runner.run(
-                [
-                    "az",
-                    "aks",
-                    "nodepool",
-                    "show",
-                    "--resource-group",
-                    self.group,
-                    "--cluster-name",
-                    pool.cluster_name,
-                    "--name",
-                    pool.agent,
-                    "--output",
-                    "json",
-                ]
-            )
-        )
+        argv = cli.aks_node_pool(self.group, pool.cluster_name, pool.agent, None, "json")
+        shown = _json(self.runner.run(argv))
         state = shown.get("provisioningState", "?")
         power = (shown.get("powerState") or {}).get("code", "?")
         count = int(shown.get("count") or 0)
