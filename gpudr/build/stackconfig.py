@@ -190,7 +190,9 @@ def _source_buckets(design: Design, site: Site) -> list[BucketConfig]:
             if f.mechanism == Mechanism.DUAL_WRITE
         ]
         fields = _bucket_fields(plan, cls, BucketRole.SOURCE, flows[0] if flows else None, site)
-        out.append(BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual)))
+        out.append(
+            BucketConfig(**fields, replication=tuple(targets), dual_write_buckets=tuple(dual))
+        )
     return out
 
 
@@ -276,7 +278,9 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         transit_gateway_name=naming.transit_gateway_name(plan.name, site.name),
         transit_gateway_asn=naming.transit_gateway_asn(list(plan.sites).index(site.name)),
         dual_write_endpoint=site.cloud == Cloud.AWS
-        and any(b.role == BucketRole.REPLICA and b.mechanism == Mechanism.DUAL_WRITE for b in buckets),
+        and any(
+            b.role == BucketRole.REPLICA and b.mechanism == Mechanism.DUAL_WRITE for b in buckets
+        ),
         buckets=tuple(buckets),
         clusters=clusters,
         peers=peers,
