@@ -432,7 +432,7 @@ def _clusters(design: Design, site: Site) -> tuple[ClusterConfig, ...]:
                 eks_name=naming.cluster_name(plan.name, site.name, name),
                 kubernetes_version=KUBERNETES_VERSION,
                 pools=tuple(_pool_config(p, site.cloud, site.warm_fraction) for p in pools_),
-                standby_control_plane=any(p.pattern != Pattern.BACKUP_RESTORE for p in pools_),
+                standby_control_plane=name in design.standing_clusters(site.name),
                 system_pool=_system_pool(site),
             )
         )

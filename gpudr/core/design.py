@@ -156,11 +156,21 @@ class Design:
     def meets(self) -> bool:
         return all(w.meets for w in self.workloads)
 
+    def standing_clusters(self, dr: str) -> tuple[str, ...]:
+        """The DR site's clusters whose control plane stands before a failover."""
+        return tuple(c for site, c in standing_clusters(self.pools) if site == dr)
+
     def replication_meets(self, f: DataFlow) -> bool:
         """Whether replication holds the class's RPO: its estimate within the target and its
         path within capacity (with headroom). The data's own RTO (reading it at the DR site) is
         not replication's: this is what the policy pack can check, and must agree with."""
         return _meets(f.rpo_s, f.estimate.estimated_s) and self.paths[f.path].ok
+
+
+def standing_clusters(pools: Iterable[Pool]) -> list[tuple[str, str]]:
+    """(DR site, cluster) of every DR cluster whose control plane stands before a failover: one
+    of its pools is not backup/restore (a backup/restore cluster is created at failover)."""
+    return sorted({(p.dr, p.cluster) for p in pools if p.pattern != Pattern.BACKUP_RESTORE})
 
 
 # --- mechanisms -------------------------------------------------------------------------------
@@ -790,9 +800,7 @@ def _usages(
         out += _site_usages(plan, site, flows)
     for p in pools:
         out += _gpu_usages(plan.sites[p.dr], p.name, p.instance_type, p.pattern, p.nodes)
-    for dr_name, cluster in sorted(
-        {(p.dr, p.cluster) for p in pools if p.pattern != Pattern.BACKUP_RESTORE}
-    ):
+    for dr_name, cluster in standing_clusters(pools):
         out += _cluster_usages(plan.sites[dr_name], cluster, dr=True)
     for f in flows:
         out += _flow_usages(plan, f, paths[f.path])

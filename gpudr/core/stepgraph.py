@@ -99,19 +99,9 @@ class PairFacts:
 
     @property
     def standing_clusters(self) -> tuple[str, ...]:
-        """DR clusters whose control plane stands before a failover: one of their pools is not
-        backup/restore (the rule `ClusterConfig.standby_control_plane` is built by)."""
-        return tuple(
-            dict.fromkeys(
-                p.cluster
-                for p in self.pools
-                if any(
-                    q.pattern != Pattern.BACKUP_RESTORE
-                    for q in self.pools
-                    if q.cluster == p.cluster
-                )
-            )
-        )
+        """DR clusters whose control plane stands before a failover (`Design.standing_clusters`,
+        the rule `ClusterConfig.standby_control_plane` is built by too)."""
+        return self.design.standing_clusters(self.dr)
 
     @property
     def copies_back(self) -> tuple[DataFlow, ...]:
