@@ -26,7 +26,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -203,6 +203,7 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
     from bench import flat
     from gpudr.app.offline.mocks import GpudrMocks
     from gpudr.app.offline.plan import run_design
+    from gpudr.app.offline.run import run_stack  # what run_design runs each stack with
     from gpudr.build.stackconfig import stack_config_values
     from gpudr.core.design import design
     from gpudr.core.spec import load_plan
@@ -218,7 +219,6 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
     custom = sum(len(r[3]) for r in recorded)
     # Settle: the warm-up's garbage is collected here, not in whichever pass comes first.
     gc.collect()
-    run: Callable[..., Any] = sys.modules["offline.plan"].run_stack  # what run_design calls
     gc_clock = GcClock()
     passes: dict[str, list[dict[str, float]]] = {"gpudr": [], "flat": []}
     mismatches = 0
@@ -233,7 +233,7 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
         else:
             for name, region, config, resources in recorded:
                 flat.CURRENT[:] = resources
-                result = run(
+                result = run_stack(
                     name, config, GpudrMocks(default_region=region), program=Path(flat.PROGRAM)
                 )
                 if check:
