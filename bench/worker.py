@@ -26,7 +26,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ from bench.procs import TreePeak, status_kb
 
 STARTED_AT = time.time()  # the driver compares it with its own clock: interpreter start-up
 SDK_PACKAGES = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
+# What `gpudr plan` does for each plan, in order: the kind "portfolio" times each one.
+STAGES = ("spec", "program", "policy", "render")
 
 
 class GcClock:
@@ -113,9 +115,9 @@ def sdk_modules() -> dict[str, int]:
     return counts
 
 
-def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
-    custom = sum(1 for s in stacks for r in s["resources"] if r["custom"])
-    return custom, sum(len(s["resources"]) for s in stacks)
+def custom_resources(stacks: Iterable[Mapping[str, Any]]) -> int:
+    """The custom resources the stacks' programs registered (a report's `stacks`)."""
+    return sum(1 for s in stacks for r in s["resources"] if r["custom"])
 
 
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,7 +130,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     gc_clock = GcClock()
     # The policy pack's peak: the other processes under this one are none.
     children = TreePeak(os.getpid())
-    stages = Stages(("spec", "program", "policy", "render"))
+    stages = Stages(STAGES)
     session: Any = None
 
     def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -144,11 +146,10 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         with stages.stage("render"):
             report = build_report(des, stacks)
             render_text(report)
-        custom, registrations = _count(stacks)
         levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
         return {
-            "resources": custom,
-            "registrations": registrations,
+            "resources": custom_resources(stacks),
+            "registrations": sum(len(s["resources"]) for s in stacks),
             "clouds": sorted(
                 {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
             ),
@@ -280,9 +281,6 @@ def run_pack(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    project = str(Path(__file__).resolve().parent.parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)
     kind = spec["kind"]
     if kind == "portfolio":
         result = run_portfolio(spec)

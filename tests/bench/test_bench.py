@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from bench.doc import _cli_growth
-from bench.run import SIZE, CliRun, TreePeak
+from bench.procs import TreePeak
+from bench.results import SIZE, CliRun
 from bench.synth import PAIR_CYCLE, pairs_of, plan_dict, write_portfolio
 from gpudr.core.spec import PAIRS
 
