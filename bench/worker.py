@@ -120,6 +120,37 @@ def custom_resources(stacks: Iterable[Mapping[str, Any]]) -> int:
     return sum(1 for s in stacks for r in s["resources"] if r["custom"])
 
 
+def _plan_counts(stacks: list[dict[str, Any]], *, meets: bool) -> dict[str, Any]:
+    """What the result counts of one plan's stacks (with their policy verdicts)."""
+    levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
+    return {
+        "resources": custom_resources(stacks),
+        "registrations": sum(len(s["resources"]) for s in stacks),
+        "clouds": sorted(
+            {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
+        ),
+        "stacks": len(stacks),
+        "meets": meets,
+        "mandatory": levels.count("mandatory"),
+        "advisory": levels.count("advisory"),
+    }
+
+
+def _summed(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """The plans' counts (`_plan_counts`), summed over the portfolio."""
+    return {
+        "plans": len(done),
+        "stacks": sum(d["stacks"] for d in done),
+        "resources": sum(d["resources"] for d in done),
+        "registrations": sum(d["registrations"] for d in done),
+        "plans_meeting_targets": sum(d["meets"] for d in done),
+        "violations": {
+            "mandatory": sum(d["mandatory"] for d in done),
+            "advisory": sum(d["advisory"] for d in done),
+        },
+    }
+
+
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     """gpudr plan's stages, one plan after another, with one pack process for the portfolio."""
     from gpudr.core.design import Design, design
@@ -146,18 +177,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
         with stages.stage("render"):
             report = build_report(des, stacks)
             render_text(report)
-        levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
-        return {
-            "resources": custom_resources(stacks),
-            "registrations": sum(len(s["resources"]) for s in stacks),
-            "clouds": sorted(
-                {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
-            ),
-            "stacks": len(stacks),
-            "meets": bool(report["meets"]),
-            "mandatory": levels.count("mandatory"),
-            "advisory": levels.count("advisory"),
-        }
+        return _plan_counts(stacks, meets=bool(report["meets"]))
 
     done: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -174,15 +194,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
             session.close()
     elapsed = time.perf_counter() - started
     return {
-        "plans": len(spec["plans"]),
-        "stacks": sum(d["stacks"] for d in done),
-        "resources": sum(d["resources"] for d in done),
-        "registrations": sum(d["registrations"] for d in done),
-        "plans_meeting_targets": sum(d["meets"] for d in done),
-        "violations": {
-            "mandatory": sum(d["mandatory"] for d in done),
-            "advisory": sum(d["advisory"] for d in done),
-        },
+        **_summed(done),
         "stages": stages.as_dict(),
         "per_plan_resources": [d["resources"] for d in done],
         # The providers the registered resources belong to (aws, gcp, azure-native, random).
