@@ -12,6 +12,7 @@ kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/cli.py
            but waited for stage by stage (gpudr feeds it from a thread while the next plan's
            program runs), so that each stage's time is its own
   render   gpudr.report.build_report + render_text (the default --format text)
+  With `"policy": "none"` in the spec, no pack and no policy stage.
 kind "pack": the policy pack's start-up time, alone.
 kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
   the portfolio uses, and records what each stack registered), then measured passes of gpudr's
@@ -162,18 +163,21 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     # The policy pack's peak: the other processes under this one are none.
     children = TreePeak(os.getpid())
     stages = Stages(STAGES)
+    # "none" (the import-cost runs): no pack, so that only the program's imports are counted.
+    with_policy = spec.get("policy", "shared") != "none"
     session: Any = None
 
     def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
         """Policy and rendering of one plan; what the result counts."""
         nonlocal session
-        with stages.stage("policy"):
-            from gpudr.app.offline.policy import PackSession, with_violations
+        if with_policy:
+            with stages.stage("policy"):
+                from gpudr.app.offline.policy import PackSession, with_violations
 
-            if session is None:
-                session = PackSession()
-            # Waited for here, where gpudr plan goes on with the next program.
-            stacks = with_violations(stacks, session.submit(stacks).result())
+                if session is None:
+                    session = PackSession()
+                # Waited for here, where gpudr plan goes on with the next program.
+                stacks = with_violations(stacks, session.submit(stacks).result())
         with stages.stage("render"):
             report = build_report(des, stacks)
             render_text(report)
