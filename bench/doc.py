@@ -511,7 +511,7 @@ def _one_process_section(results: Results, one: Row) -> list[str]:
         "## One process, stage by stage",
         "",
         "Each row is one fresh Python process (bench/worker.py) that runs, for each plan in "
-        "turn, the steps of `gpudr plan` (gpudr/cli.py), timed one by one: **spec** "
+        "turn, the steps of `gpudr plan` (gpudr/app/cli.py), timed one by one: **spec** "
         "`load_plan` + `design`; **program** `offline.plan.run_design`, the real "
         "`__main__.py` per stack under the Pulumi mocks (the first plan on each cloud also "
         "imports that cloud's SDK there, as `gpudr plan` does); **policy** the plan's stacks "
@@ -617,7 +617,7 @@ def _synth_section(results: Results) -> list[str]:
         "that the catalog says offer the plan's GPU, with one or two clusters, zero to two "
         "services, some or all of checkpoints, weights and datasets with varied sizes and "
         "targets, sometimes an explicit standby pattern, reserved capacity or Direct Connect. "
-        "Every plan is validated by `gpudr.spec.load_plan` before it is measured. The "
+        "Every plan is validated by `gpudr.core.spec.load_plan` before it is measured. The "
         f"{results.config.target_resources:,}-resource portfolios are the first plans (or "
         "the first aws->aws plans) whose programs register at least that many custom "
         "resources, counted by the run itself.",

@@ -363,7 +363,7 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
     largest = max(config.systems)
     progress(f"generating {largest} synthetic plans (seed {seed}) into {work / 'plans'}")
     plans, _ = write_portfolio(work / "plans", largest, seed)
-    progress(f"{len(plans)} plans validated by gpudr.spec.load_plan: {pairs_of(plans)}")
+    progress(f"{len(plans)} plans validated by gpudr.core.spec.load_plan: {pairs_of(plans)}")
 
     def once_if_large(n: int) -> int:
         return 1 if n > 20 else config.repeats

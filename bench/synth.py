@@ -2,9 +2,9 @@
 
 Plan `i` of a seed is always the same plan, whatever the portfolio size, so a portfolio of 10
 systems is the first 10 of the 100. Each plan describes one protected system: a primary site
-and a DR site, on one of the cloud pairs gpudr supports (`gpudr.spec.PAIRS`), in regions that
-offer the plan's GPU type (`gpudr/data/catalog.yaml`), with varied clusters, services, data
-classes, sizes, patterns and links. Every plan written is validated by `gpudr.spec.load_plan`.
+and a DR site, on one of the cloud pairs gpudr supports (`gpudr.core.spec.PAIRS`), in regions that
+offer the plan's GPU type (`gpudr/core/data/catalog.yaml`), with varied clusters, services, data
+classes, sizes, patterns and links. Every plan written is validated by `gpudr.core.spec.load_plan`.
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ The driver (bench/run.py) starts one worker per measurement, so peak RSS (`ru_ma
 the import state belong to that measurement alone. The spec says what to run; the result is
 written as JSON to `spec["out"]`.
 
-kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/cli.py `plan`):
-  spec     gpudr.spec.load_plan + gpudr.design.design
+kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/app/cli.py `plan`):
+  spec     gpudr.core.spec.load_plan + gpudr.core.design.design
   program  offline.plan.run_design (the Pulumi program per stack under mocks; the first plan
            also pays for importing Pulumi and each cloud SDK, as `gpudr plan` does)
   policy   one pack process for the whole portfolio, as `gpudr plan --jobs 1 P1 ... Pn` has,
            but waited for stage by stage (gpudr feeds it from a thread while the next plan's
            program runs), so that each stage's time is its own
-  render   gpudr.report.build_report + render_text (the default --format text)
+  render   gpudr.docs.report.build_report + render_text (the default --format text)
   With `"policy": "none"` in the spec, no pack and no policy stage.
 kind "pack": the policy pack's start-up time, alone.
 kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
