@@ -6,17 +6,14 @@ are deterministic. The project number is an obviously offline value: nothing her
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpudr.app.offline.ids import short_hash
+
 OFFLINE_PROJECT_NUMBER = "123456789012"
 COMPUTE = "https://www.googleapis.com/compute/v1"
-
-
-def _short(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
 
 
 def _last(value: Any) -> str:
@@ -79,7 +76,7 @@ def _generic(r: _Resource) -> _Found:
 
 def _iam_member(r: _Resource, state: dict[str, Any]) -> _Found:
     target = r.inputs.get("cryptoKeyId") or r.inputs.get("bucket") or r.project
-    state.setdefault("etag", f"BwOffline{_short(r.typ, r.name)}")
+    state.setdefault("etag", f"BwOffline{short_hash(r.typ, r.name)}")
     return _Found(f"{target}/{r.inputs.get('role')}/{r.inputs.get('member')}")
 
 
@@ -98,15 +95,15 @@ def _storage(r: _Resource, state: dict[str, Any]) -> _Found | None:
         state.update(url=f"gs://{r.rname}", project=r.project)
         return _Found(r.rname, f"https://www.googleapis.com/storage/v1/b/{r.rname}")
     if r.typ == "gcp:storage/transferJob:TransferJob":
-        rname = str(r.inputs.get("name") or f"transferJobs/offline-{_short(r.typ, r.name)}")
+        rname = str(r.inputs.get("name") or f"transferJobs/offline-{short_hash(r.typ, r.name)}")
         return _Found(f"{r.project}/{rname}", name=rname)
     if r.typ == "gcp:storage/hmacKey:HmacKey":
         # The shapes Cloud Storage returns: a 61-character GOOG1E access id and a 40-character
         # base64 secret. Obviously offline values; the SDK marks the secret as secret.
-        access_id = f"GOOG1EOFFLINE{_short(r.typ, r.name, 'id').upper()}".ljust(61, "0")
+        access_id = f"GOOG1EOFFLINE{short_hash(r.typ, r.name, 'id').upper()}".ljust(61, "0")
         state.update(
             accessId=access_id,
-            secret=f"offline{_short(r.typ, r.name, 'secret')}".ljust(40, "0"),
+            secret=f"offline{short_hash(r.typ, r.name, 'secret')}".ljust(40, "0"),
             state=r.inputs.get("state") or "ACTIVE",
         )
         return _Found(f"projects/{r.project}/hmacKeys/{access_id}")
@@ -159,7 +156,7 @@ def _service_account(r: _Resource, state: dict[str, Any]) -> _Found | None:
     state.update(
         email=email,
         member=f"serviceAccount:{email}",
-        uniqueId=str(int(_short(r.typ, email), 16)).rjust(21, "1")[:21],
+        uniqueId=str(int(short_hash(r.typ, email), 16)).rjust(21, "1")[:21],
     )
     return _Found(rid, name=rid)
 
@@ -191,7 +188,7 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
             "email": email,
             "member": f"serviceAccount:{email}",
             # The numeric id an AWS role trusting Google names as its subject.
-            "subjectId": str(int(_short("subject", project), 16)).rjust(21, "1")[:21],
+            "subjectId": str(int(short_hash("subject", project), 16)).rjust(21, "1")[:21],
             "id": project,
             "project": project,
         }
@@ -243,4 +240,4 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _test_net(name: str, interface: int) -> str:
-    return f"198.51.100.{int(_short(name, str(interface)), 16) % 250 + 1}"
+    return f"198.51.100.{int(short_hash(name, str(interface)), 16) % 250 + 1}"
