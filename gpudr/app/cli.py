@@ -10,6 +10,7 @@ interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,6 +32,12 @@ from gpudr.docs.report import (
 )
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
+# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered.
+_FORMATS: dict[str, tuple[Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]]] = {
+    "text": (render_text, portfolio_text),
+    "markdown": (to_markdown, portfolio_markdown),
+    "json": (to_json, to_json),
+}
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -76,7 +83,7 @@ def main() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
+    type=click.Choice(list(_FORMATS)),
     default="text",
     show_default=True,
 )
@@ -145,12 +152,13 @@ def plan(
         reports = _run_plans(designs, sites, config, jobs)
     except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
         _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    render_one, render_portfolio = _FORMATS[fmt]
     if len(reports) == 1:
         report = reports[0]
-        text = _render(report, fmt)
+        text = render_one(report)
     else:
         report = build_portfolio(reports)
-        text = _render_portfolio(report, fmt)
+        text = render_portfolio(report)
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
@@ -228,22 +236,6 @@ def _run_plans(
         build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
         for i, des in enumerate(designs)
     ]
-
-
-def _render_portfolio(portfolio: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return to_json(portfolio)
-    if fmt == "markdown":
-        return portfolio_markdown(portfolio)
-    return portfolio_text(portfolio)
-
-
-def _render(report: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return to_json(report)
-    if fmt == "markdown":
-        return to_markdown(report)
-    return render_text(report)
 
 
 @main.command()
