@@ -24,6 +24,7 @@ from gpudr.core.units import fmt_usd
 from gpudr.docs.report import (
     PATH_COLUMNS,
     WORKLOAD_COLUMNS,
+    custom_resources,
     key_settings,
     md_table,
     path_cells,
@@ -214,7 +215,7 @@ class StackDiff:
 def _custom(stack: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     if stack is None:
         return {}
-    return {r["urn"]: r for r in stack.get("resources", ()) if r.get("custom", True)}
+    return {r["urn"]: r for r in custom_resources(stack)}
 
 
 def _options(r: Mapping[str, Any]) -> dict[str, Any]:

@@ -411,6 +411,11 @@ def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[
     return head, rows
 
 
+def custom_resources(stack: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A stack's custom resources: what the clouds hold (components only group them)."""
+    return [r for r in stack.get("resources", ()) if r.get("custom", True)]
+
+
 def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["type", "name", "key settings"]
     rows = [
@@ -419,8 +424,7 @@ def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]
             r["name"] + (" (protected)" if r.get("protect") else ""),
             key_settings(r["type"], r["inputs"]),
         ]
-        for r in stack["resources"]
-        if r.get("custom", True)
+        for r in custom_resources(stack)
     ]
     return head, rows
 
@@ -437,7 +441,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _stack_title(s: Mapping[str, Any]) -> str:
-    count = sum(1 for r in s["resources"] if r.get("custom", True))
+    count = len(custom_resources(s))
     return f"{s['name']} ({s['cloud']} {s['region']}, {s['role']}): {count} resources"
 
 
@@ -494,9 +498,7 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
                 else ["Policy pack: no violations.", ""]
             )
         if resources:
-            type_counts = Counter(
-                short_type(r["type"]) for r in s["resources"] if r.get("custom", True)
-            )
+            type_counts = Counter(short_type(r["type"]) for r in custom_resources(s))
             parts += [
                 "<details><summary>"
                 + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items()))
