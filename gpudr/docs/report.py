@@ -593,7 +593,7 @@ def _rows_portfolio(portfolio: Mapping[str, Any]) -> tuple[list[str], list[list[
                 r["plan"]["name"],
                 r["plan"]["source"],
                 str(len(r["stacks"])),
-                str(sum(1 for s in r["stacks"] for x in s["resources"] if x.get("custom"))),
+                str(sum(len(custom_resources(s)) for s in r["stacks"])),
                 "met" if not failing else f"NOT MET: {', '.join(failing)}",
                 policy,
                 fmt_usd(r["cost"]["monthly_usd"]),
