@@ -64,9 +64,24 @@ def _try_load(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
     return spec, design(spec)
 
 
+def _emit(text: str, output: str | None) -> None:
+    """`text` to the --output file, or to stdout."""
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
 def _progress(message: str) -> None:
     if sys.stderr.isatty():
         click.echo(f"... {message}", err=True)
+
+
+# What the commands that take one plan, or write one document, say about it.
+_plan_file = click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+_output = click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout."
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -87,7 +102,7 @@ def main() -> None:
     default="text",
     show_default=True,
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@_output
 @click.option(
     "--policy-config",
     type=click.Path(dir_okay=False, exists=True),
@@ -159,10 +174,7 @@ def plan(
     else:
         report = build_portfolio(reports)
         text = render_portfolio(report)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    _emit(text, output)
     sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
 
 
@@ -239,7 +251,7 @@ def _run_plans(
 
 
 @main.command()
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option(
     "--root",
     type=click.Path(file_okay=False),
@@ -291,7 +303,7 @@ def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
 
 
 @main.command()
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option(
     "--base",
     "base_ref",
@@ -299,7 +311,7 @@ def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
     metavar="REF",
     help="The git branch, tag or commit to compare with, e.g. origin/main.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@_output
 @click.option(
     "--limit",
     type=click.IntRange(min=0),
@@ -323,10 +335,7 @@ def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -
         for line in exc.details:
             click.echo(f"gpudr:   {line}", err=True)
         sys.exit(exc.code)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    _emit(text, output)
 
 
 class _DrillGroup(click.Group):
@@ -351,7 +360,7 @@ def drill_group() -> None:
 
 
 @drill_group.command("run")
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option("--site", required=True, help="The DR site to drill.")
 @click.option("--ttl", help="How long the drill stack may live (default: the plan's drill.ttl).")
 @click.option(
