@@ -1,6 +1,6 @@
 """`gpudr diff`: the plan run at a git ref and on the working tree, and what changed between them.
 
-Each side runs the way a user runs it, `python -m gpudr.cli plan PLAN --format json`, in its own
+Each side runs the way a user runs it, `python -m gpudr plan PLAN --format json`, in its own
 process and with its own code: the base side in a copy of the base commit (`git archive`), so a
 change to `components/`, `policies/` or `gpudr/` shows up as well as a change to the plan. Both
 run at once. Git and subprocesses only: no Pulumi import here (the runs import it).
@@ -24,7 +24,7 @@ from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 from gpudr.core.paths import PROJECT_DIR
 from gpudr.docs.diff import DEFAULT_LIMIT, diff_reports
 
-# The checkout that holds the running gpudr: __main__.py, components/, offline/, policies/.
+# A side's plan run still going after this long is stopped.
 PLAN_TIMEOUT_S = 900.0
 STDERR_TAIL = 8
 # Read-only: `git status` must not refresh the index of a repository others are working in.

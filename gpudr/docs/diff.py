@@ -1,7 +1,7 @@
 """What a change to a plan (or to the code behind it) does: two plan reports compared, as markdown
 for a pull-request comment.
 
-Pure functions over the JSON documents `gpudr plan --format json` writes (see `gpudr.report`):
+Pure functions over the JSON documents `gpudr plan --format json` writes (see `gpudr.docs.report`):
 resources matched by URN per stack, policy verdicts by policy and URN, workloads by name and pair,
 replication paths by key, cost lines by site, category and item. The markdown always fits
 `limit` characters (GitHub refuses comments over 65,536): when the full detail does not fit,
@@ -196,7 +196,7 @@ class ResourceDiff:
     name: str
     urn: str
     changes: list[Change] = field(default_factory=list)
-    settings: str = ""  # the key settings of what is created or deleted (gpudr.report)
+    settings: str = ""  # the key settings of what is created or deleted (gpudr.docs.report)
     note: str = ""  # what the reviewer must know beyond the settings (protected, retained, ...)
 
 
