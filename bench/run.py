@@ -78,9 +78,20 @@ def progress(message: str) -> None:
 # --- running workers ------------------------------------------------------------------------
 
 
-def _spawn(
-    argv: list[str], stderr_path: Path | None = None
-) -> tuple[int, float, Any, str, float, float]:
+@dataclass(frozen=True)
+class _Exited:
+    """A process run to its end: what wait4 said of it (and every child it waited for)."""
+
+    code: int
+    wall_s: float
+    cpu_s: float  # user + system
+    maxrss_mb: float
+    stderr: str  # "" when it went to a file
+    spawned_at: float  # time.time() when started, and when it had exited
+    exited_at: float
+
+
+def _spawn(argv: list[str], stderr_path: Path | None = None) -> _Exited:
     err = open(stderr_path, "w") if stderr_path else subprocess.PIPE  # noqa: SIM115
     spawned_at = time.time()
     started = time.perf_counter()
@@ -95,7 +106,8 @@ def _spawn(
     proc.returncode = os.waitstatus_to_exitcode(status)
     if stderr_path is not None:
         err.close()  # type: ignore[union-attr]
-    return proc.returncode, wall, usage, text, spawned_at, exited_at
+    cpu, maxrss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return _Exited(proc.returncode, wall, cpu, maxrss_mb, text, spawned_at, exited_at)
 
 
 def run_worker(spec: dict[str, Any], work: Path, importtime: bool = False) -> Measured:
@@ -105,19 +117,20 @@ def run_worker(spec: dict[str, Any], work: Path, importtime: bool = False) -> Me
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "bench.worker"]
     err_path = spec_path.with_suffix(".stderr") if importtime else None
-    code, wall, usage, text, spawned_at, exited_at = _spawn([*argv, str(spec_path)], err_path)
+    run = _spawn([*argv, str(spec_path)], err_path)
+    text = run.stderr
     if err_path is not None:
         text = err_path.read_text(encoding="utf-8", errors="replace")
-    if code != 0:
-        raise RuntimeError(f"bench worker failed ({code}) for {spec['kind']}: {text[-3000:]}")
+    if run.code != 0:
+        raise RuntimeError(f"bench worker failed ({run.code}) for {spec['kind']}: {text[-3000:]}")
     return Measured(
         json.loads(out.read_text(encoding="utf-8")),
-        wall,
-        usage.ru_utime + usage.ru_stime,
-        usage.ru_maxrss / 1024,
+        run.wall_s,
+        run.cpu_s,
+        run.maxrss_mb,
         text,
-        spawned_at,
-        exited_at,
+        run.spawned_at,
+        run.exited_at,
     )
 
 
@@ -197,20 +210,19 @@ def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
     for i, plan in enumerate(plans):
         progress(f"gpudr plan, one process per plan: {i + 1}/{len(plans)} {plan.path.name}")
         out = work / f"cli-{plan.index:03d}.json"
-        argv = [sys.executable, "-m", "gpudr", "plan", str(plan.path)]
-        code, wall, usage, text, _, _ = _spawn([*argv, "--format", "json", "-o", str(out)])
-        if code not in (0, 1):
-            raise RuntimeError(f"gpudr plan {plan.path} exited {code}: {text[-3000:]}")
-        codes[code] = codes.get(code, 0) + 1
-        walls.append(wall)
-        cpu += usage.ru_utime + usage.ru_stime
-        maxrss = max(maxrss, usage.ru_maxrss / 1024)
+        run = _spawn(_plan_argv([plan], out, jobs=None))
+        if run.code not in (0, 1):
+            raise RuntimeError(f"gpudr plan {plan.path} exited {run.code}: {run.stderr[-3000:]}")
+        codes[run.code] = codes.get(run.code, 0) + 1
+        walls.append(run.wall_s)
+        cpu += run.cpu_s
+        maxrss = max(maxrss, run.maxrss_mb)
         report = json.loads(out.read_text(encoding="utf-8"))
         resources += custom_resources(report["stacks"])
     return CliLoop(len(plans), resources, sum(walls), cpu, maxrss, walls, codes)
 
 
-def _plan_argv(plans: Sequence[SynthPlan], out: Path, jobs: int | None) -> list[str]:
+def _plan_argv(plans: Sequence[SynthPlan], out: Path, *, jobs: int | None) -> list[str]:
     """`gpudr plan P1 ... Pn --format json -o OUT [--jobs N]`, in this interpreter."""
     argv = [sys.executable, "-m", "gpudr", "plan", *(str(p.path) for p in plans)]
     return [*argv, "--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
@@ -265,7 +277,7 @@ def cli_portfolio(
     pss: bool = False,
 ) -> CliRun:
     out = work / f"portfolio-{time.monotonic_ns()}.json"
-    argv = _plan_argv(plans, out, jobs)
+    argv = _plan_argv(plans, out, jobs=jobs)
     label = cli_label(jobs)
     runs: list[_Timed] = []
     for i in range(repeats):
