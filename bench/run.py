@@ -14,22 +14,36 @@ import json
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from bench.procs import TreePeak
+from bench.results import (
+    AWS_ONLY,
+    CALIBRATED,
+    SIZE,
+    CliLoop,
+    CliRun,
+    Config,
+    ImportCost,
+    Measured,
+    Overhead,
+    Results,
+    Row,
+    cli_label,
+)
 from bench.synth import DEFAULT_SEED, SynthPlan, pairs_of, write_portfolio
+from bench.worker import custom_resources
+from gpudr.core.paths import PROJECT_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "benchmarks.md"
+DOC = PROJECT_DIR / "docs" / "benchmarks.md"
 PACKAGES = (
     "pulumi",
     "pulumi-aws",
@@ -40,22 +54,6 @@ PACKAGES = (
     "grpcio",
     "protobuf",
 )
-SDKS = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
-# The targets of issue 7.
-TARGET_WALL_S = 5.0
-TARGET_RSS_MB = 600.0
-TARGET_OVERHEAD = 1.3
-TARGET_GROWTH = 12.0  # time ratio allowed for 10x the resources
-
-
-@dataclass(frozen=True)
-class Config:
-    systems: tuple[int, ...]  # portfolio sizes, in protected systems (plans)
-    target_resources: int  # the calibrated portfolio: the first plans reaching this many
-    repeats: int  # fresh-process repeats for portfolios up to the calibrated one
-    program_pairs: int  # gpudr/flat pairs of passes for the overhead comparison
-    import_plans: tuple[int, ...]  # single plans whose imports are listed (by index)
-
 
 FULL = Config(
     systems=(1, 10, 100),
@@ -80,38 +78,24 @@ def progress(message: str) -> None:
 # --- running workers ------------------------------------------------------------------------
 
 
-@dataclass
-class Measured:
-    """A worker's result plus what the driver saw of the process: wall from start to exit, and
-    CPU of the worker and every child it waited for (wait4)."""
+@dataclass(frozen=True)
+class _Exited:
+    """A process run to its end: what wait4 said of it (and every child it waited for)."""
 
-    result: dict[str, Any]
+    code: int
     wall_s: float
-    cpu_s: float
+    cpu_s: float  # user + system
     maxrss_mb: float
-    stderr: str = ""
-    spawned_at: float = 0.0  # time.time() when started, and when it had exited
-    exited_at: float = 0.0
-
-    @property
-    def interpreter_start_s(self) -> float:
-        """From spawn to the worker module running: interpreter start-up."""
-        return float(self.result["started_at"]) - self.spawned_at
-
-    @property
-    def teardown_s(self) -> float:
-        """From the worker's last statement to the process's exit: interpreter finalization
-        (including its final garbage collection)."""
-        return self.exited_at - float(self.result["finished_at"])
+    stderr: str  # "" when it went to a file
+    spawned_at: float  # time.time() when started, and when it had exited
+    exited_at: float
 
 
-def _spawn(
-    argv: list[str], stderr_path: Path | None = None
-) -> tuple[int, float, Any, str, float, float]:
+def _spawn(argv: list[str], stderr_path: Path | None = None) -> _Exited:
     err = open(stderr_path, "w") if stderr_path else subprocess.PIPE  # noqa: SIM115
     spawned_at = time.time()
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    proc = _start(argv, err)
     text = ""
     if stderr_path is None:
         assert proc.stderr is not None
@@ -122,7 +106,8 @@ def _spawn(
     proc.returncode = os.waitstatus_to_exitcode(status)
     if stderr_path is not None:
         err.close()  # type: ignore[union-attr]
-    return proc.returncode, wall, usage, text, spawned_at, exited_at
+    cpu, maxrss_mb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return _Exited(proc.returncode, wall, cpu, maxrss_mb, text, spawned_at, exited_at)
 
 
 def run_worker(spec: dict[str, Any], work: Path, importtime: bool = False) -> Measured:
@@ -132,19 +117,20 @@ def run_worker(spec: dict[str, Any], work: Path, importtime: bool = False) -> Me
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "bench.worker"]
     err_path = spec_path.with_suffix(".stderr") if importtime else None
-    code, wall, usage, text, spawned_at, exited_at = _spawn([*argv, str(spec_path)], err_path)
+    run = _spawn([*argv, str(spec_path)], err_path)
+    text = run.stderr
     if err_path is not None:
         text = err_path.read_text(encoding="utf-8", errors="replace")
-    if code != 0:
-        raise RuntimeError(f"bench worker failed ({code}) for {spec['kind']}: {text[-3000:]}")
+    if run.code != 0:
+        raise RuntimeError(f"bench worker failed ({run.code}) for {spec['kind']}: {text[-3000:]}")
     return Measured(
         json.loads(out.read_text(encoding="utf-8")),
-        wall,
-        usage.ru_utime + usage.ru_stime,
-        usage.ru_maxrss / 1024,
+        run.wall_s,
+        run.cpu_s,
+        run.maxrss_mb,
         text,
-        spawned_at,
-        exited_at,
+        run.spawned_at,
+        run.exited_at,
     )
 
 
@@ -157,28 +143,7 @@ def median_run(runs: Sequence[Measured]) -> tuple[Measured, float, float]:
 # --- measurements -----------------------------------------------------------------------------
 
 
-SIZE, CALIBRATED, AWS_ONLY = "size", "calibrated", "aws only"
-
-
-@dataclass
-class Row:
-    """bench/worker.py: gpudr plan's stages for a portfolio in one process, each timed."""
-
-    role: str  # SIZE (one of Config.systems), CALIBRATED or AWS_ONLY: which portfolio
-    systems: int
-    measured: Measured
-    wall_min: float
-    wall_max: float
-    repeats: int
-    pairs: dict[str, int] = field(default_factory=dict)
-
-
-def portfolio(
-    plans: Sequence[SynthPlan],
-    work: Path,
-    repeats: int,
-    role: str,
-) -> Row:
+def portfolio(plans: Sequence[SynthPlan], work: Path, *, repeats: int, role: str) -> Row:
     spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans]}
     runs = []
     for i in range(repeats):
@@ -208,32 +173,6 @@ def aws_only(plans: Sequence[SynthPlan], per_plan: Sequence[int], target: int) -
     return [p for p, _ in chosen[:k]]
 
 
-@dataclass
-class Overhead:
-    """gpudr's program and the flat baseline, alternating passes in one process."""
-
-    measured: Measured
-
-    def passes(self, variant: str) -> list[dict[str, float]]:
-        found: list[dict[str, float]] = self.measured.result["passes"][variant]
-        return found
-
-    def median(self, variant: str) -> float:
-        return statistics.median(float(p["wall_s"]) for p in self.passes(variant))
-
-    def median_gc(self, variant: str) -> float:
-        return statistics.median(float(p["gc_s"]) for p in self.passes(variant))
-
-    @property
-    def ratios(self) -> list[float]:
-        return [float(r) for r in self.measured.result["ratios"]]
-
-    @property
-    def ratio(self) -> float:
-        """The median of the pairwise ratios (gpudr pass / the flat pass next to it)."""
-        return statistics.median(self.ratios)
-
-
 def overhead(plans: Sequence[SynthPlan], work: Path, pairs: int) -> Overhead:
     progress(f"program overhead: {pairs} pairs of passes")
     spec = {"kind": "program", "plans": [str(p.path) for p in plans], "pairs": pairs}
@@ -254,30 +193,11 @@ def import_times(stderr: str) -> dict[str, float]:
     return out
 
 
-@dataclass
-class ImportCost:
-    label: str
-    pairs: dict[str, int]
-    measured: Measured
-    seconds: dict[str, float]
-
-
 def import_cost(plans: Sequence[SynthPlan], work: Path, label: str) -> ImportCost:
     progress(f"imports: {label}")
     spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans], "policy": "none"}
     m = run_worker(spec, work, importtime=True)
     return ImportCost(label, pairs_of(plans), m, import_times(m.stderr))
-
-
-@dataclass
-class CliLoop:
-    plans: int
-    resources: int
-    wall_s: float
-    cpu_s: float
-    maxrss_mb: float
-    per_plan_wall: list[float]
-    exit_codes: dict[int, int]
 
 
 def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
@@ -290,108 +210,103 @@ def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
     for i, plan in enumerate(plans):
         progress(f"gpudr plan, one process per plan: {i + 1}/{len(plans)} {plan.path.name}")
         out = work / f"cli-{plan.index:03d}.json"
-        argv = [sys.executable, "-m", "gpudr", "plan", str(plan.path)]
-        code, wall, usage, text, _, _ = _spawn([*argv, "--format", "json", "-o", str(out)])
-        if code not in (0, 1):
-            raise RuntimeError(f"gpudr plan {plan.path} exited {code}: {text[-3000:]}")
-        codes[code] = codes.get(code, 0) + 1
-        walls.append(wall)
-        cpu += usage.ru_utime + usage.ru_stime
-        maxrss = max(maxrss, usage.ru_maxrss / 1024)
+        run = _spawn(_plan_argv([plan], out, jobs=None))
+        if run.code not in (0, 1):
+            raise RuntimeError(f"gpudr plan {plan.path} exited {run.code}: {run.stderr[-3000:]}")
+        codes[run.code] = codes.get(run.code, 0) + 1
+        walls.append(run.wall_s)
+        cpu += run.cpu_s
+        maxrss = max(maxrss, run.maxrss_mb)
         report = json.loads(out.read_text(encoding="utf-8"))
-        resources += sum(1 for s in report["stacks"] for r in s["resources"] if r["custom"])
+        resources += custom_resources(report["stacks"])
     return CliLoop(len(plans), resources, sum(walls), cpu, maxrss, walls, codes)
 
 
-@dataclass
-class CliRun:
-    """`gpudr plan P1 ... Pn --format json -o FILE [--jobs N]`, the real CLI, in a fresh
-    process: the median of `repeats` runs by wall time."""
+def _plan_argv(plans: Sequence[SynthPlan], out: Path, *, jobs: int | None) -> list[str]:
+    """`gpudr plan P1 ... Pn --format json -o OUT [--jobs N]`, in this interpreter."""
+    argv = [sys.executable, "-m", "gpudr", "plan", *(str(p.path) for p in plans)]
+    return [*argv, "--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
 
-    jobs: int | None  # None: gpudr's default (the usable cores)
-    role: str
-    systems: int
-    walls: list[float]
-    cpu_s: float
+
+def _start(argv: list[str], stderr: Any = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=stderr)
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """One timed run of `gpudr plan` over a portfolio."""
+
+    wall_s: float
+    cpu_s: float  # wait4: the process and every child it waited for (its workers, the pack)
     processes: list[tuple[str, float]]  # (gpudr | worker | pack, peak RSS MB)
     exit_code: int
-    resources: int
-    stacks: int
-    per_plan_resources: list[int]
-    pairs: dict[str, int] = field(default_factory=dict)
-    pss_peak_mb: float | None = None  # from one more, untimed run (TreePeak with pss)
-
-    @property
-    def wall_s(self) -> float:
-        return sorted(self.walls)[len(self.walls) // 2]
-
-    @property
-    def peak_mb(self) -> float:
-        return sum(mb for _, mb in self.processes)
-
-    @property
-    def label(self) -> str:
-        return cli_label(self.jobs)
 
 
-def cli_label(jobs: int | None) -> str:
-    return "gpudr plan" if jobs is None else f"gpudr plan --jobs {jobs}"
+def _timed_plan(argv: list[str]) -> _Timed:
+    """Run `argv` (a `gpudr plan`) once, its process tree's memory sampled."""
+    started = time.perf_counter()
+    proc = _start(argv)
+    sampler = TreePeak(proc.pid)
+    assert proc.stderr is not None
+    text = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    processes = sampler.stop()
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise RuntimeError(f"gpudr plan exited {code}: {text[-3000:]}")
+    return _Timed(wall, usage.ru_utime + usage.ru_stime, processes, code)
+
+
+def _pss_peak_mb(argv: list[str]) -> float:
+    """The peak of the processes' summed PSS during one more, untimed run of `argv`."""
+    proc = _start(argv)
+    sampler = TreePeak(proc.pid, pss=True)
+    proc.communicate()
+    sampler.stop()
+    return sampler.pss_peak_kb / 1024
 
 
 def cli_portfolio(
     plans: Sequence[SynthPlan],
     work: Path,
+    *,
     repeats: int,
     role: str,
     jobs: int | None,
     pss: bool = False,
 ) -> CliRun:
     out = work / f"portfolio-{time.monotonic_ns()}.json"
-    argv = [sys.executable, "-m", "gpudr", "plan", *(str(p.path) for p in plans)]
-    argv += ["--format", "json", "-o", str(out), *(["--jobs", str(jobs)] if jobs else [])]
-    runs: list[tuple[float, float, list[tuple[str, float]], int]] = []
+    argv = _plan_argv(plans, out, jobs=jobs)
     label = cli_label(jobs)
+    runs: list[_Timed] = []
     for i in range(repeats):
         progress(f"{label}, {role}: {len(plans)} plan(s), run {i + 1}/{repeats}")
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        sampler = TreePeak(proc.pid)
-        assert proc.stderr is not None
-        text = proc.stderr.read().decode(errors="replace")
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        processes = sampler.stop()
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            raise RuntimeError(f"gpudr plan exited {code}: {text[-3000:]}")
-        # wait4: the process and every child it waited for (its workers, the pack).
-        runs.append((wall, usage.ru_utime + usage.ru_stime, processes, code))
-        progress(f"  {wall:.2f} s wall, peak {sum(mb for _, mb in processes):.0f} MB")
+        runs.append(_timed_plan(argv))
+        peak = sum(mb for _, mb in runs[-1].processes)
+        progress(f"  {runs[-1].wall_s:.2f} s wall, peak {peak:.0f} MB")
     pss_peak_mb = None
     if pss:
         progress(f"{label}, {role}: one more run, sampling PSS (untimed)")
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        sampler = TreePeak(proc.pid, pss=True)
-        proc.communicate()
-        sampler.stop()
-        pss_peak_mb = sampler.pss_peak_kb / 1024
+        pss_peak_mb = _pss_peak_mb(argv)
         progress(f"  peak of the summed PSS {pss_peak_mb:.0f} MB")
     report = json.loads(out.read_text(encoding="utf-8"))
     reports = report.get("plans", [report])
-    median = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+    per_plan = [custom_resources(r["stacks"]) for r in reports]
+    median = sorted(runs, key=lambda r: r.wall_s)[len(runs) // 2]
     return CliRun(
-        jobs,
-        role,
-        len(plans),
-        [r[0] for r in runs],
-        median[1],
-        median[2],
-        median[3],
-        sum(1 for r in reports for s in r["stacks"] for x in s["resources"] if x["custom"]),
-        sum(len(r["stacks"]) for r in reports),
-        [sum(1 for s in r["stacks"] for x in s["resources"] if x["custom"]) for r in reports],
-        pairs_of(plans),
-        pss_peak_mb,
+        jobs=jobs,
+        role=role,
+        systems=len(plans),
+        walls=[r.wall_s for r in runs],
+        cpu_s=median.cpu_s,
+        processes=median.processes,
+        exit_code=median.exit_code,
+        resources=sum(per_plan),
+        stacks=sum(len(r["stacks"]) for r in reports),
+        per_plan_resources=per_plan,
+        pairs=pairs_of(plans),
+        pss_peak_mb=pss_peak_mb,
     )
 
 
@@ -423,10 +338,10 @@ def machine() -> dict[str, str]:
     commit = "unknown"
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_DIR, capture_output=True, text=True
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True
+            ["git", "status", "--porcelain"], cwd=PROJECT_DIR, capture_output=True, text=True
         ).stdout.splitlines()
         # The bench's own files do not change what is measured; anything else would.
         ours = ("bench/", "docs/benchmarks.md", "tests/bench/", "Makefile")
@@ -454,55 +369,20 @@ def machine() -> dict[str, str]:
 # --- the whole run ----------------------------------------------------------------------------
 
 
-@dataclass
-class Results:
-    config: Config
-    quick: bool
-    seed: int
-    machine: dict[str, str]
-    cli: list[CliRun]  # the real `gpudr plan P1 ... Pn`
-    rows: list[Row]  # one process, stage by stage (bench/worker.py)
-    overhead: Overhead
-    imports: list[ImportCost]
-    loop: CliLoop | None  # one process per plan
-    pack_start_s: list[float]
-    elapsed_s: float = 0.0
-
-    def cli_run(self, role: str, jobs: int | None = None) -> CliRun | None:
-        for r in self.cli:
-            if r.role == role and r.jobs == jobs:
-                return r
-        return None
-
-    def cli_sizes(self, jobs: int | None = None) -> list[CliRun]:
-        return sorted(
-            (r for r in self.cli if r.role == SIZE and r.jobs == jobs), key=lambda r: r.systems
-        )
-
-    def row(self, role: str) -> Row | None:
-        for r in self.rows:
-            if r.role == role:
-                return r
-        return None
-
-    def sizes(self) -> list[Row]:
-        return sorted((r for r in self.rows if r.role == SIZE), key=lambda r: r.systems)
-
-
 def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
     started = time.perf_counter()
     info = machine()
     largest = max(config.systems)
     progress(f"generating {largest} synthetic plans (seed {seed}) into {work / 'plans'}")
     plans, _ = write_portfolio(work / "plans", largest, seed)
-    progress(f"{len(plans)} plans validated by gpudr.spec.load_plan: {pairs_of(plans)}")
+    progress(f"{len(plans)} plans validated by gpudr.core.spec.load_plan: {pairs_of(plans)}")
 
     def once_if_large(n: int) -> int:
         return 1 if n > 20 else config.repeats
 
     # The largest portfolio first: it counts every plan's resources, which calibrates the
     # 1,000-resource portfolios (plans are prefixes of one sequence).
-    first = cli_portfolio(plans, work, once_if_large(largest), SIZE, None)
+    first = cli_portfolio(plans, work, repeats=once_if_large(largest), role=SIZE, jobs=None)
     per_plan = first.per_plan_resources
     calibrated = plans[: calibrate(per_plan, config.target_resources)]
     aws = aws_only(plans, per_plan, config.target_resources)
@@ -514,12 +394,14 @@ def run_all(config: Config, seed: int, quick: bool, work: Path) -> Results:
     cli = [first]
     for role, chosen in portfolios:
         if not (role == SIZE and len(chosen) == largest):
+            repeats = once_if_large(len(chosen))
             pss = role in (CALIBRATED, AWS_ONLY)  # the memory target's portfolios
-            cli.append(cli_portfolio(chosen, work, once_if_large(len(chosen)), role, None, pss))
+            cli.append(cli_portfolio(chosen, work, repeats=repeats, role=role, jobs=None, pss=pss))
     for role, chosen in ((CALIBRATED, calibrated), (AWS_ONLY, aws)):
-        cli.append(cli_portfolio(chosen, work, config.repeats, role, 1, pss=True))
+        cli.append(cli_portfolio(chosen, work, repeats=config.repeats, role=role, jobs=1, pss=True))
     rows = [
-        portfolio(chosen, work, once_if_large(len(chosen)), role) for role, chosen in portfolios
+        portfolio(chosen, work, repeats=once_if_large(len(chosen)), role=role)
+        for role, chosen in portfolios
     ]
     progress("policy pack start-up")
     pack = run_worker({"kind": "pack", "repeats": 5}, work).result["start_wall_s"]
@@ -543,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output",
         type=Path,
         default=None,
-        help=f"where to write the markdown (default: {DOC.relative_to(ROOT)}; --quick: nowhere)",
+        help=f"where to write the markdown (default: {DOC.relative_to(PROJECT_DIR)}; "
+        "--quick: nowhere)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")

@@ -2,9 +2,9 @@
 
 Plan `i` of a seed is always the same plan, whatever the portfolio size, so a portfolio of 10
 systems is the first 10 of the 100. Each plan describes one protected system: a primary site
-and a DR site, on one of the cloud pairs gpudr supports (`gpudr.spec.PAIRS`), in regions that
-offer the plan's GPU type (`gpudr/data/catalog.yaml`), with varied clusters, services, data
-classes, sizes, patterns and links. Every plan written is validated by `gpudr.spec.load_plan`.
+and a DR site, on one of the cloud pairs gpudr supports (`gpudr.core.spec.PAIRS`), in regions that
+offer the plan's GPU type (`gpudr/core/data/catalog.yaml`), with varied clusters, services, data
+classes, sizes, patterns and links. Every plan written is validated by `gpudr.core.spec.load_plan`.
 """
 
 from __future__ import annotations
@@ -86,10 +86,33 @@ def _gpu_regions(cloud: str, gpu: str) -> list[str]:
 
 def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Plan number `index` of `seed`, as the YAML document a user would write."""
+    # One generator per plan, drawn from in a fixed order: the helpers below run in this order.
     rng = random.Random(f"{seed}/{index}")
-    primary_cloud, dr_cloud = PAIR_CYCLE[index % len(PAIR_CYCLE)]
-    assert (primary_cloud, dr_cloud) in PAIRS
-    gpu = rng.choice(_common_gpus(primary_cloud, dr_cloud))
+    pair = PAIR_CYCLE[index % len(PAIR_CYCLE)]
+    assert pair in PAIRS
+    gpu = rng.choice(_common_gpus(*pair))
+    name = f"{WORDS[index % len(WORDS)]}-{index:03d}"
+    plan: dict[str, Any] = {
+        "name": name,
+        "sites": _sites(name, pair, gpu, rng),
+        "clusters": _clusters(gpu, rng),
+    }
+    services = _services(gpu, rng)
+    if services:
+        plan["services"] = services
+    data = _data(pair, rng)
+    if data:
+        plan["data"] = data
+    if pair == ("aws", "aws"):
+        plan["quotas"] = {"s3_rtc_gbps": 5}
+    return plan
+
+
+def _sites(
+    name: str, pair: tuple[str, str], gpu: str, rng: random.Random
+) -> dict[str, dict[str, Any]]:
+    """The primary and the DR site by their short names, in regions that offer `gpu`."""
+    primary_cloud, dr_cloud = pair
     p_region = rng.choice(_gpu_regions(primary_cloud, gpu))
     dr_choices = [
         r for r in _gpu_regions(dr_cloud, gpu) if (dr_cloud, r) != (primary_cloud, p_region)
@@ -99,8 +122,6 @@ def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     d_name = _site_name(dr_cloud, d_region)
     if d_name == p_name:
         d_name = f"{d_name[:7]}d"
-    name = f"{WORDS[index % len(WORDS)]}-{index:03d}"
-
     primary: dict[str, Any] = {"cloud": primary_cloud, "region": p_region, "role": "primary"}
     dr: dict[str, Any] = {
         "cloud": dr_cloud,
@@ -115,33 +136,53 @@ def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
         site["azs"] = _zones(cloud, region, offer.zones, rng)
         if cloud == "gcp":
             site["project"] = f"acme-{name}-{site['role']}"
-    if (primary_cloud, dr_cloud) == ("aws", "gcp"):
+    if pair == ("aws", "gcp"):
         primary["account"] = f"{rng.randrange(10**11, 10**12):012d}"
-    if rng.random() < 0.25:
-        dr["pattern"] = rng.choice(["pilot-light", "warm-standby"])
-    if rng.random() < 0.2 and dr_cloud in ("aws", "azure"):
-        dr["reserve_capacity"] = True
-    if (primary_cloud, dr_cloud) == ("aws", "aws") and rng.random() < 0.3:
-        first, second = rng.sample(DX_LOCATIONS, 2)
-        dr["link"] = {"kind": "direct-connect", "location": first, "secondary_location": second}
+    dr.update(_dr_options(pair, rng))
+    return {p_name: primary, d_name: dr}
 
-    clusters: dict[str, Any] = {}
-    for c in range(rng.choice([1, 1, 2])):
-        clusters[("train", "tune")[c]] = {
+
+def _dr_options(pair: tuple[str, str], rng: random.Random) -> dict[str, Any]:
+    """Now and then: an explicit standby pattern, reserved capacity, a Direct Connect link."""
+    out: dict[str, Any] = {}
+    if rng.random() < 0.25:
+        out["pattern"] = rng.choice(["pilot-light", "warm-standby"])
+    if rng.random() < 0.2 and pair[1] in ("aws", "azure"):
+        out["reserve_capacity"] = True
+    if pair == ("aws", "aws") and rng.random() < 0.3:
+        first, second = rng.sample(DX_LOCATIONS, 2)
+        out["link"] = {"kind": "direct-connect", "location": first, "secondary_location": second}
+    return out
+
+
+def _clusters(gpu: str, rng: random.Random) -> dict[str, Any]:
+    """One or two training clusters."""
+    return {
+        ("train", "tune")[c]: {
             "gpu": gpu,
             "nodes": rng.choice([2, 4, 8, 16, 32]),
             "rto": rng.choice(["2h", "4h", "8h"]),
         }
-    services: dict[str, Any] = {}
-    for s in range(rng.choice([0, 1, 1, 2])):
-        services[("chat", "search")[s]] = {
+        for c in range(rng.choice([1, 1, 2]))
+    }
+
+
+def _services(gpu: str, rng: random.Random) -> dict[str, Any]:
+    """Zero to two inference services on the training cluster."""
+    return {
+        ("chat", "search")[s]: {
             "cluster": "train",
             "gpu": gpu,
             "nodes": rng.choice([1, 2, 4]),
             "rpo": rng.choice(["5m", "15m"]),
             "rto": rng.choice(["15m", "30m", "1h"]),
         }
+        for s in range(rng.choice([0, 1, 1, 2]))
+    }
 
+
+def _data(pair: tuple[str, str], rng: random.Random) -> dict[str, Any]:
+    """Some or all of checkpoints, weights and datasets."""
     data: dict[str, Any] = {}
     if rng.random() < 0.85:
         checkpoints: dict[str, Any] = {
@@ -153,7 +194,7 @@ def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
             "rpo": rng.choice(["4h", "8h"]),
             "rto": rng.choice(["4h", "8h"]),
         }
-        if (primary_cloud, dr_cloud) == ("azure", "azure") and rng.random() < 0.5:
+        if pair == ("azure", "azure") and rng.random() < 0.5:
             checkpoints["replication"] = "dual-write"
         data["checkpoints"] = checkpoints
     if rng.random() < 0.8:
@@ -169,19 +210,7 @@ def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
             "daily_change": rng.choice(["100GB", "500GB", "1TB"]),
             "rpo": rng.choice(["24h", "none"]),
         }
-
-    plan: dict[str, Any] = {
-        "name": name,
-        "sites": {p_name: primary, d_name: dr},
-        "clusters": clusters,
-    }
-    if services:
-        plan["services"] = services
-    if data:
-        plan["data"] = data
-    if primary_cloud == "aws" and dr_cloud == "aws":
-        plan["quotas"] = {"s3_rtc_gbps": 5}
-    return plan
+    return data
 
 
 def write_portfolio(

@@ -4,14 +4,15 @@ The driver (bench/run.py) starts one worker per measurement, so peak RSS (`ru_ma
 the import state belong to that measurement alone. The spec says what to run; the result is
 written as JSON to `spec["out"]`.
 
-kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/cli.py `plan`):
-  spec     gpudr.spec.load_plan + gpudr.design.design
+kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/app/cli.py `plan`):
+  spec     gpudr.core.spec.load_plan + gpudr.core.design.design
   program  offline.plan.run_design (the Pulumi program per stack under mocks; the first plan
            also pays for importing Pulumi and each cloud SDK, as `gpudr plan` does)
   policy   one pack process for the whole portfolio, as `gpudr plan --jobs 1 P1 ... Pn` has,
            but waited for stage by stage (gpudr feeds it from a thread while the next plan's
            program runs), so that each stage's time is its own
-  render   gpudr.report.build_report + render_text (the default --format text)
+  render   gpudr.docs.report.build_report + render_text (the default --format text)
+  With `"policy": "none"` in the spec, no pack and no policy stage.
 kind "pack": the policy pack's start-up time, alone.
 kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
   the portfolio uses, and records what each stack registered), then measured passes of gpudr's
@@ -26,7 +27,7 @@ import os
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ from bench.procs import TreePeak, status_kb
 
 STARTED_AT = time.time()  # the driver compares it with its own clock: interpreter start-up
 SDK_PACKAGES = ("pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_random")
+# What `gpudr plan` does for each plan, in order: the kind "portfolio" times each one.
+STAGES = ("spec", "program", "policy", "render")
 
 
 class GcClock:
@@ -113,9 +116,40 @@ def sdk_modules() -> dict[str, int]:
     return counts
 
 
-def _count(stacks: list[dict[str, Any]]) -> tuple[int, int]:
-    custom = sum(1 for s in stacks for r in s["resources"] if r["custom"])
-    return custom, sum(len(s["resources"]) for s in stacks)
+def custom_resources(stacks: Iterable[Mapping[str, Any]]) -> int:
+    """The custom resources the stacks' programs registered (a report's `stacks`)."""
+    return sum(1 for s in stacks for r in s["resources"] if r["custom"])
+
+
+def _plan_counts(stacks: list[dict[str, Any]], *, meets: bool) -> dict[str, Any]:
+    """What the result counts of one plan's stacks (with their policy verdicts)."""
+    levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
+    return {
+        "resources": custom_resources(stacks),
+        "registrations": sum(len(s["resources"]) for s in stacks),
+        "clouds": sorted(
+            {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
+        ),
+        "stacks": len(stacks),
+        "meets": meets,
+        "mandatory": levels.count("mandatory"),
+        "advisory": levels.count("advisory"),
+    }
+
+
+def _summed(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """The plans' counts (`_plan_counts`), summed over the portfolio."""
+    return {
+        "plans": len(done),
+        "stacks": sum(d["stacks"] for d in done),
+        "resources": sum(d["resources"] for d in done),
+        "registrations": sum(d["registrations"] for d in done),
+        "plans_meeting_targets": sum(d["meets"] for d in done),
+        "violations": {
+            "mandatory": sum(d["mandatory"] for d in done),
+            "advisory": sum(d["advisory"] for d in done),
+        },
+    }
 
 
 def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,35 +162,26 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
     gc_clock = GcClock()
     # The policy pack's peak: the other processes under this one are none.
     children = TreePeak(os.getpid())
-    stages = Stages(("spec", "program", "policy", "render"))
+    stages = Stages(STAGES)
+    # "none" (the import-cost runs): no pack, so that only the program's imports are counted.
+    with_policy = spec.get("policy", "shared") != "none"
     session: Any = None
 
     def finish(des: Design, stacks: list[dict[str, Any]]) -> dict[str, Any]:
         """Policy and rendering of one plan; what the result counts."""
         nonlocal session
-        with stages.stage("policy"):
-            from gpudr.app.offline.policy import PackSession, with_violations
+        if with_policy:
+            with stages.stage("policy"):
+                from gpudr.app.offline.policy import PackSession, with_violations
 
-            if session is None:
-                session = PackSession()
-            # Waited for here, where gpudr plan goes on with the next program.
-            stacks = with_violations(stacks, session.submit(stacks).result())
+                if session is None:
+                    session = PackSession()
+                # Waited for here, where gpudr plan goes on with the next program.
+                stacks = with_violations(stacks, session.submit(stacks).result())
         with stages.stage("render"):
             report = build_report(des, stacks)
             render_text(report)
-        custom, registrations = _count(stacks)
-        levels = [v["level"] for s in stacks for v in s.get("policy", {}).get("violations", ())]
-        return {
-            "resources": custom,
-            "registrations": registrations,
-            "clouds": sorted(
-                {r["type"].split(":")[0] for s in stacks for r in s["resources"] if r["custom"]}
-            ),
-            "stacks": len(stacks),
-            "meets": bool(report["meets"]),
-            "mandatory": levels.count("mandatory"),
-            "advisory": levels.count("advisory"),
-        }
+        return _plan_counts(stacks, meets=bool(report["meets"]))
 
     done: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -173,15 +198,7 @@ def run_portfolio(spec: Mapping[str, Any]) -> dict[str, Any]:
             session.close()
     elapsed = time.perf_counter() - started
     return {
-        "plans": len(spec["plans"]),
-        "stacks": sum(d["stacks"] for d in done),
-        "resources": sum(d["resources"] for d in done),
-        "registrations": sum(d["registrations"] for d in done),
-        "plans_meeting_targets": sum(d["meets"] for d in done),
-        "violations": {
-            "mandatory": sum(d["mandatory"] for d in done),
-            "advisory": sum(d["advisory"] for d in done),
-        },
+        **_summed(done),
         "stages": stages.as_dict(),
         "per_plan_resources": [d["resources"] for d in done],
         # The providers the registered resources belong to (aws, gcp, azure-native, random).
@@ -203,6 +220,7 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
     from bench import flat
     from gpudr.app.offline.mocks import GpudrMocks
     from gpudr.app.offline.plan import run_design
+    from gpudr.app.offline.run import run_stack  # what run_design runs each stack with
     from gpudr.build.stackconfig import stack_config_values
     from gpudr.core.design import design
     from gpudr.core.spec import load_plan
@@ -218,7 +236,6 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
     custom = sum(len(r[3]) for r in recorded)
     # Settle: the warm-up's garbage is collected here, not in whichever pass comes first.
     gc.collect()
-    run: Callable[..., Any] = sys.modules["offline.plan"].run_stack  # what run_design calls
     gc_clock = GcClock()
     passes: dict[str, list[dict[str, float]]] = {"gpudr": [], "flat": []}
     mismatches = 0
@@ -233,7 +250,7 @@ def run_program(spec: Mapping[str, Any]) -> dict[str, Any]:
         else:
             for name, region, config, resources in recorded:
                 flat.CURRENT[:] = resources
-                result = run(
+                result = run_stack(
                     name, config, GpudrMocks(default_region=region), program=Path(flat.PROGRAM)
                 )
                 if check:
@@ -280,9 +297,6 @@ def run_pack(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    project = str(Path(__file__).resolve().parent.parent)
-    if project not in sys.path:
-        sys.path.insert(0, project)
     kind = spec["kind"]
     if kind == "portfolio":
         result = run_portfolio(spec)

@@ -10,6 +10,7 @@ interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
@@ -31,6 +32,12 @@ from gpudr.docs.report import (
 )
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
+# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered.
+_FORMATS: dict[str, tuple[Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]]] = {
+    "text": (render_text, portfolio_text),
+    "markdown": (to_markdown, portfolio_markdown),
+    "json": (to_json, to_json),
+}
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -57,9 +64,24 @@ def _try_load(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
     return spec, design(spec)
 
 
+def _emit(text: str, output: str | None) -> None:
+    """`text` to the --output file, or to stdout."""
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
 def _progress(message: str) -> None:
     if sys.stderr.isatty():
         click.echo(f"... {message}", err=True)
+
+
+# What the commands that take one plan, or write one document, say about it.
+_plan_file = click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+_output = click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout."
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,11 +98,11 @@ def main() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
+    type=click.Choice(list(_FORMATS)),
     default="text",
     show_default=True,
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@_output
 @click.option(
     "--policy-config",
     type=click.Path(dir_okay=False, exists=True),
@@ -145,16 +167,14 @@ def plan(
         reports = _run_plans(designs, sites, config, jobs)
     except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
         _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    render_one, render_portfolio = _FORMATS[fmt]
     if len(reports) == 1:
         report = reports[0]
-        text = _render(report, fmt)
+        text = render_one(report)
     else:
         report = build_portfolio(reports)
-        text = _render_portfolio(report, fmt)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+        text = render_portfolio(report)
+    _emit(text, output)
     sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
 
 
@@ -230,24 +250,8 @@ def _run_plans(
     ]
 
 
-def _render_portfolio(portfolio: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return to_json(portfolio)
-    if fmt == "markdown":
-        return portfolio_markdown(portfolio)
-    return portfolio_text(portfolio)
-
-
-def _render(report: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
-        return to_json(report)
-    if fmt == "markdown":
-        return to_markdown(report)
-    return render_text(report)
-
-
 @main.command()
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option(
     "--root",
     type=click.Path(file_okay=False),
@@ -299,7 +303,7 @@ def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
 
 
 @main.command()
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option(
     "--base",
     "base_ref",
@@ -307,7 +311,7 @@ def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
     metavar="REF",
     help="The git branch, tag or commit to compare with, e.g. origin/main.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
+@_output
 @click.option(
     "--limit",
     type=click.IntRange(min=0),
@@ -331,10 +335,7 @@ def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -
         for line in exc.details:
             click.echo(f"gpudr:   {line}", err=True)
         sys.exit(exc.code)
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
+    _emit(text, output)
 
 
 class _DrillGroup(click.Group):
@@ -359,7 +360,7 @@ def drill_group() -> None:
 
 
 @drill_group.command("run")
-@click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
+@_plan_file
 @click.option("--site", required=True, help="The DR site to drill.")
 @click.option("--ttl", help="How long the drill stack may live (default: the plan's drill.ttl).")
 @click.option(

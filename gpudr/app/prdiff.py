@@ -1,6 +1,6 @@
 """`gpudr diff`: the plan run at a git ref and on the working tree, and what changed between them.
 
-Each side runs the way a user runs it, `python -m gpudr.cli plan PLAN --format json`, in its own
+Each side runs the way a user runs it, `python -m gpudr plan PLAN --format json`, in its own
 process and with its own code: the base side in a copy of the base commit (`git archive`), so a
 change to `components/`, `policies/` or `gpudr/` shows up as well as a change to the plan. Both
 run at once. Git and subprocesses only: no Pulumi import here (the runs import it).
@@ -24,7 +24,7 @@ from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 from gpudr.core.paths import PROJECT_DIR
 from gpudr.docs.diff import DEFAULT_LIMIT, diff_reports
 
-# The checkout that holds the running gpudr: __main__.py, components/, offline/, policies/.
+# A side's plan run still going after this long is stopped.
 PLAN_TIMEOUT_S = 900.0
 STDERR_TAIL = 8
 # Read-only: `git status` must not refresh the index of a repository others are working in.
@@ -267,56 +267,14 @@ def run_diff(
     if not sides.sha.startswith(base_ref.lower()):
         base_label += f" ({sides.sha[:7]})"
     head_label = _head_label(sides)
-    notes: list[str] = []
-    if sides.project_rel is None:
-        notes.append(
-            f"The gpudr code ({PROJECT_DIR}) is not in this repository: both sides ran with it, "
-            "so only the plan's changes show."
-        )
-    elif sides.base_project_rel is None:
-        notes.append(
-            f"{base_ref} has no gpudr project at {sides.project_rel}: the base plan ran with the "
-            "working tree's code, so only the plan's changes show."
-        )
     with tempfile.TemporaryDirectory(prefix="gpudr-diff-") as tmp_name:
-        tmp = Path(tmp_name)
-        runs: list[_Run] = []
-        try:
-            if sides.base_has_plan:
-                tree = tmp / "base"
-                rel = sides.base_project_rel
-                if progress:
-                    progress(f"extracting {base_ref} ({sides.sha[:7]})")
-                extract(
-                    sides.root,
-                    sides.sha,
-                    [sides.plan_rel, *([rel] if rel is not None else [])],
-                    tree,
-                )
-                base_project = tree / rel if rel is not None else PROJECT_DIR
-                runs.append(_start("base", base_ref, base_project, tree / sides.plan_rel, tmp))
-            runs.append(
-                _start("head", "working tree", PROJECT_DIR, sides.root / sides.plan_rel, tmp)
-            )
-            if progress:
-                progress(
-                    "running the plan "
-                    + (f"at {base_ref} and " if sides.base_has_plan else "")
-                    + "on the working tree"
-                )
-            _wait(runs, progress)
-        finally:
-            for run in runs:
-                if run.proc.poll() is None:
-                    run.proc.kill()
-                    run.proc.wait()
-        results = {run.side: _report(run) for run in runs}
-        failed = {side: r for side, r in results.items() if isinstance(r, tuple)}
-        if failed:
-            raise _failure(failed, base_ref)
-        base = results.get("base")
-        head = results["head"]
-        assert isinstance(head, dict) and (base is None or isinstance(base, dict))
+        results = _run_sides(sides, base_ref, Path(tmp_name), progress)
+    failed = {side: r for side, r in results.items() if isinstance(r, tuple)}
+    if failed:
+        raise _failure(failed, base_ref)
+    base = results.get("base")
+    head = results["head"]
+    assert isinstance(head, dict) and (base is None or isinstance(base, dict))
     return diff_reports(
         base,
         head,
@@ -324,8 +282,62 @@ def run_diff(
         head_label=head_label,
         limit=DEFAULT_LIMIT if limit is None else limit,
         plan_path=str(sides.plan_rel),
-        notes=notes,
+        notes=_code_notes(sides, base_ref),
     )
+
+
+def _code_notes(sides: Sides, base_ref: str) -> list[str]:
+    """Why only the plan's changes show, when one side could not run its own code."""
+    if sides.project_rel is None:
+        return [
+            f"The gpudr code ({PROJECT_DIR}) is not in this repository: both sides ran with it, "
+            "so only the plan's changes show."
+        ]
+    if sides.base_project_rel is None:
+        return [
+            f"{base_ref} has no gpudr project at {sides.project_rel}: the base plan ran with the "
+            "working tree's code, so only the plan's changes show."
+        ]
+    return []
+
+
+def _run_sides(
+    sides: Sides, base_ref: str, tmp: Path, progress: Callable[[str], None] | None
+) -> dict[str, dict[str, Any] | tuple[int, list[str]]]:
+    """Each side's report (or its failure, as `_report` gives it), the two runs at once; the
+    base side only when the plan exists there."""
+    runs: list[_Run] = []
+    try:
+        if sides.base_has_plan:
+            runs.append(_start_base(sides, base_ref, tmp, progress))
+        runs.append(_start("head", "working tree", PROJECT_DIR, sides.root / sides.plan_rel, tmp))
+        if progress:
+            progress(
+                "running the plan "
+                + (f"at {base_ref} and " if sides.base_has_plan else "")
+                + "on the working tree"
+            )
+        _wait(runs, progress)
+    finally:
+        for run in runs:
+            if run.proc.poll() is None:
+                run.proc.kill()
+                run.proc.wait()
+    return {run.side: _report(run) for run in runs}
+
+
+def _start_base(
+    sides: Sides, base_ref: str, tmp: Path, progress: Callable[[str], None] | None
+) -> _Run:
+    """The base commit's plan (and project, when it has one) extracted below `tmp`, and its
+    `gpudr plan` started."""
+    tree = tmp / "base"
+    rel = sides.base_project_rel
+    if progress:
+        progress(f"extracting {base_ref} ({sides.sha[:7]})")
+    extract(sides.root, sides.sha, [sides.plan_rel, *([rel] if rel is not None else [])], tree)
+    base_project = tree / rel if rel is not None else PROJECT_DIR
+    return _start("base", base_ref, base_project, tree / sides.plan_rel, tmp)
 
 
 def _failure(failed: dict[str, tuple[int, list[str]]], base_ref: str) -> DiffError:

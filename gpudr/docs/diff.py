@@ -1,7 +1,7 @@
 """What a change to a plan (or to the code behind it) does: two plan reports compared, as markdown
 for a pull-request comment.
 
-Pure functions over the JSON documents `gpudr plan --format json` writes (see `gpudr.report`):
+Pure functions over the JSON documents `gpudr plan --format json` writes (see `gpudr.docs.report`):
 resources matched by URN per stack, policy verdicts by policy and URN, workloads by name and pair,
 replication paths by key, cost lines by site, category and item. The markdown always fits
 `limit` characters (GitHub refuses comments over 65,536): when the full detail does not fit,
@@ -24,6 +24,7 @@ from gpudr.core.units import fmt_usd
 from gpudr.docs.report import (
     PATH_COLUMNS,
     WORKLOAD_COLUMNS,
+    custom_resources,
     key_settings,
     md_table,
     path_cells,
@@ -195,7 +196,7 @@ class ResourceDiff:
     name: str
     urn: str
     changes: list[Change] = field(default_factory=list)
-    settings: str = ""  # the key settings of what is created or deleted (gpudr.report)
+    settings: str = ""  # the key settings of what is created or deleted (gpudr.docs.report)
     note: str = ""  # what the reviewer must know beyond the settings (protected, retained, ...)
 
 
@@ -214,7 +215,7 @@ class StackDiff:
 def _custom(stack: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
     if stack is None:
         return {}
-    return {r["urn"]: r for r in stack.get("resources", ()) if r.get("custom", True)}
+    return {r["urn"]: r for r in custom_resources(stack)}
 
 
 def _options(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,7 +350,7 @@ def _yes(value: Any) -> str:
     return "-" if value is None else "yes" if value else "NO"
 
 
-# A workload or path row as the plan report shows it (gpudr.report): the first cells name it,
+# A workload or path row as the plan report shows it (gpudr.docs.report): the first cells name it,
 # the rest are compared.
 _LABEL_CELLS = 2
 
@@ -365,29 +366,58 @@ class RowDiff:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """A table of the plan report compared row by row (workloads, replication paths), and how
+    the diff shows its changes."""
+
+    report_key: str  # the report's list of rows
+    columns: Sequence[str]  # as the plan report shows them: the first _LABEL_CELLS name a row
+    cells: Callable[[Mapping[str, Any]], list[str]]  # a row's cells, one per column
+    key: Callable[[Mapping[str, Any]], tuple[str, ...]]  # matches a row in base and head
+    verdict: str  # the compliance column
+    title: str  # the diff's heading for the changed rows
+    noun: str  # what "... and N more" counts
+
+
+_WORKLOADS = _Rows(
+    "workloads",
+    WORKLOAD_COLUMNS,
+    workload_cells,
+    lambda w: (str(w.get("name")), str(w.get("pair"))),
+    "meets",
+    "#### Recovery targets and sizing",
+    "changed workload(s)",
+)
+_PATHS = _Rows(
+    "paths",
+    PATH_COLUMNS,
+    path_cells,
+    lambda p: (str(p.get("pair")), str(p.get("kind"))),
+    "ok",
+    "#### Replication paths",
+    "changed path(s)",
+)
+
+
 def _row_diffs(
-    old: Sequence[Mapping[str, Any]],
-    new: Sequence[Mapping[str, Any]],
-    key: Callable[[Mapping[str, Any]], tuple[str, ...]],
-    cells: Callable[[Mapping[str, Any]], list[str]],
-    columns: Sequence[str],
-    verdict: str,
+    rows: _Rows, base: Mapping[str, Any] | None, head: Mapping[str, Any]
 ) -> list[RowDiff]:
-    """Rows matched by `key` whose cells (one per `columns`, as the plan report shows them)
-    differ; `verdict` names the compliance column."""
-    v = list(columns).index(verdict) - _LABEL_CELLS
-    a = {key(x): x for x in old}
-    b = {key(x): x for x in new}
+    """Rows matched by `rows.key` whose cells (as the plan report shows them) differ,
+    compliance changes first."""
+    v = list(rows.columns).index(rows.verdict) - _LABEL_CELLS
+    a = {rows.key(x): x for x in (base or {}).get(rows.report_key, ())}
+    b = {rows.key(x): x for x in head.get(rows.report_key, ())}
     out = []
     for k in list(b) + [k for k in a if k not in b]:
         x, y = a.get(k), b.get(k)
-        shown_x = None if x is None else cells(x)
-        shown_y = None if y is None else cells(y)
+        shown_x = None if x is None else rows.cells(x)
+        shown_y = None if y is None else rows.cells(y)
         if shown_x == shown_y:
             continue
         status = "new" if shown_x is None else "removed" if shown_y is None else ""
-        before = shown_x or [""] * len(columns)
-        after = shown_y or [""] * len(columns)
+        before = shown_x or [""] * len(rows.columns)
+        after = shown_y or [""] * len(rows.columns)
         # A label cell that changed (a path's ports) shows both.
         label = [
             q if not p else p if not q or p == q else f"{p} -> {q}"
@@ -404,26 +434,13 @@ def _row_diffs(
 def diff_workloads(base: Mapping[str, Any] | None, head: Mapping[str, Any]) -> list[RowDiff]:
     """Workloads whose compliance or sizing changed, matched by name and pair; compliance
     changes first."""
-    return _row_diffs(
-        (base or {}).get("workloads", ()),
-        head.get("workloads", ()),
-        lambda w: (str(w.get("name")), str(w.get("pair"))),
-        workload_cells,
-        WORKLOAD_COLUMNS,
-        "meets",
-    )
+    return _row_diffs(_WORKLOADS, base, head)
 
 
 def diff_paths(base: Mapping[str, Any] | None, head: Mapping[str, Any]) -> list[RowDiff]:
-    """Replication paths whose need, capacity or verdict changed, matched by key."""
-    return _row_diffs(
-        (base or {}).get("paths", ()),
-        head.get("paths", ()),
-        lambda p: (str(p.get("pair")), str(p.get("kind"))),
-        path_cells,
-        PATH_COLUMNS,
-        "ok",
-    )
+    """Replication paths whose need, capacity or verdict changed, matched by pair and kind;
+    compliance changes first."""
+    return _row_diffs(_PATHS, base, head)
 
 
 def _usd(amount: float) -> str:
@@ -576,18 +593,35 @@ class _Diff:
     cost: CostDiff
 
 
-def _summary(d: _Diff, base_label: str, head_label: str, plan_path: str | None) -> list[str]:
+@dataclass(frozen=True)
+class _Heading:
+    """What the comment says above the diff: the two sides, the plan's path, the notes."""
+
+    base_label: str
+    head_label: str
+    plan_path: str | None
+    notes: Sequence[str]
+
+
+def _title(d: _Diff, heading: _Heading) -> list[str]:
+    """The marker CI finds the comment by, the plan, and the two sides."""
     name = str(d.head.get("plan", {}).get("name", "?"))
     marker = MARKER.format(name=re.sub(r"[<>]|--", "", shorten(name, 100)))
-    where = f" ({code(shorten(plan_path, 120))})" if plan_path else ""
-    out = [
+    where = f" ({code(shorten(heading.plan_path, 120))})" if heading.plan_path else ""
+    base, head = cell(shorten(heading.base_label, 120)), cell(shorten(heading.head_label, 120))
+    return [
         marker,
         f"### gpudr diff: {code(shorten(name, 100))}{where}",
         "",
-        f"base {cell(shorten(base_label, 120))} -> head {cell(shorten(head_label, 120))}"
+        f"base {base} -> head {head}"
         + (" (the plan is new: everything is added)" if d.base is None else ""),
         "",
     ]
+
+
+def _summary(d: _Diff, heading: _Heading) -> list[str]:
+    """The title and the table of what changed overall: resources, cost, targets, policy."""
+    out = _title(d, heading)
     added = sum(s.count(ADDED) for s in d.stacks)
     changed = sum(s.count(CHANGED) for s in d.stacks)
     removed = sum(s.count(REMOVED) for s in d.stacks)
@@ -708,25 +742,19 @@ def _stack_section(s: StackDiff, level: _Level) -> list[str]:
     return out
 
 
-def _rows_section(
-    title: str,
-    labels: Sequence[str],
-    columns: Sequence[str],
-    rows: list[RowDiff],
-    n: int | None,
-    noun: str,
-) -> list[str]:
-    if not rows:
+def _rows_section(rows: _Rows, changed: list[RowDiff], n: int | None) -> list[str]:
+    """The changed rows of one table, at most `n`, with why the failing ones are not met."""
+    if not changed:
         return []
-    shown = _take(rows, n)
+    shown = _take(changed, n)
     body = []
     for r in shown:
         label = [cell(shorten(x, 60)) for x in r.label]
         if r.status:
             label[0] += f" ({r.status})"
         body.append(label + [_arrow(a, b) if not r.status else cell(a or b) for a, b in r.cells])
-    out = [title, "", *md_table([*labels, *columns], body)]
-    out += _more(len(shown), len(rows), noun)
+    out = [rows.title, "", *md_table(rows.columns, body)]
+    out += _more(len(shown), len(changed), rows.noun)
     notes = [f"- {cell(r.label[0])}: {cell(shorten(n_, 300))}" for r in shown for n_ in r.notes]
     if notes:
         out += ["", "Why not met (head):", "", *_take(notes, n)]
@@ -776,18 +804,11 @@ def _cost_section(c: CostDiff, n: int | None) -> list[str]:
     return out
 
 
-def _render(
-    d: _Diff,
-    level: _Level,
-    base_label: str,
-    head_label: str,
-    plan_path: str | None,
-    notes: Sequence[str],
-    summarised: bool,
-) -> str:
-    out = _summary(d, base_label, head_label, plan_path)
+def _render(d: _Diff, heading: _Heading, level: _Level, *, summarised: bool) -> str:
+    """The comment at one level of detail."""
+    out = _summary(d, heading)
     out.append("")
-    for note in notes:
+    for note in heading.notes:
         out += [f"> {cell(shorten(note, 300))}", ""]
     if summarised:
         out += [
@@ -803,22 +824,8 @@ def _render(
         d.workloads or d.paths or d.cost.categories or d.cost.lines
     ):
         return "\n".join([*out, "No changes: the same resources, verdicts, sizing and cost.", ""])
-    out += _rows_section(
-        "#### Recovery targets and sizing",
-        WORKLOAD_COLUMNS[:_LABEL_CELLS],
-        WORKLOAD_COLUMNS[_LABEL_CELLS:],
-        d.workloads,
-        level.items,
-        "changed workload(s)",
-    )
-    out += _rows_section(
-        "#### Replication paths",
-        PATH_COLUMNS[:_LABEL_CELLS],
-        PATH_COLUMNS[_LABEL_CELLS:],
-        d.paths,
-        level.items,
-        "changed path(s)",
-    )
+    out += _rows_section(_WORKLOADS, d.workloads, level.items)
+    out += _rows_section(_PATHS, d.paths, level.items)
     out += _cost_section(d.cost, level.items)
     stacks = [s for s in d.stacks if s.resources or s.violations or s.status]
     shown = _take(stacks, None if level.items is None else max(level.items, 1))
@@ -849,9 +856,10 @@ def diff_reports(
         diff_paths(base, head),
         diff_cost(base, head),
     )
+    heading = _Heading(base_label, head_label, plan_path, notes)
     text = ""
     for i, level in enumerate(_LEVELS):
-        text = _render(d, level, base_label, head_label, plan_path, notes, summarised=i > 0)
+        text = _render(d, heading, level, summarised=i > 0)
         if limit <= 0 or len(text) <= limit:
             return text
     # Only when `limit` is smaller than the summary itself: whole lines, never half a row.

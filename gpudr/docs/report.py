@@ -14,7 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpudr.core.design import Design
+from gpudr.core.design import Design, Pool, Workload
+from gpudr.core.design import Path as ReplicationPath
 from gpudr.core.units import fmt_duration, fmt_gbps, fmt_usd
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[st
     """`stacks`: one mapping per stack with name, site, cloud, region, role and `resources`
     (each with type, name, urn, id, inputs, and the engine's parent/dependency fields)."""
     plan = design.plan
-    c = design.cost
     return {
         "schema": SCHEMA_VERSION,
         "plan": {"name": plan.name, "source": plan.source},
@@ -51,94 +51,104 @@ def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[st
         # the pack was not run.
         "policy_ok": _policy_ok(stacks),
         "stacks": [dict(s) for s in stacks],
-        "workloads": [
+        "workloads": [_workload(w) for w in design.workloads],
+        "paths": [_path(p) for p in design.paths.values()],
+        "pools": [_pool(p) for p in design.pools],
+        "cost": _cost(design),
+    }
+
+
+def _workload(w: Workload) -> dict[str, Any]:
+    """A workload's targets, how it is protected and what the plan estimates."""
+    return {
+        "name": w.name,
+        "kind": w.kind,
+        "pair": w.pair,
+        "rpo_s": _num(w.rpo_s),
+        "rto_s": _num(w.rto_s),
+        "pattern": w.pattern,
+        "mechanism": w.mechanism,
+        "required_gbps": _num(w.required_gbps),
+        "provisioned_gbps": _num(w.provisioned_gbps),
+        "estimated_rpo_s": _num(w.estimated_rpo_s),
+        "estimated_rto_s": _num(w.estimated_rto_s),
+        "meets": w.meets,
+        "notes": list(w.notes),
+    }
+
+
+def _path(p: ReplicationPath) -> dict[str, Any]:
+    """A replication path: what it carries, what it needs and what it is given."""
+    return {
+        "key": p.key,
+        "kind": p.kind,
+        "pair": f"{p.primary}->{p.dr}",
+        "flows": list(p.flows),
+        "required_gbps": _num(p.required_gbps),
+        "headroom": p.headroom,
+        "needed_gbps": _num(p.needed_gbps),
+        "provisioned_gbps": _num(p.capacity_gbps),
+        "capacity_source": p.capacity_source,
+        "ok": p.ok,
+        "ports": None
+        if p.ports is None
+        else {"port_gbps": p.ports.port_gbps, "ports": p.ports.ports},
+    }
+
+
+def _pool(p: Pool) -> dict[str, Any]:
+    """A GPU pool: its standby pattern, and every pattern it could have had."""
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "cluster": p.cluster,
+        "pair": f"{p.primary}->{p.dr}",
+        "instance_type": p.instance_type,
+        "nodes": p.nodes,
+        "pattern": p.pattern,
+        "standby_nodes": p.standing,
+        "rto_stages_s": {k: _num(v) for k, v in p.chosen.stages.items()},
+        "options": [
             {
-                "name": w.name,
-                "kind": w.kind,
-                "pair": w.pair,
-                "rpo_s": _num(w.rpo_s),
-                "rto_s": _num(w.rto_s),
-                "pattern": w.pattern,
-                "mechanism": w.mechanism,
-                "required_gbps": _num(w.required_gbps),
-                "provisioned_gbps": _num(w.provisioned_gbps),
-                "estimated_rpo_s": _num(w.estimated_rpo_s),
-                "estimated_rto_s": _num(w.estimated_rto_s),
-                "meets": w.meets,
-                "notes": list(w.notes),
+                "pattern": o.pattern,
+                "estimated_rto_s": _num(o.estimated_rto_s),
+                "monthly_usd": round(o.monthly_usd, 2),
+                "meets": o.meets,
             }
-            for w in design.workloads
+            for o in p.options
         ],
-        "paths": [
-            {
-                "key": p.key,
-                "kind": p.kind,
-                "pair": f"{p.primary}->{p.dr}",
-                "flows": list(p.flows),
-                "required_gbps": _num(p.required_gbps),
-                "headroom": p.headroom,
-                "needed_gbps": _num(p.needed_gbps),
-                "provisioned_gbps": _num(p.capacity_gbps),
-                "capacity_source": p.capacity_source,
-                "ok": p.ok,
-                "ports": None
-                if p.ports is None
-                else {"port_gbps": p.ports.port_gbps, "ports": p.ports.ports},
-            }
-            for p in design.paths.values()
-        ],
-        "pools": [
-            {
-                "name": p.name,
-                "kind": p.kind,
-                "cluster": p.cluster,
-                "pair": f"{p.primary}->{p.dr}",
-                "instance_type": p.instance_type,
-                "nodes": p.nodes,
-                "pattern": p.pattern,
-                "standby_nodes": p.standing,
-                "rto_stages_s": {k: _num(v) for k, v in p.chosen.stages.items()},
-                "options": [
-                    {
-                        "pattern": o.pattern,
-                        "estimated_rto_s": _num(o.estimated_rto_s),
-                        "monthly_usd": round(o.monthly_usd, 2),
-                        "meets": o.meets,
-                    }
-                    for o in p.options
-                ],
-            }
-            for p in design.pools
-        ],
-        "cost": {
-            "monthly_usd": round(c.total(dr_only=True), 2),
-            "primary_monthly_usd": round(c.total() - c.total(dr_only=True), 2),
-            "total_monthly_usd": round(c.total(), 2),
-            "by_site": {
-                k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in c.by_site().items()
-            },
-            "by_category": {k: round(v, 2) for k, v in c.by_category().items()},
-            # Items the totals leave out because prices.yaml has no price for them.
-            "unpriced": list(c.unpriced),
-            "alternatives": {
-                k: {"monthly_usd": round(v[0], 2), "meets_rto": v[1]}
-                for k, v in design.alternatives.items()
-            },
-            "lines": [
-                {
-                    "site": x.site,
-                    "category": x.category,
-                    "item": x.item,
-                    "quantity": round(x.quantity, 4),
-                    "unit": x.unit,
-                    "unit_usd": x.unit_usd,
-                    "monthly_usd": round(x.monthly_usd, 2),
-                    "dr": x.dr,
-                    "source": x.source,
-                }
-                for x in c.lines
-            ],
+    }
+
+
+def _cost(design: Design) -> dict[str, Any]:
+    """Monthly cost: DR posture and totals, by site and category, and every line."""
+    c = design.cost
+    return {
+        "monthly_usd": round(c.total(dr_only=True), 2),
+        "primary_monthly_usd": round(c.total() - c.total(dr_only=True), 2),
+        "total_monthly_usd": round(c.total(), 2),
+        "by_site": {k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in c.by_site().items()},
+        "by_category": {k: round(v, 2) for k, v in c.by_category().items()},
+        # Items the totals leave out because prices.yaml has no price for them.
+        "unpriced": list(c.unpriced),
+        "alternatives": {
+            k: {"monthly_usd": round(v[0], 2), "meets_rto": v[1]}
+            for k, v in design.alternatives.items()
         },
+        "lines": [
+            {
+                "site": x.site,
+                "category": x.category,
+                "item": x.item,
+                "quantity": round(x.quantity, 4),
+                "unit": x.unit,
+                "unit_usd": x.unit_usd,
+                "monthly_usd": round(x.monthly_usd, 2),
+                "dr": x.dr,
+                "source": x.source,
+            }
+            for x in c.lines
+        ],
     }
 
 
@@ -401,6 +411,11 @@ def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[
     return head, rows
 
 
+def custom_resources(stack: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A stack's custom resources: what the clouds hold (components only group them)."""
+    return [r for r in stack.get("resources", ()) if r.get("custom", True)]
+
+
 def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["type", "name", "key settings"]
     rows = [
@@ -409,8 +424,7 @@ def _rows_resources(stack: Mapping[str, Any]) -> tuple[list[str], list[list[str]
             r["name"] + (" (protected)" if r.get("protect") else ""),
             key_settings(r["type"], r["inputs"]),
         ]
-        for r in stack["resources"]
-        if r.get("custom", True)
+        for r in custom_resources(stack)
     ]
     return head, rows
 
@@ -427,7 +441,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _stack_title(s: Mapping[str, Any]) -> str:
-    count = sum(1 for r in s["resources"] if r.get("custom", True))
+    count = len(custom_resources(s))
     return f"{s['name']} ({s['cloud']} {s['region']}, {s['role']}): {count} resources"
 
 
@@ -484,9 +498,7 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
                 else ["Policy pack: no violations.", ""]
             )
         if resources:
-            type_counts = Counter(
-                short_type(r["type"]) for r in s["resources"] if r.get("custom", True)
-            )
+            type_counts = Counter(short_type(r["type"]) for r in custom_resources(s))
             parts += [
                 "<details><summary>"
                 + ", ".join(f"{n} {t}" for t, n in sorted(type_counts.items()))
@@ -581,7 +593,7 @@ def _rows_portfolio(portfolio: Mapping[str, Any]) -> tuple[list[str], list[list[
                 r["plan"]["name"],
                 r["plan"]["source"],
                 str(len(r["stacks"])),
-                str(sum(1 for s in r["stacks"] for x in s["resources"] if x.get("custom"))),
+                str(sum(len(custom_resources(s)) for s in r["stacks"])),
                 "met" if not failing else f"NOT MET: {', '.join(failing)}",
                 policy,
                 fmt_usd(r["cost"]["monthly_usd"]),

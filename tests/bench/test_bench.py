@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from bench.doc import _cli_growth
-from bench.run import SIZE, CliRun, TreePeak
+from bench.procs import TreePeak
+from bench.results import SIZE, CliRun
 from bench.synth import PAIR_CYCLE, pairs_of, plan_dict, write_portfolio
 from gpudr.core.spec import PAIRS
 
@@ -18,7 +19,7 @@ from gpudr.core.spec import PAIRS
 def test_smallest_portfolio_is_generated_and_validated(tmp_path: Path) -> None:
     plans, loaded = write_portfolio(tmp_path / "plans", 3)
     assert [p.path.exists() for p in plans] == [True] * 3
-    # write_portfolio validated each file with gpudr.spec.load_plan (it raises otherwise).
+    # write_portfolio validated each file with gpudr.core.spec.load_plan (it raises otherwise).
     assert [p.name for p in loaded] == [p.name for p in plans]
     assert pairs_of(plans) == {"aws->aws": 1, "gcp->gcp": 1, "azure->azure": 1}
     for plan in loaded:

@@ -1,4 +1,5 @@
-"""`gpudr.diff`: two plan reports compared as PR-comment markdown, on small synthetic reports."""
+"""`gpudr.docs.diff`: two plan reports compared as PR-comment markdown, on small synthetic
+reports."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def report(
     total_usd: float = 5000.0,
     lines: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A report shaped as `gpudr.report.build_report` makes it."""
+    """A report shaped as `gpudr.docs.report.build_report` makes it."""
     resources = resources if resources is not None else {"sys-use1": [], "sys-usw2": []}
     violations = violations or {}
     stacks = [

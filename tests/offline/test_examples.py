@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from functools import cache
 
 import pytest
@@ -14,6 +12,7 @@ from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
+from tests.offline.sdks import sdks_imported
 
 
 @cache
@@ -145,20 +144,7 @@ def test_a_stack_imports_only_its_clouds_sdk(
     example: str, site: str, absent: tuple[str, ...]
 ) -> None:
     """Module presence, not time (the benchmark measures the cost)."""
-    code = (
-        "import sys\n"
-        "from gpudr.core.spec import load_plan\nfrom gpudr.core.design import design\n"
-        "from gpudr.build.stackconfig import stack_config_values, stack_name\n"
-        "from gpudr.app.offline.run import run_stack\n"
-        f"p = load_plan('examples/{example}'); s = p.sites['{site}']\n"
-        "run_stack(stack_name(p, s), stack_config_values(design(p), s))\n"
-        "mods = {m.split('.')[0] for m in sys.modules if m.startswith('pulumi_')}\n"
-        "print(','.join(sorted(mods)))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    loaded = set(out.stdout.strip().split(","))
+    loaded = sdks_imported(f"examples/{example}", site)
     assert not loaded & set(absent), loaded
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from gpudr.app.offline.plan import run_design
 from gpudr.app.offline.policy import Violation, evaluate
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan, parse_plan
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
 
 Stacks = list[dict[str, Any]]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from functools import cache
 from typing import Any
 
@@ -24,6 +22,7 @@ from gpudr.contract.site import SiteConfig
 from gpudr.core.design import Design, design
 from gpudr.core.spec import Plan, load_plan
 from tests.conftest import ROOT
+from tests.offline.sdks import sdks_imported
 
 EXAMPLE = ROOT / "examples" / "gcp-to-aws.yaml"
 PRIMARY, DR = "usc1", "use1"
@@ -217,20 +216,7 @@ def test_dr_stack_runs_with_the_gcp_primary_region_down(mode: str) -> None:
 
 
 def test_the_aws_dr_stack_loads_no_gcp_sdk() -> None:
-    code = (
-        "import sys\n"
-        "from gpudr.core.spec import load_plan\nfrom gpudr.core.design import design\n"
-        "from gpudr.build.stackconfig import stack_config_values, stack_name\n"
-        "from gpudr.app.offline.run import run_stack\n"
-        f"p = load_plan('{EXAMPLE}'); s = p.sites['{DR}']\n"
-        "run_stack(stack_name(p, s), stack_config_values(design(p), s))\n"
-        "mods = {m.split('.')[0] for m in sys.modules if m.startswith('pulumi_')}\n"
-        "print(','.join(sorted(mods)))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
-    )
-    assert set(out.stdout.strip().split(",")) == {"pulumi_aws"}
+    assert sdks_imported(EXAMPLE, DR) == {"pulumi_aws"}
 
 
 # --- the GCP primary: a read-only reader with an HMAC key, and the HA VPN ----------------------

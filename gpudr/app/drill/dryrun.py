@@ -119,18 +119,34 @@ def render(setup: DrillSetup, result: StackRun) -> str:
         f"Every taggable resource carries {TAG_DRILL}={tags[TAG_DRILL]} and "
         f"{TAG_EXPIRES}={tags[TAG_EXPIRES]}; so does the stack (stack tags).",
         "",
-        f"Resources it would create ({len(result.resources)}, pools at their test size):",
+        *_resources(result),
+        "",
+        *_steps(setup),
+        *_not_run(setup),
+        "",
+        *_cost(setup),
     ]
+    return "\n".join(lines) + "\n"
+
+
+def _resources(result: StackRun) -> list[str]:
+    """Every resource the program registered, by type and name, with its settings."""
+    lines = [f"Resources it would create ({len(result.resources)}, pools at their test size):"]
     rows = sorted(result.resources, key=lambda r: (r.type, r.name))
     width = max((len(r.type) for r in rows), default=0)
     for r in rows:
         text = settings(r)
         lines.append(f"  {r.type.ljust(width)}  {r.name}" + (f"  [{text}]" if text else ""))
-    lines += ["", "Steps, in order, with the plan's targets:"]
+    return lines
+
+
+def _steps(setup: DrillSetup) -> list[str]:
+    """The drill's steps, numbered, from creating the stack to removing it."""
+    lines = ["Steps, in order, with the plan's targets:"]
     n = 1
     lines.append(
-        f"  {n}. create stack {setup.stack}, config: the {site.site} stack's, gpudr:mode drill, "
-        "gpudr:drill; stack tags as above"
+        f"  {n}. create stack {setup.stack}, config: the {setup.site.site} stack's, gpudr:mode "
+        "drill, gpudr:drill; stack tags as above"
     )
     for s in setup.stages:
         n += 1
@@ -140,36 +156,50 @@ def render(setup: DrillSetup, result: StackRun) -> str:
             continue
         target = f"target {fmt_duration(s.target_s)}" if s.target_s is not None else "per class"
         lines.append(f"  {n}. {s.key}{step}: {s.title}; {target}")
-        if s.key == "checkpoint":
-            lines.append(
-                f"       re-hash up to {fmt_size(setup.verify_b)} of the latest checkpoint "
-                "against the checksums recorded at upload"
-            )
-        if s.key == "capacity":
-            lines.append(
-                "       "
-                + "; ".join(f"{p.pool} {p.nodes} x {p.instance_type}" for p in setup.pools)
-            )
-        if s.key == "data-age":
-            for t in setup.data:
-                judged = (
-                    f"RPO {fmt_duration(t.rpo_s)}, plan's estimate "
-                    f"{fmt_duration(t.estimated_rpo_s)}"
-                    if t.judged
-                    else "reported, not judged"
-                )
-                lines.append(f"       {t.data_class}: {judged}")
+        lines += [f"       {detail}" for detail in _stage_details(setup, s.key)]
     lines.append(f"  {n + 1}. destroy the stack: always (success, failure, error, Ctrl-C)")
     lines.append(f"  {n + 2}. remove the stack, once destroyed")
-    if setup.not_run:
-        lines += ["", "Not run by a drill (they need your job manifests, health URLs or DNS):"]
-        for s in setup.not_run:
-            lines.append(
-                f"  runbook step {s.runbook_step}: {s.title} (plan: {fmt_duration(s.target_s)})"
+    return lines
+
+
+def _stage_details(setup: DrillSetup, key: str) -> list[str]:
+    """What a stage checks, where the title does not say it all."""
+    if key == "checkpoint":
+        return [
+            f"re-hash up to {fmt_size(setup.verify_b)} of the latest checkpoint against the "
+            "checksums recorded at upload"
+        ]
+    if key == "capacity":
+        return ["; ".join(f"{p.pool} {p.nodes} x {p.instance_type}" for p in setup.pools)]
+    if key == "data-age":
+        return [
+            f"{t.data_class}: "
+            + (
+                f"RPO {fmt_duration(t.rpo_s)}, plan's estimate {fmt_duration(t.estimated_rpo_s)}"
+                if t.judged
+                else "reported, not judged"
             )
+            for t in setup.data
+        ]
+    return []
+
+
+def _not_run(setup: DrillSetup) -> list[str]:
+    """The runbook's steps a drill leaves out."""
+    if not setup.not_run:
+        return []
+    lines = ["", "Not run by a drill (they need your job manifests, health URLs or DNS):"]
+    for s in setup.not_run:
+        lines.append(
+            f"  runbook step {s.runbook_step}: {s.title} (plan: {fmt_duration(s.target_s)})"
+        )
+    return lines
+
+
+def _cost(setup: DrillSetup) -> list[str]:
+    """The most the drill can cost, line by line."""
     cost = setup.cost
-    lines += [
-        "",
+    lines = [
         f"Estimated cost: at most {usd(cost.ttl_usd)} ({usd(cost.hourly_usd)}/h for the "
         f"{fmt_duration(cost.hours * 3600)} TTL, at list price):",
     ]
@@ -177,4 +207,4 @@ def render(setup: DrillSetup, result: StackRun) -> str:
         lines.append(f"  {x.item}: {x.quantity:g} x {rate(x.unit_usd)}/h")
     for item in cost.unpriced:
         lines.append(f"  not priced: {item}")
-    return "\n".join(lines) + "\n"
+    return lines

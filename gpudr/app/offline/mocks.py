@@ -1,14 +1,12 @@
 """Mocks for `pulumi.runtime.set_mocks`, and a monitor that records what the program registered.
 
 The ids and outputs are what a provider would return, made deterministic (same plan, same ids)
-so offline runs can be diffed. The account id is AWS's documented example account: nothing here
-was created anywhere.
+so offline runs can be diffed: each cloud's answers are in mocks_aws.py, mocks_gcp.py and
+mocks_azure.py. Nothing here was created anywhere.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +14,7 @@ import pulumi
 from pulumi.runtime import MockCallArgs, MockResourceArgs
 from pulumi.runtime.mocks import MockMonitor
 
-OFFLINE_ACCOUNT = "123456789012"
+from gpudr.app.offline import mocks_aws
 
 
 class UnreachableError(RuntimeError):
@@ -40,10 +38,6 @@ class Registration:
     protect: bool
     retain_on_delete: bool
     provider: str
-
-
-def _short(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -103,87 +97,7 @@ class GpudrMocks(pulumi.runtime.Mocks):
             from gpudr.app.offline import mocks_azure
 
             return mocks_azure.answer_random(typ, name, inputs)
-        return self._aws_answer(typ, name, inputs, region)
-
-    def _aws_answer(
-        self, typ: str, name: str, inputs: dict[str, Any], region: str
-    ) -> tuple[str, dict[str, Any]]:
-        state = dict(inputs)
-        rid = f"{name}-{_short(typ, name)}"
-        service = typ.split(":")[1].split("/")[0]
-        arn = f"arn:aws:{service}:{region}:{OFFLINE_ACCOUNT}:{name}"
-        if typ == "aws:s3/bucket:Bucket":
-            rid = inputs.get("bucket") or name
-            state.update(bucket=rid, arn=f"arn:aws:s3:::{rid}", region=region)
-            arn = state["arn"]
-        elif typ == "aws:kms/key:Key":
-            rid = f"mrk-{_short(typ, name)}"
-            arn = f"arn:aws:kms:{region}:{OFFLINE_ACCOUNT}:key/{rid}"
-            state.update(keyId=rid)
-        elif typ == "aws:kms/alias:Alias":
-            rid = inputs.get("name", name)
-            arn = f"arn:aws:kms:{region}:{OFFLINE_ACCOUNT}:{rid}"
-        elif typ in ("aws:iam/role:Role", "aws:iam/policy:Policy"):
-            kind = "role" if typ.endswith("Role") else "policy"
-            rname = inputs.get("name") or rid
-            rid = rname
-            arn = f"arn:aws:iam::{OFFLINE_ACCOUNT}:{kind}/{rname}"
-            state.update(name=rname)
-        elif typ == "aws:eks/cluster:Cluster":
-            rid = inputs.get("name", name)
-            vpc = dict(inputs.get("vpcConfig") or {})
-            vpc.update(clusterSecurityGroupId=f"sg-{_short(name, 'cluster')}", vpcId="")
-            state.update(
-                vpcConfig=vpc, endpoint=f"https://{_short(name)}.eks.{region}.amazonaws.com"
-            )
-        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            rid = f"lt-{_short(typ, name)}"
-            state.update(latestVersion=1, defaultVersion=1)
-        elif typ == "aws:ec2transitgateway/transitGateway:TransitGateway":
-            rid = f"tgw-{_short(typ, name)}"
-            state.update(associationDefaultRouteTableId=f"tgw-rtb-{_short(name)}")
-        elif typ == "aws:ec2/eip:Eip":
-            rid = f"eipalloc-{_short(typ, name)}"
-            state.update(allocationId=rid)
-        elif (
-            typ == "aws:ec2/vpcEndpoint:VpcEndpoint"
-            and inputs.get("vpcEndpointType") == "Interface"
-        ):
-            rid = f"vpce-{_short(typ, name)}"
-            state.update(
-                dnsEntries=[
-                    {"dnsName": f"*.{rid}.s3.{region}.vpce.amazonaws.com", "hostedZoneId": "Z"}
-                ]
-            )
-        elif typ == "aws:ec2/vpnConnection:VpnConnection":
-            # Documentation address space (RFC 5737) and link-local /30s, as AWS assigns them.
-            n = int(_short(typ, name), 16) % 200
-            state.update(
-                {
-                    f"tunnel{t}{k}": v
-                    for t in (1, 2)
-                    for k, v in (
-                        ("Address", f"203.0.113.{n + t}"),
-                        ("PresharedKey", f"offline-psk-{_short(name, str(t))}"),
-                        ("CgwInsideAddress", f"169.254.{n}.{4 * t - 2}"),
-                        ("VgwInsideAddress", f"169.254.{n}.{4 * t - 3}"),
-                    )
-                }
-            )
-        elif typ.startswith("aws:datasync/"):
-            # The id is the ARN: .../location/loc-<17 hex> or .../task/task-<17 hex>.
-            kind, prefix = ("task", "task") if typ.endswith(":Task") else ("location", "loc")
-            suffix = (_short(typ, name) + _short(name, typ))[:17]
-            rid = f"arn:aws:datasync:{region}:{OFFLINE_ACCOUNT}:{kind}/{prefix}-{suffix}"
-            arn = rid
-        elif typ == "aws:cloudwatch/logGroup:LogGroup":
-            rid = inputs.get("name") or rid
-            arn = f"arn:aws:logs:{region}:{OFFLINE_ACCOUNT}:log-group:{rid}"
-        elif typ == "aws:ec2/placementGroup:PlacementGroup":
-            state.update(name=inputs.get("name") or rid)
-        state.setdefault("arn", arn)
-        state.setdefault("id", rid)
-        return rid, state
+        return mocks_aws.answer(typ, name, inputs, region)
 
     def call(self, args: MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         self.calls.append((args.token, dict(args.args)))
@@ -200,52 +114,7 @@ class GpudrMocks(pulumi.runtime.Mocks):
             from gpudr.app.offline import mocks_azure
 
             return mocks_azure.lookup(token, args)
-        if token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {
-                "accountId": OFFLINE_ACCOUNT,
-                "arn": f"arn:aws:iam::{OFFLINE_ACCOUNT}:user/offline",
-                "userId": "OFFLINE",
-                "id": OFFLINE_ACCOUNT,
-            }
-        if token == "aws:kms/getKey:getKey":
-            # A key found by its alias (a drill uses the DR site's key, never declares one).
-            key = str(args.get("keyId"))
-            rid = f"mrk-{_short('lookup', key)}"
-            return {
-                "arn": f"arn:aws:kms:{region or self.default_region}:{OFFLINE_ACCOUNT}:key/{rid}",
-                "id": rid,
-                "keyId": key,
-                "keyManager": "CUSTOMER",
-                "keyState": "Enabled",
-                "keyUsage": "ENCRYPT_DECRYPT",
-                "enabled": True,
-                "region": region or self.default_region,
-            }
-        if token == "aws:ec2transitgateway/getTransitGateway:getTransitGateway":
-            name = _tag_filter(args.get("filters", []), "tag:Name")
-            return {
-                "id": f"tgw-{_short('lookup', name)}",
-                "associationDefaultRouteTableId": f"tgw-rtb-{_short('lookup', name)}",
-                "ownerId": OFFLINE_ACCOUNT,
-                "arn": f"arn:aws:ec2:{region}:{OFFLINE_ACCOUNT}:transit-gateway/{name}",
-            }
-        if token == "aws:directconnect/getGateway:getGateway":
-            name = str(args.get("name"))
-            return {
-                "id": f"dxgw-{_short('lookup', name)}",
-                "name": name,
-                "amazonSideAsn": "64512",
-                "ownerAccountId": OFFLINE_ACCOUNT,
-            }
-        raise LookupError(f"the offline mocks do not answer {token}; add it to offline/mocks.py")
-
-
-def _tag_filter(filters: Iterable[dict[str, Any]], name: str) -> str:
-    for f in filters:
-        if f.get("name") == name:
-            values = f.get("values") or [""]
-            return str(values[0])
-    return ""
+        return mocks_aws.lookup(token, args, region, self.default_region)
 
 
 class RecordingMonitor(MockMonitor):

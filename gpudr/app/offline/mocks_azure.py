@@ -11,6 +11,8 @@ import hashlib
 import uuid
 from typing import Any
 
+from gpudr.app.offline.ids import short_hash
+
 OFFLINE_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"
 OFFLINE_TENANT = "11111111-1111-1111-1111-111111111111"
 _NAMESPACE = uuid.UUID("6f66666c-696e-6567-7075-64722d617a75")  # "offline-gpudr-azu"
@@ -93,10 +95,6 @@ _ARM: dict[str, tuple[str, str]] = {
 }
 
 
-def _short(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
-
-
 def _guid(*parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, "/".join(parts)))
 
@@ -160,16 +158,16 @@ def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
     elif kind == "keyvault:Key":
         uri = f"https://{inputs.get('vaultName')}.vault.azure.net/keys/{azure_name}"
         state.update(
-            keyUri=uri, keyUriWithVersion=f"{uri}/{_short('version', rid)}00000000000000000000"
+            keyUri=uri, keyUriWithVersion=f"{uri}/{short_hash('version', rid)}00000000000000000000"
         )
     elif kind == "storage:StorageAccount":
         state["primaryEndpoints"] = {"blob": f"https://{azure_name}.blob.core.windows.net/"}
     elif kind == "network:PublicIPAddress":
         # Static addresses are allocated at creation. TEST-NET-1 (RFC 5737): never routable.
-        state["ipAddress"] = f"192.0.2.{int(_short('ip', rid), 16) % 200 + 10}"
+        state["ipAddress"] = f"192.0.2.{int(short_hash('ip', rid), 16) % 200 + 10}"
     elif kind == "containerservice:ManagedCluster":
         state.update(
-            fqdn=f"{_short(rid)}.hcp.{inputs.get('location')}.azmk8s.io",
+            fqdn=f"{short_hash(rid)}.hcp.{inputs.get('location')}.azmk8s.io",
             oidcIssuerProfile={
                 **dict(inputs.get("oidcIssuerProfile") or {}),
                 "issuerURL": f"https://{inputs.get('location')}.oic.prod-aks.azure.com/"
@@ -220,7 +218,7 @@ def answer_random(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dic
         length = int(inputs.get("length") or 16)
         digest = hashlib.sha256(f"offline-psk/{name}".encode()).hexdigest()
         state["result"] = ("offline" + digest * 2)[:length]
-    return f"none-{_short(typ, name)}", state
+    return f"none-{short_hash(typ, name)}", state
 
 
 def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:

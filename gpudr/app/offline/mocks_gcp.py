@@ -6,15 +6,14 @@ are deterministic. The project number is an obviously offline value: nothing her
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from gpudr.app.offline.ids import short_hash
 
 OFFLINE_PROJECT_NUMBER = "123456789012"
 COMPUTE = "https://www.googleapis.com/compute/v1"
-
-
-def _short(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:12]
 
 
 def _last(value: Any) -> str:
@@ -22,86 +21,155 @@ def _last(value: Any) -> str:
     return str(value or "").rstrip("/").rsplit("/", 1)[-1]
 
 
+@dataclass(frozen=True)
+class _Resource:
+    """A resource to answer for, with the inputs most answers build on."""
+
+    typ: str
+    name: str  # Pulumi's resource name
+    inputs: dict[str, Any]
+
+    @property
+    def project(self) -> str:
+        return str(self.inputs.get("project") or "offline-project")
+
+    @property
+    def rname(self) -> str:
+        """The resource's own name in GCP."""
+        return str(self.inputs.get("name") or self.name)
+
+    def input(self, key: str) -> str:
+        return str(self.inputs.get(key) or "")
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What a service's answer decides: the id, the self link, and the name when it is not
+    the input's."""
+
+    rid: str
+    self_link: str | None = None
+    name: str | None = None
+
+
 def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(id, outputs) for a GCP resource: inputs echoed, plus the computed fields gpudr reads."""
+    r = _Resource(typ, name, inputs)
     state = dict(inputs)
-    project = str(inputs.get("project") or "offline-project")
-    rname = str(inputs.get("name") or name)
-    region = str(inputs.get("region") or "")
-    location = str(inputs.get("location") or "")
-    self_link: str | None = None
-    if typ == "gcp:kms/keyRing:KeyRing":
-        rid = f"projects/{project}/locations/{location}/keyRings/{rname}"
-    elif typ == "gcp:kms/cryptoKey:CryptoKey":
-        rid = f"{inputs.get('keyRing')}/cryptoKeys/{rname}"
+    if "IAMMember" in typ:
+        found = _iam_member(r, state)
+    else:
+        service = typ.split(":")[1].split("/")[0]
+        by_service = _SERVICES.get(service)
+        found = (by_service(r, state) if by_service else None) or _generic(r)
+    state.setdefault("name", found.name or r.rname)
+    if found.self_link:
+        state.setdefault("selfLink", found.self_link)
+    state.setdefault("id", found.rid)
+    return found.rid, state
+
+
+def _generic(r: _Resource) -> _Found:
+    rid = f"projects/{r.project}/{r.typ.split(':')[-1].lower()}s/{r.rname}"
+    return _Found(rid, f"{COMPUTE}/{rid}")
+
+
+def _iam_member(r: _Resource, state: dict[str, Any]) -> _Found:
+    target = r.inputs.get("cryptoKeyId") or r.inputs.get("bucket") or r.project
+    state.setdefault("etag", f"BwOffline{short_hash(r.typ, r.name)}")
+    return _Found(f"{target}/{r.inputs.get('role')}/{r.inputs.get('member')}")
+
+
+def _kms(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    if r.typ == "gcp:kms/keyRing:KeyRing":
+        return _Found(f"projects/{r.project}/locations/{r.input('location')}/keyRings/{r.rname}")
+    if r.typ == "gcp:kms/cryptoKey:CryptoKey":
+        rid = f"{r.inputs.get('keyRing')}/cryptoKeys/{r.rname}"
         state.setdefault("primary", {"name": f"{rid}/cryptoKeyVersions/1", "state": "ENABLED"})
-    elif typ == "gcp:storage/bucket:Bucket":
-        rid = rname
-        state.update(url=f"gs://{rname}", project=project)
-        self_link = f"https://www.googleapis.com/storage/v1/b/{rname}"
-    elif typ == "gcp:storage/transferJob:TransferJob":
-        rname = str(inputs.get("name") or f"transferJobs/offline-{_short(typ, name)}")
-        rid = f"{project}/{rname}"
-    elif typ == "gcp:compute/network:Network":
-        rid = f"projects/{project}/global/networks/{rname}"
-        self_link = f"{COMPUTE}/{rid}"
-    elif typ in ("gcp:compute/subnetwork:Subnetwork", "gcp:compute/router:Router"):
-        kind = "subnetworks" if typ.endswith("Subnetwork") else "routers"
-        rid = f"projects/{project}/regions/{region}/{kind}/{rname}"
-        self_link = f"{COMPUTE}/{rid}"
-    elif typ == "gcp:compute/routerNat:RouterNat":
-        rid = f"{project}/{region}/{_last(inputs.get('router'))}/{rname}"
-    elif typ == "gcp:compute/haVpnGateway:HaVpnGateway":
-        rid = f"projects/{project}/regions/{region}/vpnGateways/{rname}"
-        self_link = f"{COMPUTE}/{rid}"
-        state.setdefault(
-            "vpnInterfaces",
-            [{"id": i, "ipAddress": _test_net(rname, i)} for i in range(2)],
-        )
-    elif typ == "gcp:compute/networkPeering:NetworkPeering":
-        rid = f"{_last(inputs.get('network'))}/{rname}"
-        state.setdefault("state", "ACTIVE")
-    elif typ == "gcp:compute/reservation:Reservation":
-        rid = f"projects/{project}/zones/{inputs.get('zone')}/reservations/{rname}"
-        self_link = f"{COMPUTE}/{rid}"
-    elif typ == "gcp:container/cluster:Cluster":
-        rid = f"projects/{project}/locations/{location}/clusters/{rname}"
-        self_link = f"https://container.googleapis.com/v1/{rid}"
-        state.setdefault("endpoint", "192.0.2.2")  # TEST-NET-1: clearly not a real address
-    elif typ == "gcp:container/nodePool:NodePool":
-        cluster = _last(inputs.get("cluster"))
-        rid = f"projects/{project}/locations/{location}/clusters/{cluster}/nodePools/{rname}"
-    elif typ == "gcp:serviceaccount/account:Account":
-        email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
-        rid = f"projects/{project}/serviceAccounts/{email}"
-        rname = rid
-        state.update(
-            email=email,
-            member=f"serviceAccount:{email}",
-            uniqueId=str(int(_short(typ, email), 16)).rjust(21, "1")[:21],
-        )
-    elif typ == "gcp:storage/hmacKey:HmacKey":
+        return _Found(rid)
+    return None
+
+
+def _storage(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    if r.typ == "gcp:storage/bucket:Bucket":
+        state.update(url=f"gs://{r.rname}", project=r.project)
+        return _Found(r.rname, f"https://www.googleapis.com/storage/v1/b/{r.rname}")
+    if r.typ == "gcp:storage/transferJob:TransferJob":
+        rname = str(r.inputs.get("name") or f"transferJobs/offline-{short_hash(r.typ, r.name)}")
+        return _Found(f"{r.project}/{rname}", name=rname)
+    if r.typ == "gcp:storage/hmacKey:HmacKey":
         # The shapes Cloud Storage returns: a 61-character GOOG1E access id and a 40-character
         # base64 secret. Obviously offline values; the SDK marks the secret as secret.
-        access_id = f"GOOG1EOFFLINE{_short(typ, name, 'id').upper()}".ljust(61, "0")
-        rid = f"projects/{project}/hmacKeys/{access_id}"
+        access_id = f"GOOG1EOFFLINE{short_hash(r.typ, r.name, 'id').upper()}".ljust(61, "0")
         state.update(
             accessId=access_id,
-            secret=f"offline{_short(typ, name, 'secret')}".ljust(40, "0"),
-            state=inputs.get("state") or "ACTIVE",
+            secret=f"offline{short_hash(r.typ, r.name, 'secret')}".ljust(40, "0"),
+            state=r.inputs.get("state") or "ACTIVE",
         )
-    elif "IAMMember" in typ:
-        target = inputs.get("cryptoKeyId") or inputs.get("bucket") or project
-        rid = f"{target}/{inputs.get('role')}/{inputs.get('member')}"
-        state.setdefault("etag", f"BwOffline{_short(typ, name)}")
+        return _Found(f"projects/{r.project}/hmacKeys/{access_id}")
+    return None
+
+
+def _compute(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    regional = f"projects/{r.project}/regions/{r.input('region')}"
+    if r.typ == "gcp:compute/network:Network":
+        rid = f"projects/{r.project}/global/networks/{r.rname}"
+    elif r.typ in ("gcp:compute/subnetwork:Subnetwork", "gcp:compute/router:Router"):
+        kind = "subnetworks" if r.typ.endswith("Subnetwork") else "routers"
+        rid = f"{regional}/{kind}/{r.rname}"
+    elif r.typ == "gcp:compute/routerNat:RouterNat":
+        router = _last(r.inputs.get("router"))
+        return _Found(f"{r.project}/{r.input('region')}/{router}/{r.rname}")
+    elif r.typ == "gcp:compute/haVpnGateway:HaVpnGateway":
+        rid = f"{regional}/vpnGateways/{r.rname}"
+        state.setdefault(
+            "vpnInterfaces",
+            [{"id": i, "ipAddress": _test_net(r.rname, i)} for i in range(2)],
+        )
+    elif r.typ == "gcp:compute/networkPeering:NetworkPeering":
+        state.setdefault("state", "ACTIVE")
+        return _Found(f"{_last(r.inputs.get('network'))}/{r.rname}")
+    elif r.typ == "gcp:compute/reservation:Reservation":
+        rid = f"projects/{r.project}/zones/{r.inputs.get('zone')}/reservations/{r.rname}"
     else:
-        rid = f"projects/{project}/{typ.split(':')[-1].lower()}s/{rname}"
-        self_link = f"{COMPUTE}/{rid}"
-    state.setdefault("name", rname)
-    if self_link:
-        state.setdefault("selfLink", self_link)
-    state.setdefault("id", rid)
-    return rid, state
+        return None
+    return _Found(rid, f"{COMPUTE}/{rid}")
+
+
+def _container(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    located = f"projects/{r.project}/locations/{r.input('location')}"
+    if r.typ == "gcp:container/cluster:Cluster":
+        rid = f"{located}/clusters/{r.rname}"
+        state.setdefault("endpoint", "192.0.2.2")  # TEST-NET-1: clearly not a real address
+        return _Found(rid, f"https://container.googleapis.com/v1/{rid}")
+    if r.typ == "gcp:container/nodePool:NodePool":
+        cluster = _last(r.inputs.get("cluster"))
+        return _Found(f"{located}/clusters/{cluster}/nodePools/{r.rname}")
+    return None
+
+
+def _service_account(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    if r.typ != "gcp:serviceaccount/account:Account":
+        return None
+    email = f"{r.inputs.get('accountId')}@{r.project}.iam.gserviceaccount.com"
+    rid = f"projects/{r.project}/serviceAccounts/{email}"
+    state.update(
+        email=email,
+        member=f"serviceAccount:{email}",
+        uniqueId=str(int(short_hash(r.typ, email), 16)).rjust(21, "1")[:21],
+    )
+    return _Found(rid, name=rid)
+
+
+# The service of a type token (gcp:<service>/...) -> its answers; None for a type it does not
+# know, which gets the generic compute-style id.
+_SERVICES: dict[str, Callable[[_Resource, dict[str, Any]], _Found | None]] = {
+    "kms": _kms,
+    "storage": _storage,
+    "compute": _compute,
+    "container": _container,
+    "serviceaccount": _service_account,
+}
 
 
 def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +188,7 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
             "email": email,
             "member": f"serviceAccount:{email}",
             # The numeric id an AWS role trusting Google names as its subject.
-            "subjectId": str(int(_short("subject", project), 16)).rjust(21, "1")[:21],
+            "subjectId": str(int(short_hash("subject", project), 16)).rjust(21, "1")[:21],
             "id": project,
             "project": project,
         }
@@ -172,4 +240,4 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _test_net(name: str, interface: int) -> str:
-    return f"198.51.100.{int(_short(name, str(interface)), 16) % 250 + 1}"
+    return f"198.51.100.{int(short_hash(name, str(interface)), 16) % 250 + 1}"
