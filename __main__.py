@@ -2,7 +2,7 @@
 
 Each cloud's components are imported only for a site on that cloud: an AWS stack never loads
 the GCP or Azure SDK. In drill mode (`gpudr drill`, on a disposable drill stack) the program
-builds the cloud's drill component instead of the site: see gpudr/drill.py.
+builds the cloud's drill component instead of the site: see gpudr/contract/drill.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,6 @@ cd "$tmp/repo"
 sed -i 's/^    size: 2TB /    size: 6TB /' examples/aws-two-region.yaml
 git -c user.name="gpudr example" -c user.email="example@example.invalid" \
     commit --quiet -am "Checkpoints grow from 2TB to 6TB"
-PYTHONPATH="$tmp/repo" "$root/.venv/bin/python" -m gpudr.cli diff --base HEAD~1 \
+PYTHONPATH="$tmp/repo" "$root/.venv/bin/python" -m gpudr diff --base HEAD~1 \
     examples/aws-two-region.yaml -o "$root/docs/diff-example.md"
 echo "wrote docs/diff-example.md ($(wc -c < "$root/docs/diff-example.md") characters)"

@@ -147,7 +147,7 @@ gpu_standby_sizing = ResourceValidationPolicy(
         "Set the pool's maximum to the gpudr:nodes tag and its minimum by pattern (pilot light "
         "0; warm standby ceil(nodes x warm_fraction); active-active nodes), or change the "
         "pattern/warm_fraction in the plan and regenerate: gpudr's components size pools from "
-        "the plan (components/pools.py)."
+        "the plan (gpudr/contract/site.py `pool_size`)."
     ),
     tags=["capacity", "cost", "rto"],
 )

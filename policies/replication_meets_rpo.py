@@ -1,7 +1,7 @@
 """replication-meets-rpo: every data class with an RPO is replicated by a mechanism that
 guarantees it, as registered, not merely "replication is on".
 
-What each mechanism guarantees (gpudr/data/defaults.yaml, `mechanisms`, with sources):
+What each mechanism guarantees (gpudr/core/data/defaults.yaml, `mechanisms`, with sources):
 
 - S3 CRR with Replication Time Control: 15 minutes (SLA), so RPO >= checkpoint interval + 15 min.
   Without RTC S3 guarantees no replication time at all.

@@ -1,4 +1,4 @@
-"""gpudr's exit codes (see gpudr/cli.py): one place, since `gpudr diff` reads them back from the
+"""gpudr's exit codes (see gpudr/app/cli.py): one place, since `gpudr diff` reads them back from the
 `gpudr plan` processes it runs."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The dated reference data gpudr plans with: defaults and vendor facts, prices, GPU catalog.
 
-The YAML files live in `gpudr/data/`. Each value carries its source, so that a number in a plan
+The YAML files live in `gpudr/core/data/`. Each value carries its source, so that a number in a plan
 can be traced to the page it came from. Loaded once per process.
 """
 
@@ -62,11 +62,12 @@ def price(cloud: str, *path: str) -> Price:
         if not isinstance(node, dict) or key not in node:
             dotted = ".".join((cloud, *path))
             raise ReferenceError(
-                f"gpudr/data/prices.yaml has no price for {dotted}; add it with its source"
+                f"gpudr/core/data/prices.yaml has no price for {dotted}; add it with its source"
             )
         node = node[key]
     if not isinstance(node, dict) or "usd" not in node:
-        raise ReferenceError(f"gpudr/data/prices.yaml: {'.'.join((cloud, *path))} is not a price")
+        dotted = ".".join((cloud, *path))
+        raise ReferenceError(f"gpudr/core/data/prices.yaml: {dotted} is not a price")
     usd = float(node["usd"])
     if node.get("per") == "GiB":
         usd /= 2**30 / 1e9  # gpudr sizes in decimal GB

@@ -4,7 +4,7 @@
 problem found, each naming the field path, the bad value and what is allowed. Validation does not
 stop at the first problem: a user fixes a spec in one pass.
 
-Defaults for RPO/RTO by class come from `gpudr/data/defaults.yaml` (the product brief).
+Defaults for RPO/RTO by class come from `gpudr/core/data/defaults.yaml` (the product brief).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class Datasets:
 
 @dataclass(frozen=True)
 class Recovery:
-    """RTO model parameters, seconds or Gbps; see gpudr/data/defaults.yaml for sources."""
+    """RTO model parameters, seconds or Gbps; see gpudr/core/data/defaults.yaml for sources."""
 
     detection_s: float
     traffic_shift_s: float
@@ -862,7 +862,7 @@ def _gpu_fields(
                 f'"{gpu}" ({here.instance_type}) is not offered in {where.region} '
                 f"(site {where.name}) as far as gpudr's catalog knows; regions that offer it: "
                 f"{', '.join(sorted(here.regions))}. If your account has it there, add the "
-                "region to gpudr/data/catalog.yaml with its source",
+                "region to gpudr/core/data/catalog.yaml with its source",
             )
             continue
         if where.cloud == Cloud.GCP:
@@ -999,7 +999,7 @@ def _parse_services(
 
 
 def _spec_default(name: str) -> float:
-    """A plan field's default from gpudr/data/defaults.yaml (`spec:`), where its source is."""
+    """A plan field's default from gpudr/core/data/defaults.yaml (`spec:`), where its source is."""
     value = reference.defaults()["spec"][name]["value"]
     return parse_duration(value) if isinstance(value, str) else float(value)
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 SCHEMA_VERSION = 1
+PRICES_FILE = "gpudr/core/data/prices.yaml"
 
 
 def _num(value: float | None) -> float | None:
@@ -549,7 +550,7 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
         )
     )
     console.print(
-        _rich_table("Monthly cost, USD list prices (gpudr/data/prices.yaml)", *_rows_cost(report))
+        _rich_table(f"Monthly cost, USD list prices ({PRICES_FILE})", *_rows_cost(report))
     )
     console.print(_rich_table("DR pattern alternatives", *_rows_alternatives(report)))
     for n in _notes(report):

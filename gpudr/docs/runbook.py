@@ -358,7 +358,7 @@ def cluster_status(site: SiteConfig, cluster: ClusterConfig) -> Check:
 
 
 def pool_size_command(site: SiteConfig, cluster: ClusterConfig, pool: PoolConfig) -> str:
-    """The node pool's configured size, as components/pools.py sets it."""
+    """The node pool's configured size, as the components set it (`contract.site.pool_size`)."""
     name, region = cluster.eks_name, site.region
     if site.cloud == "aws":
         return shell(cli.eks_nodegroup(name, pool.name, region, Quoted("nodegroup.scalingConfig")))
