@@ -200,7 +200,7 @@ class AwsSite(pulumi.ComponentResource):
                 )
             elif link.kind == "ha-vpn" and cfg.role == "primary":
                 # Imported here: only a site joined to GCP loads the GCP SDK.
-                from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs, peer_ha_vpn_gateway
+                from components.xcloud.aws_gcp import GcpHaVpn, GcpHaVpnArgs, peer_ha_vpn_gateway
 
                 # The DR site's gateway, found by its deterministic name in its project: no
                 # state of the DR stack is read.

@@ -19,7 +19,7 @@ from pulumi_azure_native import authorization, managedidentity, network
 
 from components.azure.arm import STORAGE_BLOB_DATA_READER, assignment_name, role_definition_id
 from components.azure.network import gateway_subnet_cidr
-from components.gcp.links import BgpTunnel, declare_bgp_tunnel
+from components.xcloud.bgp import BgpTunnel, declare_bgp_tunnel
 from gpudr.contract.site import AzureStsReader, LinkConfig, PeerConfig
 
 # Storage Transfer Service presents a Google-signed ID token for its service agent; Entra ID

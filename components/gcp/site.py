@@ -319,7 +319,7 @@ class GcpSite(pulumi.ComponentResource):
         connections on the DR site's transit gateway, found by its Name tag in the DR region.
         The DR stack declares nothing for it and never needs this stack."""
         # Imported here: only a site joined to AWS loads the AWS SDK.
-        from components.aws.cross_cloud import GcpHaVpn, GcpHaVpnArgs, peer_transit_gateway
+        from components.xcloud.aws_gcp import GcpHaVpn, GcpHaVpnArgs, peer_transit_gateway
 
         GcpHaVpn(
             f"{name}-to-{peer.site}",
