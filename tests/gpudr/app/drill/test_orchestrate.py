@@ -21,7 +21,7 @@ from gpudr.core.design import design
 from gpudr.core.spec import load_plan
 from gpudr.docs.drillreport import DrillReport, to_json
 from tests.conftest import EXAMPLE
-from tests.drill.fakes import START, Clock, CommandError, FakeProbe, FakeStacks, Obj
+from tests.gpudr.app.drill.fakes import START, Clock, CommandError, FakeProbe, FakeStacks, Obj
 
 OUTPUTS = {
     "drill": "drill-usw2-20250131t031200z",

@@ -12,7 +12,7 @@ from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
-from tests.offline.sdks import sdks_imported
+from tests.e2e.sdks import sdks_imported
 
 
 @cache

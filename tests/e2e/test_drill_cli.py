@@ -15,7 +15,7 @@ from gpudr.app.cli import main
 from gpudr.app.drill import probes as drill_probes
 from gpudr.app.drill import stacks as drill_stacks
 from tests.conftest import EXAMPLE, ROOT
-from tests.drill.fakes import Clock, FakeProbe, FakeStacks, Obj
+from tests.gpudr.app.drill.fakes import Clock, FakeProbe, FakeStacks, Obj
 
 
 def invoke(*args: str) -> Result:

@@ -22,7 +22,7 @@ from gpudr.contract.site import SiteConfig
 from gpudr.core.design import Design, design
 from gpudr.core.spec import Plan, load_plan
 from tests.conftest import ROOT
-from tests.offline.sdks import sdks_imported
+from tests.e2e.sdks import sdks_imported
 
 EXAMPLE = ROOT / "examples" / "gcp-to-aws.yaml"
 PRIMARY, DR = "usc1", "use1"

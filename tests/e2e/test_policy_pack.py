@@ -1,5 +1,5 @@
 """End to end: gpudr's policy pack, started as the Pulumi CLI starts it and driven over gRPC
-(offline/policy.py), judges what the real program registered under mocks for each example.
+(gpudr/app/offline/policy.py), judges what the real program registered under mocks for each example.
 
 Every example passes. Each broken variant is the example's registrations with one setting
 broken as a program bug or a hand edit would break it, and fails with the right policy on the

@@ -1,0 +1,126 @@
+"""The drill contract: stack names and the refusal regex, times, the drill config the program
+reads, and the clusters a drill declares."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any
+
+import pytest
+
+from gpudr.build import drill as bd
+from gpudr.contract import drill as cd
+from gpudr.core.design import Design, design
+from gpudr.core.spec import load_plan
+from gpudr.docs import drillreport as dr
+from tests.conftest import EXAMPLE
+
+NOW = datetime(2025, 1, 31, 3, 12, 0, tzinfo=UTC)
+
+
+@cache
+def example_design() -> Design:
+    return design(load_plan(EXAMPLE))
+
+
+@cache
+def setup() -> bd.DrillSetup:
+    return bd.build_drill(example_design(), "usw2", NOW)
+
+
+# --- names --------------------------------------------------------------------------------------
+
+
+def finished_report() -> dr.DrillReport:
+    s = setup()
+    report = dr.new_report(s, NOW)
+    for key, seconds in (("infrastructure", 900), ("checkpoint", 120), ("capacity", 7200)):
+        stage = report.stage(key)
+        stage.status, stage.duration_s, stage.detail = "passed", float(seconds), "ok | fine"
+    report.stage("data-age").status = "passed"
+    report.stage("data-age").duration_s = 5.0
+    for row, age in zip(report.data_age, (1800.0, 7200.0, 86400.0 * 30), strict=True):
+        row.age_s = age
+    report.cleanup = dr.Cleanup(True, True, 600.0, "destroyed and removed")
+    report.workloads = dr.workload_rtos(s, report)
+    report.outcome = dr.outcome(report)
+    return report
+
+
+def test_stack_name_is_site_and_utc_time() -> None:
+    assert cd.stack_name("usw2", NOW) == "drill-usw2-20250131T031200Z"
+    later = datetime(2025, 1, 31, 4, 12, tzinfo=UTC) + timedelta(hours=0)
+    assert cd.stack_name("usw2", later.astimezone(tz=None)) == "drill-usw2-20250131T041200Z"
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        ("drill-usw2-20250131T031200Z", True),
+        ("drill-gcp-east4-20250131T031200Z", True),
+        ("llm-training-usw2", False),  # the real DR stack
+        ("drill-usw2", False),
+        ("drill-usw2-20250131T031200", False),
+        ("drill-usw2-2025-01-31T03:12:00Z", False),
+        ("drill-USW2-20250131T031200Z", False),
+        ("xdrill-usw2-20250131T031200Z", False),
+        ("drill-usw2-20250131T031200Z-extra", False),
+    ],
+)
+def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
+    assert cd.is_drill_stack(name) is ok
+    if ok:
+        assert cd.check_stack_name(name)[1] == NOW
+    else:
+        with pytest.raises(cd.DrillNameError, match="is not a drill stack"):
+            cd.check_stack_name(name)
+
+
+@pytest.mark.parametrize("text", ["20250131T031200Z", "2025-01-31T03:12:00Z", "20250131t031200z"])
+def test_times_read_back_in_every_form_written(text: str) -> None:
+    assert cd.parse_ts(text) == NOW
+
+
+def test_names_fit_every_cloud_and_never_the_dr_stacks() -> None:
+    long_site = "a" + "b" * 22 + "c"  # the longest site name a plan allows
+    drill_id = cd.stack_name(long_site, NOW).lower()
+    assert len(cd.cluster_name(drill_id, "train", "gcp")) <= 40
+    assert len(cd.cluster_name(drill_id, "train", "azure")) <= 63
+    assert len(cd.reader_name(drill_id, "aws")) <= 64
+    sa = cd.reader_name(drill_id, "gcp")
+    assert 6 <= len(sa) <= 30 and sa[0].isalpha() and sa == sa.lower()
+    region = "northamerica-northeast1"
+    assert len(f"{cd.network_name(drill_id, region)}-{region}") <= 63
+    # Two long names that share their head stay distinct.
+    assert cd.fit("x" * 50 + "1", 40) != cd.fit("x" * 50 + "2", 40)
+    s = setup()
+    dr_names = {c.eks_name for c in s.site.clusters} | {s.site.network_name}
+    assert not dr_names & {p.cluster_name for p in s.pools}
+
+
+def test_drill_config_round_trips_and_is_validated() -> None:
+    cfg = setup().phase("capacity")
+    assert cd.DrillConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert cfg.id == "drill-usw2-20250131t031200z"
+    assert cfg.expires == NOW + timedelta(hours=4)
+    assert cfg.failover and not setup().drill.failover
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({**cfg.to_dict(), "stack": "llm-training-usw2"}, "not a drill stack"),
+        ({**cfg.to_dict(), "phase": "failover"}, "phase"),
+        ({**cfg.to_dict(), "nodes": {"train": 0}}, "nodes"),
+        ({k: v for k, v in cfg.to_dict().items() if k != "expires_at"}, "missing expires_at"),
+    ]
+    for raw, message in bad:
+        with pytest.raises(ValueError, match=message):
+            cd.DrillConfig.from_dict(raw)
+
+
+def test_drill_clusters_stand_at_test_size_on_demand() -> None:
+    s = setup()
+    (cluster,) = cd.drill_clusters(s.site, s.drill)
+    assert cluster.standby_control_plane
+    assert cluster.eks_name == "drill-usw2-20250131t031200z-train"
+    for p in cluster.pools:
+        assert (p.pattern, p.nodes, p.standby_nodes, p.reserved) == ("drill", 1, 0, False)
