@@ -1,5 +1,5 @@
-"""gpudr/app/offline/policy.py speaks the Analyzer protocol as the CLI does: checked against a tiny pack
-written here, so the harness is tested apart from gpudr's own policies."""
+"""gpudr/app/offline/policy.py speaks the Analyzer protocol as the CLI does: checked against a
+tiny pack written here, so the harness is tested apart from gpudr's own policies."""
 
 from __future__ import annotations
 
