@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from gpudr.contract import stack as stack_keys
 from gpudr.contract.drill import MODE as DRILL_MODE
 from gpudr.contract.drill import DrillConfig, is_drill_stack
 from gpudr.contract.site import SiteConfig
@@ -58,8 +59,8 @@ class StackConfig:
 
 
 def load() -> StackConfig:
-    config = pulumi.Config("gpudr")
-    raw = config.get_object("site")
+    config = pulumi.Config(stack_keys.CONFIG_NAMESPACE)
+    raw = config.get_object(stack_keys.SITE)
     if not isinstance(raw, dict):
         raise StackConfigError(
             "gpudr:site is not set for this stack; run `gpudr generate PLAN.yaml` and select a "
@@ -75,7 +76,7 @@ def load() -> StackConfig:
         raise StackConfigError(
             f'gpudr:site cloud "{site.cloud}" is not one of aws, gcp, azure; regenerate the stack'
         )
-    mode = config.get("mode") or "standby"
+    mode = config.get(stack_keys.MODE) or stack_keys.DEFAULT_MODE.value
     if mode not in MODES:
         raise StackConfigError(f'gpudr:mode "{mode}" is not allowed; use one of {", ".join(MODES)}')
     if mode == "failover" and site.role != "dr":
@@ -83,18 +84,19 @@ def load() -> StackConfig:
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"
         )
     drill = _drill(config, site, mode) if mode == DRILL_MODE else None
-    lock = config.get_bool("lock_weights") or False
-    access_id = config.get("gcs_hmac_access_id")
-    if config.get("gcs_hmac_secret") is not None and not _is_secret(config, "gcs_hmac_secret"):
+    lock = config.get_bool(stack_keys.LOCK_WEIGHTS) or False
+    access_id = config.get(stack_keys.GCS_HMAC_ACCESS_ID)
+    secret = stack_keys.GCS_HMAC_SECRET
+    if config.get(secret) is not None and not _is_secret(config, secret):
         raise StackConfigError(
             "gpudr:gcs_hmac_secret is stored in plain text; set it again with "
             "`pulumi config set --secret gpudr:gcs_hmac_secret ...`"
         )
     credentials = TransferCredentials(
         gcs_hmac_access_id=access_id,
-        gcs_hmac_secret=config.get_secret("gcs_hmac_secret"),
-        azure_client_id=config.get("azure_sts_client_id"),
-        azure_tenant_id=config.get("azure_tenant_id"),
+        gcs_hmac_secret=config.get_secret(secret),
+        azure_client_id=config.get(stack_keys.AZURE_STS_CLIENT_ID),
+        azure_tenant_id=config.get(stack_keys.AZURE_TENANT_ID),
     )
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
@@ -115,7 +117,7 @@ def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
             f"gpudr:mode {mode} needs gpudr:site of a DR site; {site.site} is a {site.role} "
             "site: drill a DR site (`gpudr drill PLAN.yaml --site <dr site>`)"
         )
-    raw = config.get_object("drill")
+    raw = config.get_object(stack_keys.DRILL)
     if not isinstance(raw, dict):
         raise StackConfigError(
             "gpudr:drill is not set on this drill stack; start drills with `gpudr drill`"

@@ -20,10 +20,15 @@ def key(name: str) -> str:
     return f"{CONFIG_NAMESPACE}:{name}"
 
 
-SITE_KEY = key("site")
-MODE_KEY = key("mode")
-DRILL_KEY = key("drill")
-LOCK_WEIGHTS_KEY = key("lock_weights")
+# The keys' short names, as `pulumi.Config("gpudr")` reads them, and their full keys.
+SITE = "site"
+MODE = "mode"
+DRILL = "drill"
+LOCK_WEIGHTS = "lock_weights"
+SITE_KEY = key(SITE)
+MODE_KEY = key(MODE)
+DRILL_KEY = key(DRILL)
+LOCK_WEIGHTS_KEY = key(LOCK_WEIGHTS)
 
 # What a DR stack copies from its primary's `transfer_credentials` output into its own config
 # (short names, as the output and `pulumi config set` spell them), and whether each is secret.
