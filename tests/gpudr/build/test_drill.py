@@ -3,50 +3,18 @@ their targets and runbook steps, its cost, and when an orphaned drill expires.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from functools import cache
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from gpudr.build import drill as bd
 from gpudr.contract import drill as cd
-from gpudr.core.design import Design, design
+from gpudr.core.design import design
 from gpudr.core.spec import PlanError, load_plan, parse_plan
-from gpudr.docs import drillreport as dr
 from gpudr.docs.runbook import build_runbook
 from tests.conftest import EXAMPLE, ROOT
-
-NOW = datetime(2025, 1, 31, 3, 12, 0, tzinfo=UTC)
-
-
-@cache
-def example_design() -> Design:
-    return design(load_plan(EXAMPLE))
-
-
-@cache
-def setup() -> bd.DrillSetup:
-    return bd.build_drill(example_design(), "usw2", NOW)
-
-
-# --- names --------------------------------------------------------------------------------------
-
-
-def finished_report() -> dr.DrillReport:
-    s = setup()
-    report = dr.new_report(s, NOW)
-    for key, seconds in (("infrastructure", 900), ("checkpoint", 120), ("capacity", 7200)):
-        stage = report.stage(key)
-        stage.status, stage.duration_s, stage.detail = "passed", float(seconds), "ok | fine"
-    report.stage("data-age").status = "passed"
-    report.stage("data-age").duration_s = 5.0
-    for row, age in zip(report.data_age, (1800.0, 7200.0, 86400.0 * 30), strict=True):
-        row.age_s = age
-    report.cleanup = dr.Cleanup(True, True, 600.0, "destroyed and removed")
-    report.workloads = dr.workload_rtos(s, report)
-    report.outcome = dr.outcome(report)
-    return report
+from tests.gpudr.drills import NOW, example_design, setup
 
 
 def test_config_is_the_dr_stacks_in_drill_mode() -> None:
