@@ -24,6 +24,7 @@ from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPe
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
+from gpudr.contract.stack import GCS_HMAC_ACCESS_ID, GCS_HMAC_SECRET
 from gpudr.contract.tags import bucket_tags, gcp_labels, pool_tags, site_tags
 
 LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn")
@@ -47,6 +48,15 @@ def key_location(cfg: SiteConfig, b: BucketConfig) -> str:
     return (b.kms_location or bucket_location(cfg, b)).lower()
 
 
+@dataclass(frozen=True)
+class _Agents:
+    """The service agent members (`serviceAccount:...`) a site's keys are granted to."""
+
+    storage: pulumi.Output[str]
+    transfer: pulumi.Output[str] | None  # only with scheduled pulls into this site
+    gke: pulumi.Output[str] | None  # only with clusters
+
+
 class GcpSite(pulumi.ComponentResource):
     buckets: pulumi.Output[dict[str, str]]
     clusters: pulumi.Output[dict[str, str]]
@@ -61,222 +71,38 @@ class GcpSite(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:site:GcpSite", name, None, opts)
         cfg = args.config
-        child = pulumi.ResourceOptions(parent=self)
-        invoke = pulumi.InvokeOutputOptions(parent=self)
-        project, key_ring = _required(cfg)
-        region = cfg.region
+        self._name, self._cfg = name, cfg
+        self._child = pulumi.ResourceOptions(parent=self)
+        self._project, key_ring = _required(cfg)
         for b in cfg.buckets:
             if b.replication:
                 raise ValueError(
                     f"bucket {b.name}: push replication ({b.replication[0].mechanism}) does not "
                     "exist on Cloud Storage; use a dual-region bucket or an inbound transfer"
                 )
-
-        # Service agents. Looked up, not spelled out, for Cloud Storage and Storage Transfer:
-        # the lookup also makes sure the agent exists before it is granted anything.
-        storage_agent = gcp.storage.get_project_service_account_output(
-            project=project, opts=invoke
-        ).email_address.apply(lambda e: f"serviceAccount:{e}")
         inbound = [b for b in cfg.buckets if b.inbound]
-        transfer_agent = (
-            gcp.storage.get_transfer_project_service_account_output(
-                project=project, opts=invoke
-            ).email.apply(lambda e: f"serviceAccount:{e}")
-            if inbound
-            else None
-        )
-        # GKE's agent has no lookup; its address is fixed by the project number.
-        gke_agent = (
-            gcp.organizations.get_project_output(project_id=project, opts=invoke).number.apply(
-                lambda n: (
-                    f"serviceAccount:service-{n}@container-engine-robot.iam.gserviceaccount.com"
-                )
-            )
-            if cfg.clusters
-            else None
-        )
-
-        # One key per location: the region (GKE secrets, regional buckets) and each bucket's.
-        locations = list(
-            dict.fromkeys([region.lower()] + [key_location(cfg, b) for b in cfg.buckets])
-        )
-        keys: dict[str, DataKey] = {}
-        for loc in locations:
-            encrypters: dict[str, pulumi.Input[str]] = {}
-            if any(key_location(cfg, b) == loc for b in cfg.buckets):
-                encrypters["storage"] = storage_agent
-            if transfer_agent is not None and any(key_location(cfg, b) == loc for b in inbound):
-                encrypters["transfer"] = transfer_agent
-            if gke_agent is not None and loc == region.lower():
-                encrypters["gke"] = gke_agent
-            keys[loc] = DataKey(
-                f"{name}-key-{loc}",
-                DataKeyArgs(
-                    project=project,
-                    location=loc,
-                    key_ring=key_ring,
-                    labels=gcp_labels(site_tags(cfg, "data-key")),
-                    encrypters=encrypters,
-                ),
-                opts=child,
-            )
-
-        buckets: dict[str, DataBucket] = {}
-        for b in cfg.buckets:
-            key = keys[key_location(cfg, b)]
-            buckets[b.data_class] = DataBucket(
-                f"{name}-{b.data_class}",
-                DataBucketArgs(
-                    config=b,
-                    project=project,
-                    location=bucket_location(cfg, b),
-                    key_id=key.key_id,
-                    key_grant=key.grants["storage"],
-                    labels=gcp_labels(bucket_tags(cfg, b)),
-                ),
-                opts=child,
-            )
+        agents = self._agents(inbound=bool(inbound))
+        keys = self._keys(key_ring, agents, inbound)
+        buckets = self._buckets(keys)
         for b in inbound:
-            assert transfer_agent is not None
-            ScheduledTransfer(
-                f"{name}-{b.data_class}-transfer",
-                ScheduledTransferArgs(
-                    project=project,
-                    sink_bucket=buckets[b.data_class].bucket_name,
-                    transfers=b.inbound,
-                    agent_member=transfer_agent,
-                    key_grant=keys[key_location(cfg, b)].grants["transfer"],
-                    credentials=args.credentials,
-                    system=cfg.system,
-                    site=cfg.site,
-                ),
-                opts=child,
-            )
-
+            assert agents.transfer is not None
+            key = keys[key_location(cfg, b)]
+            self._transfer(b, buckets[b.data_class], key, agents.transfer, args.credentials)
         network = SiteNetwork(
             f"{name}-net",
             SiteNetworkArgs(
-                project=project,
-                region=region,
+                project=self._project,
+                region=cfg.region,
                 cidr=cfg.cidr,
                 network_name=cfg.network_name,
                 router_asn=cfg.transit_gateway_asn,
                 clusters=[c.name for c in cfg.clusters],
             ),
-            opts=child,
+            opts=self._child,
         )
-        clusters: dict[str, pulumi.Output[str]] = {}
-        for c in cfg.clusters:
-            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
-            if not (c.standby_control_plane or args.failover):
-                continue
-            ranges = network.plan.clusters[c.name]
-            cluster = GpuCluster(
-                f"{name}-{c.name}",
-                GpuClusterArgs(
-                    config=c,
-                    project=project,
-                    region=region,
-                    gpu_zone=cfg.azs[0],
-                    network=network.network_self_link,
-                    subnetwork=network.subnetwork_self_link,
-                    pods_range=ranges.pods_range,
-                    services_range=ranges.services_range,
-                    master_cidr=ranges.master_cidr,
-                    key_id=keys[region.lower()].key_id,
-                    key_grant=keys[region.lower()].grants["gke"],
-                    api_public_cidrs=cfg.api_public_cidrs,
-                    failover=args.failover,
-                    labels=gcp_labels(site_tags(cfg, "gpu-cluster", cluster=c.name)),
-                    pool_labels={
-                        p.name: gcp_labels(pool_tags(cfg, p.name, p.pattern, p.rto_s))
-                        for p in c.pools
-                    },
-                ),
-                opts=child,
-            )
-            clusters[c.name] = cluster.cluster_name
-
-        anchor: HaVpnAnchor | None = None  # a primary's own HA VPN gateway, once
-        for link in cfg.links:
-            if link.kind not in LINK_KINDS:
-                raise ValueError(
-                    f"link to {link.peer_site}: kind {link.kind} does not exist on GCP; "
-                    f"use one of {', '.join(LINK_KINDS)}"
-                )
-            peer = next(p for p in cfg.peers if p.site == link.peer_site)
-            if link.kind == "vpc-peering":
-                # Each side declares its own half: this stack never touches the peer's network.
-                VpcPeering(
-                    f"{name}-to-{peer.site}",
-                    VpcPeeringArgs(
-                        network_name=cfg.network_name,
-                        network_id=network.network_id,
-                        peer=peer,
-                    ),
-                    opts=child,
-                )
-            elif cfg.role == "dr":
-                # The DR side's anchors only; the tunnels belong to the primary's stack.
-                HaVpnAnchor(
-                    f"{name}-havpn",
-                    HaVpnAnchorArgs(
-                        project=project,
-                        region=region,
-                        network_name=cfg.network_name,
-                        network_id=network.network_id,
-                        labels=gcp_labels(
-                            site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
-                        ),
-                    ),
-                    opts=child,
-                )
-            elif link.kind == "ha-vpn" and peer.cloud == "aws":
-                if anchor is None:
-                    # One gateway for every AWS DR site: each link adds its own tunnels.
-                    anchor = HaVpnAnchor(
-                        f"{name}-havpn",
-                        HaVpnAnchorArgs(
-                            project=project,
-                            region=region,
-                            network_name=cfg.network_name,
-                            network_id=network.network_id,
-                            labels=gcp_labels(site_tags(cfg, "dr-link", link=link.kind)),
-                        ),
-                        opts=child,
-                    )
-                self._vpn_to_aws(name, project, cfg, link, peer, network, anchor)
-            else:
-                # Between GCP sites the planner peers the networks; tunnels from a GCP primary
-                # exist only towards AWS. Said, not hidden, and nothing half-built.
-                pulumi.log.warn(
-                    f"{link.kind} to {peer.site} ({peer.cloud}): gpudr builds the tunnels from a "
-                    "GCP primary only to an AWS DR site; this link is left to you (the DR "
-                    f"stack declares {peer.network_name}-havpn and {peer.network_name}-router)",
-                    resource=self,
-                )
-
-        credentials: dict[str, dict[str, pulumi.Output[str]]] = {}
-        by_name = {b.name: (b.data_class, buckets[b.data_class]) for b in cfg.buckets}
-        for reader in cfg.datasync_readers:
-            hmac = GcsHmacReader(
-                f"{name}-{reader.dr_site}-reader",
-                GcsHmacReaderArgs(
-                    project=project,
-                    reader=reader,
-                    buckets={
-                        by_name[n][0]: by_name[n][1].bucket_name
-                        for n in reader.buckets
-                        if n in by_name
-                    },
-                ),
-                opts=child,
-            )
-            # Keyed by the DR stack's config keys (components/config.py).
-            credentials[reader.dr_site] = {
-                "gcs_hmac_access_id": hmac.access_id,
-                "gcs_hmac_secret": pulumi.Output.secret(hmac.secret),
-            }
+        clusters = self._clusters(network, keys[cfg.region.lower()], args.failover)
+        self._links(network)
+        credentials = self._hmac_readers(buckets)
 
         # Output.all() of nothing is a list; a site with no bucket or cluster exports {}.
         self.buckets = (
@@ -285,7 +111,7 @@ class GcpSite(pulumi.ComponentResource):
             else pulumi.Output.from_input({})
         )
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
-        self.key_id = keys[region.lower()].key_id
+        self.key_id = keys[cfg.region.lower()].key_id
         # Dual writes reach GCS through its global endpoint: there is no endpoint to export.
         self.dual_write_endpoint = pulumi.Output.from_input(None)
         # Output.all() of nothing is a list: no reader exports {}.
@@ -304,15 +130,226 @@ class GcpSite(pulumi.ComponentResource):
             }
         )
 
-    def _vpn_to_aws(
+    def _agents(self, *, inbound: bool) -> _Agents:
+        """The service agents the keys must let encrypt. Looked up, not spelled out, for Cloud
+        Storage and Storage Transfer: the lookup also makes sure the agent exists before it is
+        granted anything. GKE's agent has no lookup; its address is fixed by the project
+        number."""
+        project, invoke = self._project, pulumi.InvokeOutputOptions(parent=self)
+        storage = gcp.storage.get_project_service_account_output(
+            project=project, opts=invoke
+        ).email_address.apply(lambda e: f"serviceAccount:{e}")
+        transfer = (
+            gcp.storage.get_transfer_project_service_account_output(
+                project=project, opts=invoke
+            ).email.apply(lambda e: f"serviceAccount:{e}")
+            if inbound
+            else None
+        )
+        gke = (
+            gcp.organizations.get_project_output(project_id=project, opts=invoke).number.apply(
+                lambda n: (
+                    f"serviceAccount:service-{n}@container-engine-robot.iam.gserviceaccount.com"
+                )
+            )
+            if self._cfg.clusters
+            else None
+        )
+        return _Agents(storage, transfer, gke)
+
+    def _keys(
+        self, key_ring: str, agents: _Agents, inbound: list[BucketConfig]
+    ) -> dict[str, DataKey]:
+        """One key per location: the region (GKE secrets, regional buckets) and each bucket's,
+        each granted to the agents that encrypt with it there."""
+        cfg, region = self._cfg, self._cfg.region.lower()
+        locations = list(dict.fromkeys([region] + [key_location(cfg, b) for b in cfg.buckets]))
+        keys: dict[str, DataKey] = {}
+        for loc in locations:
+            encrypters: dict[str, pulumi.Input[str]] = {}
+            if any(key_location(cfg, b) == loc for b in cfg.buckets):
+                encrypters["storage"] = agents.storage
+            if agents.transfer is not None and any(key_location(cfg, b) == loc for b in inbound):
+                encrypters["transfer"] = agents.transfer
+            if agents.gke is not None and loc == region:
+                encrypters["gke"] = agents.gke
+            keys[loc] = DataKey(
+                f"{self._name}-key-{loc}",
+                DataKeyArgs(
+                    project=self._project,
+                    location=loc,
+                    key_ring=key_ring,
+                    labels=gcp_labels(site_tags(cfg, "data-key")),
+                    encrypters=encrypters,
+                ),
+                opts=self._child,
+            )
+        return keys
+
+    def _buckets(self, keys: dict[str, DataKey]) -> dict[str, DataBucket]:
+        """A bucket per data class, encrypted with the key of its location."""
+        cfg, out = self._cfg, {}
+        for b in cfg.buckets:
+            key = keys[key_location(cfg, b)]
+            out[b.data_class] = DataBucket(
+                f"{self._name}-{b.data_class}",
+                DataBucketArgs(
+                    config=b,
+                    project=self._project,
+                    location=bucket_location(cfg, b),
+                    key_id=key.key_id,
+                    key_grant=key.grants["storage"],
+                    labels=gcp_labels(bucket_tags(cfg, b)),
+                ),
+                opts=self._child,
+            )
+        return out
+
+    def _transfer(
         self,
-        name: str,
-        project: str,
-        cfg: SiteConfig,
-        link: LinkConfig,
-        peer: PeerConfig,
-        network: SiteNetwork,
-        anchor: HaVpnAnchor,
+        b: BucketConfig,
+        bucket: DataBucket,
+        key: DataKey,
+        agent: pulumi.Input[str],
+        credentials: TransferCredentials,
+    ) -> None:
+        """The scheduled pulls into one replica bucket, held by this (DR) stack."""
+        ScheduledTransfer(
+            f"{self._name}-{b.data_class}-transfer",
+            ScheduledTransferArgs(
+                project=self._project,
+                sink_bucket=bucket.bucket_name,
+                transfers=b.inbound,
+                agent_member=agent,
+                key_grant=key.grants["transfer"],
+                credentials=credentials,
+                system=self._cfg.system,
+                site=self._cfg.site,
+            ),
+            opts=self._child,
+        )
+
+    def _clusters(
+        self, network: SiteNetwork, key: DataKey, failover: bool
+    ) -> dict[str, pulumi.Output[str]]:
+        """The GKE GPU clusters; a backup/restore cluster keeps nothing standing, so it is
+        declared only on failover."""
+        cfg, out = self._cfg, {}
+        for c in cfg.clusters:
+            if not (c.standby_control_plane or failover):
+                continue
+            ranges = network.plan.clusters[c.name]
+            cluster = GpuCluster(
+                f"{self._name}-{c.name}",
+                GpuClusterArgs(
+                    config=c,
+                    project=self._project,
+                    region=cfg.region,
+                    gpu_zone=cfg.azs[0],
+                    network=network.network_self_link,
+                    subnetwork=network.subnetwork_self_link,
+                    pods_range=ranges.pods_range,
+                    services_range=ranges.services_range,
+                    master_cidr=ranges.master_cidr,
+                    key_id=key.key_id,
+                    key_grant=key.grants["gke"],
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    failover=failover,
+                    labels=gcp_labels(site_tags(cfg, "gpu-cluster", cluster=c.name)),
+                    pool_labels={
+                        p.name: gcp_labels(pool_tags(cfg, p.name, p.pattern, p.rto_s))
+                        for p in c.pools
+                    },
+                ),
+                opts=self._child,
+            )
+            out[c.name] = cluster.cluster_name
+        return out
+
+    def _links(self, network: SiteNetwork) -> None:
+        """The DR links: each side's half of a VPC peering; on a DR site the HA VPN anchors the
+        primary's tunnels end on; on a primary, the tunnels to each AWS DR site."""
+        cfg, name = self._cfg, self._name
+        anchor: HaVpnAnchor | None = None  # a primary's own HA VPN gateway, once
+        for link in cfg.links:
+            if link.kind not in LINK_KINDS:
+                raise ValueError(
+                    f"link to {link.peer_site}: kind {link.kind} does not exist on GCP; "
+                    f"use one of {', '.join(LINK_KINDS)}"
+                )
+            peer = next(p for p in cfg.peers if p.site == link.peer_site)
+            if link.kind == "vpc-peering":
+                # Each side declares its own half: this stack never touches the peer's network.
+                VpcPeering(
+                    f"{name}-to-{peer.site}",
+                    VpcPeeringArgs(
+                        network_name=cfg.network_name, network_id=network.network_id, peer=peer
+                    ),
+                    opts=self._child,
+                )
+            elif cfg.role == "dr":
+                # The DR side's anchors only; the tunnels belong to the primary's stack.
+                self._anchor(network, site_tags(cfg, "dr-link", peer=peer.site, link=link.kind))
+            elif link.kind == "ha-vpn" and peer.cloud == "aws":
+                # One gateway for every AWS DR site: each link adds its own tunnels.
+                if anchor is None:
+                    anchor = self._anchor(network, site_tags(cfg, "dr-link", link=link.kind))
+                self._vpn_to_aws(link=link, peer=peer, network=network, anchor=anchor)
+            else:
+                # Between GCP sites the planner peers the networks; tunnels from a GCP primary
+                # exist only towards AWS. Said, not hidden, and nothing half-built.
+                pulumi.log.warn(
+                    f"{link.kind} to {peer.site} ({peer.cloud}): gpudr builds the tunnels from a "
+                    "GCP primary only to an AWS DR site; this link is left to you (the DR "
+                    f"stack declares {peer.network_name}-havpn and {peer.network_name}-router)",
+                    resource=self,
+                )
+
+    def _anchor(self, network: SiteNetwork, tags: dict[str, str]) -> HaVpnAnchor:
+        """This site's HA VPN gateway, on its network."""
+        return HaVpnAnchor(
+            f"{self._name}-havpn",
+            HaVpnAnchorArgs(
+                project=self._project,
+                region=self._cfg.region,
+                network_name=self._cfg.network_name,
+                network_id=network.network_id,
+                labels=gcp_labels(tags),
+            ),
+            opts=self._child,
+        )
+
+    def _hmac_readers(
+        self, buckets: dict[str, DataBucket]
+    ) -> dict[str, dict[str, pulumi.Output[str]]]:
+        """For each AWS DR site pulling with DataSync, a read-only service account and its HMAC
+        key; its id and secret (secret) leave as `transfer_credentials`, keyed by the DR
+        stack's config keys (components/config.py)."""
+        cfg = self._cfg
+        credentials: dict[str, dict[str, pulumi.Output[str]]] = {}
+        by_name = {b.name: (b.data_class, buckets[b.data_class]) for b in cfg.buckets}
+        for reader in cfg.datasync_readers:
+            hmac = GcsHmacReader(
+                f"{self._name}-{reader.dr_site}-reader",
+                GcsHmacReaderArgs(
+                    project=self._project,
+                    reader=reader,
+                    buckets={
+                        by_name[n][0]: by_name[n][1].bucket_name
+                        for n in reader.buckets
+                        if n in by_name
+                    },
+                ),
+                opts=self._child,
+            )
+            credentials[reader.dr_site] = {
+                GCS_HMAC_ACCESS_ID: hmac.access_id,
+                GCS_HMAC_SECRET: pulumi.Output.secret(hmac.secret),
+            }
+        return credentials
+
+    def _vpn_to_aws(
+        self, *, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, anchor: HaVpnAnchor
     ) -> None:
         """HA VPN to an AWS DR site, owned by this (primary) stack as the AWS primary owns it
         the other way: this site's HA VPN gateway on the site's Cloud Router, and the AWS VPN
@@ -321,13 +358,14 @@ class GcpSite(pulumi.ComponentResource):
         # Imported here: only a site joined to AWS loads the AWS SDK.
         from components.xcloud.aws_gcp import GcpHaVpn, GcpHaVpnArgs, peer_transit_gateway
 
+        cfg = self._cfg
         GcpHaVpn(
-            f"{name}-to-{peer.site}",
+            f"{self._name}-to-{peer.site}",
             GcpHaVpnArgs(
                 aws_region=peer.region,
                 transit_gateway_id=peer_transit_gateway(peer, parent=self),
                 aws_asn=peer.asn,
-                gcp_project=project,
+                gcp_project=self._project,
                 gcp_region=cfg.region,
                 gcp_name=f"{cfg.network_name}-to-{peer.site}",
                 gcp_router=network.router_name,
