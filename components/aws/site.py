@@ -32,9 +32,9 @@ from components.aws.links import (
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
 from components.config import TransferCredentials
-from gpudr.contract.naming import datasync_task_prefix
-from gpudr.contract.site import BucketConfig, SiteConfig
-from gpudr.contract.stack import copy_credential_command
+from gpudr.contract.naming import datasync_role_name, datasync_task_prefix, stack_name
+from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
+from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
 from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
 
 
@@ -44,6 +44,17 @@ class AwsSiteArgs:
     failover: bool
     # Sign-ins for scheduled pulls from another cloud (see components/config.py).
     credentials: TransferCredentials = field(default_factory=TransferCredentials)
+
+
+def _cross_account_role(cfg: SiteConfig) -> str | None:
+    """A replica bucket in another account than its source trusts the source's replication
+    role by name (the role the source's stack creates); None within one account."""
+    sources = {b.source_account for b in cfg.buckets if b.role == "replica"}
+    source_account = next(iter(sources), None)
+    if cfg.role != "dr" or not source_account or source_account == cfg.account:
+        return None
+    role_name = next(b.source_role for b in cfg.buckets if b.source_role)
+    return f"arn:aws:iam::{source_account}:role/{role_name}"
 
 
 class AwsSite(pulumi.ComponentResource):
@@ -62,8 +73,8 @@ class AwsSite(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:site:AwsSite", name, None, opts)
         cfg = args.config
-        child = pulumi.ResourceOptions(parent=self)
-        region = cfg.region
+        self._name, self._cfg = name, cfg
+        self._child = pulumi.ResourceOptions(parent=self)
         inbound = [b for b in cfg.buckets if b.inbound]
         for b in inbound:
             check_inbound(b.inbound)  # before anything is declared
@@ -73,181 +84,27 @@ class AwsSite(pulumi.ComponentResource):
                 opts=pulumi.InvokeOutputOptions(parent=self)
             ).account_id
         )
-        # A replica bucket in another account than its source trusts the source's role by name.
-        cross_account_role = None
-        replica_sources = {b.source_account for b in cfg.buckets if b.role == "replica"}
-        source_account = next(iter(replica_sources), None)
-        if cfg.role == "dr" and source_account and source_account != cfg.account:
-            role_name = next(b.source_role for b in cfg.buckets if b.source_role)
-            cross_account_role = f"arn:aws:iam::{source_account}:role/{role_name}"
-
+        cross_account_role = _cross_account_role(cfg)
         key = DataKey(
             f"{name}-data",
             DataKeyArgs(
-                region=region,
+                region=cfg.region,
                 alias=cfg.kms_alias,
                 account_id=account_id,
                 tags=site_tags(cfg, "data-key"),
                 replication_role_arn=cross_account_role,
             ),
-            opts=child,
+            opts=self._child,
         )
-        network = SiteNetwork(
-            f"{name}-net",
-            SiteNetworkArgs(
-                region=region,
-                cidr=cfg.cidr,
-                azs=cfg.azs,
-                transit_gateway_name=cfg.transit_gateway_name,
-                transit_gateway_asn=cfg.transit_gateway_asn,
-                peer_cidrs=[p.cidr for p in cfg.peers],
-                dual_write_endpoint=cfg.dual_write_endpoint,
-                tags=site_tags(cfg, "network"),
-            ),
-            opts=child,
-        )
-        buckets: dict[str, DataBucket] = {}
-        for b in cfg.buckets:
-            buckets[b.data_class] = DataBucket(
-                f"{name}-{b.data_class}",
-                DataBucketArgs(
-                    config=b,
-                    region=region,
-                    key_arn=key.key_arn,
-                    tags=bucket_tags(cfg, b),
-                    replication_role_arn=cross_account_role,
-                ),
-                opts=child,
-            )
-        sources = [
-            SourceBucket(
-                b,
-                buckets[b.data_class].bucket_name,
-                buckets[b.data_class].bucket_arn,
-                buckets[b.data_class].versioning_id,
-            )
-            for b in cfg.buckets
-            if b.role == "source" and (b.replication or b.dual_write_buckets)
-        ]
-        if sources:
-            SiteReplication(
-                f"{name}-replication",
-                SiteReplicationArgs(
-                    region=region,
-                    account_id=account_id,
-                    role_name=cfg.replication_role,
-                    key_arn=key.key_arn,
-                    sources=sources,
-                    tags=site_tags(cfg, "replication"),
-                ),
-                opts=pulumi.ResourceOptions(
-                    parent=self, depends_on=[buckets[s.config.data_class] for s in sources]
-                ),
-            )
-        clusters: dict[str, pulumi.Output[str]] = {}
-        for c in cfg.clusters:
-            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
-            if not (c.standby_control_plane or args.failover):
-                continue
-            cluster = GpuCluster(
-                f"{name}-{c.name}",
-                GpuClusterArgs(
-                    config=c,
-                    region=region,
-                    vpc_id=network.vpc_id,
-                    subnet_ids=network.private_subnet_ids,
-                    gpu_subnet_id=network.gpu_subnet_id,
-                    gpu_az=cfg.azs[0],
-                    key_arn=key.key_arn,
-                    api_public_cidrs=cfg.api_public_cidrs,
-                    failover=args.failover,
-                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
-                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
-                ),
-                opts=child,
-            )
-            clusters[c.name] = cluster.cluster_name
+        network = self._network()
+        buckets = self._buckets(key, cross_account_role)
+        self._replication(buckets, key, account_id)
+        clusters = self._clusters(network, key, args.failover)
         for link in cfg.links:
-            peer = next(p for p in cfg.peers if p.site == link.peer_site)
-            link_tags = site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
-            if link.kind == "tgw-peering" and cfg.role == "primary":
-                TgwPeering(
-                    f"{name}-to-{peer.site}",
-                    TgwPeeringArgs(
-                        region=region,
-                        cidr=cfg.cidr,
-                        transit_gateway_id=network.transit_gateway_id,
-                        transit_gateway_route_table_id=network.transit_gateway_route_table_id,
-                        peer=peer,
-                        link=link,
-                        tags=link_tags,
-                    ),
-                    opts=child,
-                )
-            elif link.kind == "direct-connect" and cfg.role == "dr":
-                DirectConnectLink(
-                    f"{name}-dx",
-                    DirectConnectLinkArgs(
-                        region=region,
-                        system=cfg.system,
-                        site=cfg.site,
-                        cidr=cfg.cidr,
-                        transit_gateway_id=network.transit_gateway_id,
-                        link=link,
-                        tags=link_tags,
-                    ),
-                    opts=child,
-                )
-            elif link.kind == "ha-vpn" and cfg.role == "primary":
-                # Imported here: only a site joined to GCP loads the GCP SDK.
-                from components.xcloud.aws_gcp import GcpHaVpn, GcpHaVpnArgs, peer_ha_vpn_gateway
-
-                # The DR site's gateway, found by its deterministic name in its project: no
-                # state of the DR stack is read.
-                gateway_self_link, gateway_ips = peer_ha_vpn_gateway(peer, parent=self)
-                assert peer.project is not None and peer.network_name is not None
-                GcpHaVpn(
-                    f"{name}-to-{peer.site}",
-                    GcpHaVpnArgs(
-                        aws_region=region,
-                        transit_gateway_id=network.transit_gateway_id,
-                        aws_asn=cfg.transit_gateway_asn,
-                        gcp_project=peer.project,
-                        gcp_region=peer.region,
-                        gcp_name=f"{peer.network_name}-aws",
-                        gcp_router=f"{peer.network_name}-router",
-                        gcp_gateway=gateway_self_link,
-                        gcp_gateway_ips=gateway_ips,
-                        gcp_asn=peer.asn,
-                        link=link,
-                        tags=link_tags,
-                    ),
-                    opts=child,
-                )
-            elif link.kind == "direct-connect":
-                DirectConnectAttachment(
-                    f"{name}-dx-{peer.site}",
-                    DirectConnectAttachmentArgs(
-                        system=cfg.system,
-                        dr_site=peer.site,
-                        cidr=cfg.cidr,
-                        transit_gateway_id=network.transit_gateway_id,
-                    ),
-                    opts=child,
-                )
-        if cfg.sts_readers:
-            from components.aws.cross_cloud import StsReadRole, StsReadRoleArgs
-
-            for reader in cfg.sts_readers:
-                StsReadRole(
-                    f"{name}-{reader.role_name.rsplit('-', 2)[-2]}-reader",
-                    StsReadRoleArgs(
-                        reader=reader, key_arn=key.key_arn, tags=site_tags(cfg, "transfer-reader")
-                    ),
-                    opts=child,
-                )
+            self._link(link, network)
+        self._sts_readers(key)
         if inbound:
-            self._pulls(name, args, inbound, buckets, key, account_id)
+            self._pulls(args=args, inbound=inbound, buckets=buckets, key=key, account_id=account_id)
         self.buckets = pulumi.Output.all(**{k: v.bucket_name for k, v in buckets.items()})
         # Output.all() of nothing is a list; a site with no standing cluster exports {}.
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
@@ -267,9 +124,201 @@ class AwsSite(pulumi.ComponentResource):
             }
         )
 
+    def _network(self) -> SiteNetwork:
+        """The VPC, its transit gateway, and the S3 interface endpoint dual writes arrive at."""
+        cfg = self._cfg
+        return SiteNetwork(
+            f"{self._name}-net",
+            SiteNetworkArgs(
+                region=cfg.region,
+                cidr=cfg.cidr,
+                azs=cfg.azs,
+                transit_gateway_name=cfg.transit_gateway_name,
+                transit_gateway_asn=cfg.transit_gateway_asn,
+                peer_cidrs=[p.cidr for p in cfg.peers],
+                dual_write_endpoint=cfg.dual_write_endpoint,
+                tags=site_tags(cfg, "network"),
+            ),
+            opts=self._child,
+        )
+
+    def _buckets(self, key: DataKey, cross_account_role: str | None) -> dict[str, DataBucket]:
+        """A bucket per data class, encrypted with the site's key."""
+        cfg, out = self._cfg, {}
+        for b in cfg.buckets:
+            out[b.data_class] = DataBucket(
+                f"{self._name}-{b.data_class}",
+                DataBucketArgs(
+                    config=b,
+                    region=cfg.region,
+                    key_arn=key.key_arn,
+                    tags=bucket_tags(cfg, b),
+                    replication_role_arn=cross_account_role,
+                ),
+                opts=self._child,
+            )
+        return out
+
+    def _replication(
+        self, buckets: dict[str, DataBucket], key: DataKey, account_id: pulumi.Input[str]
+    ) -> None:
+        """The source buckets' pushes (S3 replication) and dual-write grants, after the buckets'
+        own settings exist."""
+        cfg = self._cfg
+        sources = [
+            SourceBucket(
+                b,
+                buckets[b.data_class].bucket_name,
+                buckets[b.data_class].bucket_arn,
+                buckets[b.data_class].versioning_id,
+            )
+            for b in cfg.buckets
+            if b.role == "source" and (b.replication or b.dual_write_buckets)
+        ]
+        if not sources:
+            return
+        SiteReplication(
+            f"{self._name}-replication",
+            SiteReplicationArgs(
+                region=cfg.region,
+                account_id=account_id,
+                role_name=cfg.replication_role,
+                key_arn=key.key_arn,
+                sources=sources,
+                tags=site_tags(cfg, "replication"),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[buckets[s.config.data_class] for s in sources]
+            ),
+        )
+
+    def _clusters(
+        self, network: SiteNetwork, key: DataKey, failover: bool
+    ) -> dict[str, pulumi.Output[str]]:
+        """The EKS GPU clusters; a backup/restore cluster keeps nothing standing, so it is
+        declared only on failover."""
+        cfg, out = self._cfg, {}
+        for c in cfg.clusters:
+            if not (c.standby_control_plane or failover):
+                continue
+            cluster = GpuCluster(
+                f"{self._name}-{c.name}",
+                GpuClusterArgs(
+                    config=c,
+                    region=cfg.region,
+                    vpc_id=network.vpc_id,
+                    subnet_ids=network.private_subnet_ids,
+                    gpu_subnet_id=network.gpu_subnet_id,
+                    gpu_az=cfg.azs[0],
+                    key_arn=key.key_arn,
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    failover=failover,
+                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
+                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                ),
+                opts=self._child,
+            )
+            out[c.name] = cluster.cluster_name
+        return out
+
+    def _link(self, link: LinkConfig, network: SiteNetwork) -> None:
+        """This site's part of one DR link: transit gateway peering and the HA VPN to GCP are
+        the primary's; Direct Connect ports are the DR site's, and the primary attaches to
+        them."""
+        cfg, name = self._cfg, self._name
+        peer = next(p for p in cfg.peers if p.site == link.peer_site)
+        link_tags = site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
+        if link.kind == "tgw-peering" and cfg.role == "primary":
+            TgwPeering(
+                f"{name}-to-{peer.site}",
+                TgwPeeringArgs(
+                    region=cfg.region,
+                    cidr=cfg.cidr,
+                    transit_gateway_id=network.transit_gateway_id,
+                    transit_gateway_route_table_id=network.transit_gateway_route_table_id,
+                    peer=peer,
+                    link=link,
+                    tags=link_tags,
+                ),
+                opts=self._child,
+            )
+        elif link.kind == "direct-connect" and cfg.role == "dr":
+            DirectConnectLink(
+                f"{name}-dx",
+                DirectConnectLinkArgs(
+                    region=cfg.region,
+                    system=cfg.system,
+                    site=cfg.site,
+                    cidr=cfg.cidr,
+                    transit_gateway_id=network.transit_gateway_id,
+                    link=link,
+                    tags=link_tags,
+                ),
+                opts=self._child,
+            )
+        elif link.kind == "ha-vpn" and cfg.role == "primary":
+            self._vpn_to_gcp(link, peer, network, link_tags)
+        elif link.kind == "direct-connect":
+            DirectConnectAttachment(
+                f"{name}-dx-{peer.site}",
+                DirectConnectAttachmentArgs(
+                    system=cfg.system,
+                    dr_site=peer.site,
+                    cidr=cfg.cidr,
+                    transit_gateway_id=network.transit_gateway_id,
+                ),
+                opts=self._child,
+            )
+
+    def _vpn_to_gcp(
+        self, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, tags: dict[str, str]
+    ) -> None:
+        """The HA VPN to a GCP DR site's gateway, found by its deterministic name in its
+        project: no state of the DR stack is read."""
+        # Imported here: only a site joined to GCP loads the GCP SDK.
+        from components.xcloud.aws_gcp import GcpHaVpn, GcpHaVpnArgs, peer_ha_vpn_gateway
+
+        gateway_self_link, gateway_ips = peer_ha_vpn_gateway(peer, parent=self)
+        assert peer.project is not None and peer.network_name is not None
+        GcpHaVpn(
+            f"{self._name}-to-{peer.site}",
+            GcpHaVpnArgs(
+                aws_region=self._cfg.region,
+                transit_gateway_id=network.transit_gateway_id,
+                aws_asn=self._cfg.transit_gateway_asn,
+                gcp_project=peer.project,
+                gcp_region=peer.region,
+                gcp_name=f"{peer.network_name}-aws",
+                gcp_router=f"{peer.network_name}-router",
+                gcp_gateway=gateway_self_link,
+                gcp_gateway_ips=gateway_ips,
+                gcp_asn=peer.asn,
+                link=link,
+                tags=tags,
+            ),
+            opts=self._child,
+        )
+
+    def _sts_readers(self, key: DataKey) -> None:
+        """The roles Storage Transfer Service at each GCP DR site assumes to read this site."""
+        if not self._cfg.sts_readers:
+            return
+        from components.aws.cross_cloud import StsReadRole, StsReadRoleArgs
+
+        for reader in self._cfg.sts_readers:
+            StsReadRole(
+                f"{self._name}-{reader.role_name.rsplit('-', 2)[-2]}-reader",
+                StsReadRoleArgs(
+                    reader=reader,
+                    key_arn=key.key_arn,
+                    tags=site_tags(self._cfg, "transfer-reader"),
+                ),
+                opts=self._child,
+            )
+
     def _pulls(
         self,
-        name: str,
+        *,
         args: AwsSiteArgs,
         inbound: list[BucketConfig],
         buckets: dict[str, DataBucket],
@@ -285,6 +334,7 @@ class AwsSite(pulumi.ComponentResource):
             primaries = sorted({t.source_site for b in inbound for t in b.inbound})
             pulumi.log.warn(_missing_credentials(cfg, primaries), resource=self)
             return
+        name = self._name
         logs = DataSyncLogs(
             f"{name}-datasync-logs",
             DataSyncLogsArgs(region=cfg.region, tags=site_tags(cfg, "transfer-logs")),
@@ -296,7 +346,7 @@ class AwsSite(pulumi.ComponentResource):
                 DataSyncPullArgs(
                     region=cfg.region,
                     account_id=account_id,
-                    role_name=f"gpudr-{cfg.system}-{cfg.site}-{b.data_class}-datasync"[:64],
+                    role_name=datasync_role_name(cfg.system, cfg.site, b.data_class),
                     sink_bucket_arn=buckets[b.data_class].bucket_arn,
                     key_arn=key.key_arn,
                     transfers=b.inbound,
@@ -321,8 +371,8 @@ def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:
         "once it is deployed, copy it and run this stack again:"
     ]
     for primary in primaries:
-        source = f"{cfg.system}-{primary}"  # the primary's stack (gpudr.stackconfig.stack_name)
-        for key, secret in (("gcs_hmac_access_id", False), ("gcs_hmac_secret", True)):
+        source = stack_name(cfg.system, primary)
+        for key, secret in DATASYNC_CREDENTIALS:
             lines.append(f"  {copy_credential_command(source, cfg.site, key, secret, stack)}")
     lines.append(f"  pulumi up -s {stack}")
     return "\n".join(lines)

@@ -127,6 +127,11 @@ def datasync_schedule(schedule_s: int) -> str:
     return "rate(1 hour)" if hours == 1 else f"rate({hours} hours)"
 
 
+def datasync_role_name(system: str, site: str, data_class: str) -> str:
+    """The IAM role one replica bucket's DataSync tasks write with."""
+    return f"gpudr-{system}-{site}-{data_class}-datasync"[:64]
+
+
 def datasync_task_prefix(system: str, site: str, data_class: str) -> str:
     """What the names of one replica bucket's DataSync tasks start with."""
     return f"gpudr-{system}-{site}-{data_class}"
