@@ -26,6 +26,7 @@ from components.azure.replication import (
     ReplicationSource,
 )
 from gpudr.contract.site import LinkConfig, SiteConfig
+from gpudr.contract.stack import AZURE_STS_CLIENT_ID, AZURE_TENANT_ID
 from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
 
 LINK_KINDS = ("vnet-peering", "vpn")
@@ -72,13 +73,13 @@ class AzureSite(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:site:AzureSite", name, None, opts)
         cfg = args.config
+        self._name, self._cfg = name, cfg
+        self._child = pulumi.ResourceOptions(parent=self)
         resource_group, vault_name = _require(cfg)
-        child = pulumi.ResourceOptions(parent=self)
-        location = cfg.region
         client = authorization.get_client_config_output(
             opts=pulumi.InvokeOutputOptions(parent=self)
         )
-        subscription_id = client.subscription_id
+        self._subscription_id = client.subscription_id
         peers = _peers(cfg)
         vpn_links = _vpn_links(cfg)
 
@@ -86,148 +87,44 @@ class AzureSite(pulumi.ComponentResource):
         group = resources.ResourceGroup(
             f"{name}-rg",
             resource_group_name=resource_group,
-            location=location,
+            location=cfg.region,
             tags=site_tags(cfg, "resource-group"),
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
+        self._group = group.name
         key = AzureDataKey(
             f"{name}-data",
             AzureDataKeyArgs(
                 resource_group_name=group.name,
-                location=location,
+                location=cfg.region,
                 vault_name=vault_name,
                 identity_name=f"{vault_name}-storage",
                 tenant_id=client.tenant_id,
-                subscription_id=subscription_id,
+                subscription_id=self._subscription_id,
                 tags=site_tags(cfg, "data-key"),
             ),
-            opts=child,
+            opts=self._child,
         )
         network = AzureSiteNetwork(
             f"{name}-net",
             AzureSiteNetworkArgs(
                 resource_group_name=group.name,
-                location=location,
+                location=cfg.region,
                 network_name=cfg.network_name,
                 cidr=cfg.cidr,
-                subscription_id=subscription_id,
+                subscription_id=self._subscription_id,
                 peers=peers,
                 tags=site_tags(cfg, "network"),
             ),
-            opts=child,
+            opts=self._child,
         )
-        buckets: dict[str, AzureDataBucket] = {}
-        for b in cfg.buckets:
-            buckets[b.data_class] = AzureDataBucket(
-                f"{name}-{b.data_class}",
-                AzureDataBucketArgs(
-                    config=b,
-                    resource_group_name=group.name,
-                    location=location,
-                    identity_id=key.identity_id,
-                    key_name=key.key_name,
-                    vault_uri=key.vault_uri,
-                    key_access=key.storage_access,
-                    tags=bucket_tags(cfg, b),
-                    immutability_state=args.immutability_state,
-                ),
-                opts=child,
-            )
-        # A DR site's accounts are destinations: their policies are written by the primary.
-        # Dual-written classes need no policy: the writer's own identity writes both copies.
-        sources = [
-            ReplicationSource(
-                b,
-                buckets[b.data_class].account_name,
-                buckets[b.data_class].account_id,
-                [buckets[b.data_class].blob_service],
-            )
-            for b in cfg.buckets
-            if cfg.role == "primary" and b.role == "source" and b.replication
-        ]
-        if sources:
-            AzureSiteReplication(
-                f"{name}-replication",
-                AzureSiteReplicationArgs(
-                    resource_group_name=group.name,
-                    subscription_id=subscription_id,
-                    sources=sources,
-                ),
-                opts=child,
-            )
-        clusters: dict[str, pulumi.Output[str]] = {}
-        for c in cfg.clusters:
-            # Backup/restore keeps nothing standing: the cluster is declared only on failover.
-            if not (c.standby_control_plane or args.failover):
-                continue
-            cluster = AzureGpuCluster(
-                f"{name}-{c.name}",
-                AzureGpuClusterArgs(
-                    config=c,
-                    resource_group_name=group.name,
-                    location=location,
-                    subscription_id=subscription_id,
-                    tenant_id=client.tenant_id,
-                    nodes_subnet_id=network.nodes_subnet_id,
-                    zones=cfg.azs,
-                    gpu_zone=cfg.azs[0],
-                    api_public_cidrs=cfg.api_public_cidrs,
-                    networks=[cfg.cidr, *(p.cidr for p in cfg.peers)],
-                    failover=args.failover,
-                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
-                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
-                ),
-                opts=child,
-            )
-            clusters[c.name] = cluster.cluster_name
+        buckets = self._buckets(key, args.immutability_state)
+        self._replication(buckets)
+        clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
-            # Imported here: only a site joined to GCP loads the GCP SDK.
-            from components.azure.cross_cloud import GcpVpn, GcpVpnArgs
+            self._vpn_to_gcp(link, network)
+        credentials = self._sts_readers(buckets)
 
-            peer = next(p for p in cfg.peers if p.site == link.peer_site)
-            GcpVpn(
-                f"{name}-to-{peer.site}",
-                GcpVpnArgs(
-                    resource_group_name=group.name,
-                    location=location,
-                    subscription_id=subscription_id,
-                    cidr=cfg.cidr,
-                    network_name=cfg.network_name,
-                    network=network,
-                    asn=cfg.transit_gateway_asn,
-                    peer=peer,
-                    link=link,
-                    tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
-                ),
-                opts=child,
-            )
-        credentials: dict[str, pulumi.Output[dict[str, str]]] = {}
-        if cfg.azure_sts_readers:
-            from components.azure.cross_cloud import StsFederatedReader, StsFederatedReaderArgs
-
-            account_ids = {
-                b.storage_account: buckets[b.data_class].account_id
-                for b in cfg.buckets
-                if b.storage_account
-            }
-            for reader in cfg.azure_sts_readers:
-                federated = StsFederatedReader(
-                    f"{name}-{reader.dr_site}-reader",
-                    StsFederatedReaderArgs(
-                        reader=reader,
-                        resource_group_name=group.name,
-                        location=location,
-                        subscription_id=subscription_id,
-                        account_ids=account_ids,
-                        tags=site_tags(cfg, "transfer-reader", dr_site=reader.dr_site),
-                    ),
-                    opts=child,
-                )
-                # The config keys components/config.py reads on the DR stack.
-                credentials[reader.dr_site] = pulumi.Output.all(
-                    azure_sts_client_id=federated.client_id,
-                    azure_tenant_id=federated.tenant_id,
-                )
         paths = {k: v.path for k, v in buckets.items()}
         # Output.all() of nothing is a list; a site with nothing to export exports {}.
         self.buckets = pulumi.Output.all(**paths) if paths else pulumi.Output.from_input({})
@@ -249,6 +146,143 @@ class AzureSite(pulumi.ComponentResource):
                 "transfer_credentials": self.transfer_credentials,
             }
         )
+
+    def _buckets(self, key: AzureDataKey, immutability_state: str) -> dict[str, AzureDataBucket]:
+        """A storage account and container per data class, encrypted with the site's key."""
+        cfg, out = self._cfg, {}
+        for b in cfg.buckets:
+            out[b.data_class] = AzureDataBucket(
+                f"{self._name}-{b.data_class}",
+                AzureDataBucketArgs(
+                    config=b,
+                    resource_group_name=self._group,
+                    location=cfg.region,
+                    identity_id=key.identity_id,
+                    key_name=key.key_name,
+                    vault_uri=key.vault_uri,
+                    key_access=key.storage_access,
+                    tags=bucket_tags(cfg, b),
+                    immutability_state=immutability_state,
+                ),
+                opts=self._child,
+            )
+        return out
+
+    def _replication(self, buckets: dict[str, AzureDataBucket]) -> None:
+        """The primary's object replication policies. A DR site's accounts are destinations:
+        their policies are written by the primary. Dual-written classes need no policy: the
+        writer's own identity writes both copies."""
+        cfg = self._cfg
+        sources = [
+            ReplicationSource(
+                b,
+                buckets[b.data_class].account_name,
+                buckets[b.data_class].account_id,
+                [buckets[b.data_class].blob_service],
+            )
+            for b in cfg.buckets
+            if cfg.role == "primary" and b.role == "source" and b.replication
+        ]
+        if sources:
+            AzureSiteReplication(
+                f"{self._name}-replication",
+                AzureSiteReplicationArgs(
+                    resource_group_name=self._group,
+                    subscription_id=self._subscription_id,
+                    sources=sources,
+                ),
+                opts=self._child,
+            )
+
+    def _clusters(
+        self, network: AzureSiteNetwork, tenant_id: pulumi.Input[str], failover: bool
+    ) -> dict[str, pulumi.Output[str]]:
+        """The AKS GPU clusters; a backup/restore cluster keeps nothing standing, so it is
+        declared only on failover."""
+        cfg, out = self._cfg, {}
+        for c in cfg.clusters:
+            if not (c.standby_control_plane or failover):
+                continue
+            cluster = AzureGpuCluster(
+                f"{self._name}-{c.name}",
+                AzureGpuClusterArgs(
+                    config=c,
+                    resource_group_name=self._group,
+                    location=cfg.region,
+                    subscription_id=self._subscription_id,
+                    tenant_id=tenant_id,
+                    nodes_subnet_id=network.nodes_subnet_id,
+                    zones=cfg.azs,
+                    gpu_zone=cfg.azs[0],
+                    api_public_cidrs=cfg.api_public_cidrs,
+                    networks=[cfg.cidr, *(p.cidr for p in cfg.peers)],
+                    failover=failover,
+                    tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
+                    pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                ),
+                opts=self._child,
+            )
+            out[c.name] = cluster.cluster_name
+        return out
+
+    def _vpn_to_gcp(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
+        """The VPN gateway and tunnels to a GCP DR site, both halves owned by this stack."""
+        # Imported here: only a site joined to GCP loads the GCP SDK.
+        from components.azure.cross_cloud import GcpVpn, GcpVpnArgs
+
+        cfg = self._cfg
+        peer = next(p for p in cfg.peers if p.site == link.peer_site)
+        GcpVpn(
+            f"{self._name}-to-{peer.site}",
+            GcpVpnArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                subscription_id=self._subscription_id,
+                cidr=cfg.cidr,
+                network_name=cfg.network_name,
+                network=network,
+                asn=cfg.transit_gateway_asn,
+                peer=peer,
+                link=link,
+                tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
+            ),
+            opts=self._child,
+        )
+
+    def _sts_readers(
+        self, buckets: dict[str, AzureDataBucket]
+    ) -> dict[str, pulumi.Output[dict[str, str]]]:
+        """For each GCP DR site, the identity its transfer jobs sign in as by federation; its
+        client and tenant ids leave as `transfer_credentials`, keyed by the DR stack's config
+        keys (components/config.py)."""
+        cfg = self._cfg
+        credentials: dict[str, pulumi.Output[dict[str, str]]] = {}
+        if not cfg.azure_sts_readers:
+            return credentials
+        from components.azure.cross_cloud import StsFederatedReader, StsFederatedReaderArgs
+
+        account_ids = {
+            b.storage_account: buckets[b.data_class].account_id
+            for b in cfg.buckets
+            if b.storage_account
+        }
+        for reader in cfg.azure_sts_readers:
+            federated = StsFederatedReader(
+                f"{self._name}-{reader.dr_site}-reader",
+                StsFederatedReaderArgs(
+                    reader=reader,
+                    resource_group_name=self._group,
+                    location=cfg.region,
+                    subscription_id=self._subscription_id,
+                    account_ids=account_ids,
+                    tags=site_tags(cfg, "transfer-reader", dr_site=reader.dr_site),
+                ),
+                opts=self._child,
+            )
+            credentials[reader.dr_site] = pulumi.Output.all(
+                **{AZURE_STS_CLIENT_ID: federated.client_id, AZURE_TENANT_ID: federated.tenant_id}
+            )
+        return credentials
 
 
 def _peers(cfg: SiteConfig) -> list[VnetPeer]:
