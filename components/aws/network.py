@@ -48,30 +48,17 @@ class SiteNetwork(pulumi.ComponentResource):
         self, name: str, args: SiteNetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:network:SiteNetwork", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        region = args.region
-        if args.isolated:
-            if args.peer_cidrs or args.dual_write_endpoint:
-                raise ValueError(
-                    f"network {name}: an isolated network routes to no peer and takes no dual "
-                    "writes; pass peer_cidrs=[] and dual_write_endpoint=False"
-                )
-        else:
-            for field in ("transit_gateway_name", "transit_gateway_asn"):
-                if getattr(args, field) is None:
-                    raise ValueError(f"network {name}: {field} is required unless isolated=True")
-
-        def tags(role: str) -> dict[str, str]:
-            return {**args.tags, "Name": f"{name}-{role}"}
-
+        _check(name, args)
+        self._name, self._args = name, args
+        self._child = pulumi.ResourceOptions(parent=self)
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=args.cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            region=region,
-            tags=tags("vpc"),
-            opts=child,
+            region=args.region,
+            tags=self._tags("vpc"),
+            opts=self._child,
         )
         private_cidrs, public_cidr = subnet_plan(args.cidr, args.azs)
         private = [
@@ -80,152 +67,31 @@ class SiteNetwork(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 cidr_block=block,
                 availability_zone=az,
-                region=region,
-                tags={**tags(f"private-{az}"), "kubernetes.io/role/internal-elb": "1"},
-                opts=child,
+                region=args.region,
+                tags={**self._tags(f"private-{az}"), "kubernetes.io/role/internal-elb": "1"},
+                opts=self._child,
             )
             for az, block in zip(args.azs, private_cidrs, strict=True)
         ]
-        public = aws.ec2.Subnet(
-            f"{name}-public",
-            vpc_id=vpc.id,
-            cidr_block=public_cidr,
-            availability_zone=args.azs[0],
-            region=region,
-            tags=tags("public"),
-            opts=child,
-        )
-        igw = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=vpc.id, region=region, tags=tags("igw"), opts=child
-        )
-        public_rt = aws.ec2.RouteTable(
-            f"{name}-public-rt",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-            region=region,
-            tags=tags("public-rt"),
-            opts=child,
-        )
-        aws.ec2.RouteTableAssociation(
-            f"{name}-public-rta",
-            subnet_id=public.id,
-            route_table_id=public_rt.id,
-            region=region,
-            opts=child,
-        )
-        eip = aws.ec2.Eip(
-            f"{name}-nat-ip", domain="vpc", region=region, tags=tags("nat-ip"), opts=child
-        )
-        nat = aws.ec2.NatGateway(
-            f"{name}-nat",
-            allocation_id=eip.allocation_id,
-            subnet_id=public.id,
-            region=region,
-            tags=tags("nat"),
-            opts=child,
-        )
-        tgw: aws.ec2transitgateway.TransitGateway | None = None
-        attachment: aws.ec2transitgateway.VpcAttachment | None = None
-        peer_routes: list[aws.ec2.RouteTableRouteArgs] = []
-        if not args.isolated:
-            assert args.transit_gateway_name is not None  # checked above
-            tgw = aws.ec2transitgateway.TransitGateway(
-                f"{name}-tgw",
-                description=f"gpudr DR links for {args.transit_gateway_name}",
-                amazon_side_asn=args.transit_gateway_asn,
-                default_route_table_association="enable",
-                default_route_table_propagation="enable",
-                dns_support="enable",
-                region=region,
-                # The name tag is how the peer stack finds this gateway without this stack's
-                # state.
-                tags={**args.tags, "Name": args.transit_gateway_name},
-                opts=child,
-            )
-            attachment = aws.ec2transitgateway.VpcAttachment(
-                f"{name}-tgw-vpc",
-                transit_gateway_id=tgw.id,
-                vpc_id=vpc.id,
-                subnet_ids=[s.id for s in private],
-                region=region,
-                tags=tags("tgw-vpc"),
-                opts=child,
-            )
-            # Traffic to the peer site goes over the DR link, never the internet.
-            peer_routes = [
-                aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
-                for peer in args.peer_cidrs
-            ]
-        private_rt = aws.ec2.RouteTable(
-            f"{name}-private-rt",
-            vpc_id=vpc.id,
-            routes=[
-                aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id),
-                *peer_routes,
-            ],
-            region=region,
-            tags=tags("private-rt"),
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[attachment] if attachment is not None else None
-            ),
-        )
-        for az, subnet in zip(args.azs, private, strict=True):
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-rta-{az}",
-                subnet_id=subnet.id,
-                route_table_id=private_rt.id,
-                region=region,
-                opts=child,
-            )
+        nat = self._egress(vpc, public_cidr)
+        tgw, attachment = self._transit_gateway(vpc, private)
+        private_rt = self._private_routes(vpc, private, nat, tgw, attachment)
         # Checkpoint reads and writes to this region's buckets stay off the NAT (and its bill).
         aws.ec2.VpcEndpoint(
             f"{name}-s3-endpoint",
             vpc_id=vpc.id,
-            service_name=pulumi.Output.from_input(region).apply(lambda r: f"com.amazonaws.{r}.s3"),
+            service_name=_s3_service(args.region),
             vpc_endpoint_type="Gateway",
             route_table_ids=[private_rt.id],
-            region=region,
-            tags=tags("s3-endpoint"),
-            opts=child,
+            region=args.region,
+            tags=self._tags("s3-endpoint"),
+            opts=self._child,
         )
-        self.s3_interface_endpoint_dns = pulumi.Output.from_input(None)
-        if args.dual_write_endpoint:
-            # Dual writers at the peer site reach this region's buckets through this endpoint,
-            # over the DR link (their route to this CIDR is the transit gateway), not through
-            # their NAT and the public S3 endpoint. Only the peers' address space may use it.
-            endpoint_sg = aws.ec2.SecurityGroup(
-                f"{name}-s3-endpoint-sg",
-                description="gpudr: HTTPS to the S3 interface endpoint from peer sites",
-                vpc_id=vpc.id,
-                ingress=[
-                    aws.ec2.SecurityGroupIngressArgs(
-                        protocol="tcp",
-                        from_port=443,
-                        to_port=443,
-                        cidr_blocks=list(args.peer_cidrs),
-                    )
-                ],
-                region=region,
-                tags=tags("s3-endpoint-sg"),
-                opts=child,
-            )
-            interface = aws.ec2.VpcEndpoint(
-                f"{name}-s3-interface",
-                vpc_id=vpc.id,
-                service_name=pulumi.Output.from_input(region).apply(
-                    lambda r: f"com.amazonaws.{r}.s3"
-                ),
-                vpc_endpoint_type="Interface",
-                subnet_ids=[s.id for s in private],
-                security_group_ids=[endpoint_sg.id],
-                private_dns_enabled=False,
-                region=region,
-                tags=tags("s3-interface"),
-                opts=child,
-            )
-            self.s3_interface_endpoint_dns = interface.dns_entries.apply(
-                lambda entries: entries[0]["dns_name"] if entries else None
-            )
+        self.s3_interface_endpoint_dns = (
+            self._dual_write_endpoint(vpc, private)
+            if args.dual_write_endpoint
+            else pulumi.Output.from_input(None)
+        )
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
         # One AZ for GPU pools: a cluster placement group cannot span AZs.
@@ -245,3 +111,185 @@ class SiteNetwork(pulumi.ComponentResource):
                 "s3_interface_endpoint_dns": self.s3_interface_endpoint_dns,
             }
         )
+
+    def _tags(self, role: str) -> dict[str, str]:
+        return {**self._args.tags, "Name": f"{self._name}-{role}"}
+
+    def _egress(self, vpc: aws.ec2.Vpc, public_cidr: str) -> aws.ec2.NatGateway:
+        """The public subnet, its internet gateway and the NAT the private subnets egress
+        through."""
+        name, region = self._name, self._args.region
+        public = aws.ec2.Subnet(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            cidr_block=public_cidr,
+            availability_zone=self._args.azs[0],
+            region=region,
+            tags=self._tags("public"),
+            opts=self._child,
+        )
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, region=region, tags=self._tags("igw"), opts=self._child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            region=region,
+            tags=self._tags("public-rt"),
+            opts=self._child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-public-rta",
+            subnet_id=public.id,
+            route_table_id=public_rt.id,
+            region=region,
+            opts=self._child,
+        )
+        eip = aws.ec2.Eip(
+            f"{name}-nat-ip",
+            domain="vpc",
+            region=region,
+            tags=self._tags("nat-ip"),
+            opts=self._child,
+        )
+        return aws.ec2.NatGateway(
+            f"{name}-nat",
+            allocation_id=eip.allocation_id,
+            subnet_id=public.id,
+            region=region,
+            tags=self._tags("nat"),
+            opts=self._child,
+        )
+
+    def _transit_gateway(
+        self, vpc: aws.ec2.Vpc, private: list[aws.ec2.Subnet]
+    ) -> tuple[
+        aws.ec2transitgateway.TransitGateway | None, aws.ec2transitgateway.VpcAttachment | None
+    ]:
+        """The site's transit gateway, which every DR link attaches to, and the VPC's
+        attachment; none on an isolated network (a drill's)."""
+        args = self._args
+        if args.isolated:
+            return None, None
+        assert args.transit_gateway_name is not None  # checked in _check
+        tgw = aws.ec2transitgateway.TransitGateway(
+            f"{self._name}-tgw",
+            description=f"gpudr DR links for {args.transit_gateway_name}",
+            amazon_side_asn=args.transit_gateway_asn,
+            default_route_table_association="enable",
+            default_route_table_propagation="enable",
+            dns_support="enable",
+            region=args.region,
+            # The name tag is how the peer stack finds this gateway without this stack's state.
+            tags={**args.tags, "Name": args.transit_gateway_name},
+            opts=self._child,
+        )
+        attachment = aws.ec2transitgateway.VpcAttachment(
+            f"{self._name}-tgw-vpc",
+            transit_gateway_id=tgw.id,
+            vpc_id=vpc.id,
+            subnet_ids=[s.id for s in private],
+            region=args.region,
+            tags=self._tags("tgw-vpc"),
+            opts=self._child,
+        )
+        return tgw, attachment
+
+    def _private_routes(
+        self,
+        vpc: aws.ec2.Vpc,
+        private: list[aws.ec2.Subnet],
+        nat: aws.ec2.NatGateway,
+        tgw: aws.ec2transitgateway.TransitGateway | None,
+        attachment: aws.ec2transitgateway.VpcAttachment | None,
+    ) -> aws.ec2.RouteTable:
+        """The private subnets' routes: the internet through the NAT, and each peer site over
+        the DR link (the transit gateway), never the internet."""
+        name, region = self._name, self._args.region
+        peer_routes = (
+            [
+                aws.ec2.RouteTableRouteArgs(cidr_block=peer, transit_gateway_id=tgw.id)
+                for peer in self._args.peer_cidrs
+            ]
+            if tgw is not None
+            else []
+        )
+        private_rt = aws.ec2.RouteTable(
+            f"{name}-private-rt",
+            vpc_id=vpc.id,
+            routes=[
+                aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id),
+                *peer_routes,
+            ],
+            region=region,
+            tags=self._tags("private-rt"),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[attachment] if attachment is not None else None
+            ),
+        )
+        for az, subnet in zip(self._args.azs, private, strict=True):
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-rta-{az}",
+                subnet_id=subnet.id,
+                route_table_id=private_rt.id,
+                region=region,
+                opts=self._child,
+            )
+        return private_rt
+
+    def _dual_write_endpoint(
+        self, vpc: aws.ec2.Vpc, private: list[aws.ec2.Subnet]
+    ) -> pulumi.Output[str | None]:
+        """Dual writers at the peer site reach this region's buckets through an S3 interface
+        endpoint, over the DR link (their route to this CIDR is the transit gateway), not
+        through their NAT and the public S3 endpoint. Only the peers' address space may use it.
+        Its DNS name is what the writers are given."""
+        name, args = self._name, self._args
+        endpoint_sg = aws.ec2.SecurityGroup(
+            f"{name}-s3-endpoint-sg",
+            description="gpudr: HTTPS to the S3 interface endpoint from peer sites",
+            vpc_id=vpc.id,
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=443, to_port=443, cidr_blocks=list(args.peer_cidrs)
+                )
+            ],
+            region=args.region,
+            tags=self._tags("s3-endpoint-sg"),
+            opts=self._child,
+        )
+        interface = aws.ec2.VpcEndpoint(
+            f"{name}-s3-interface",
+            vpc_id=vpc.id,
+            service_name=_s3_service(args.region),
+            vpc_endpoint_type="Interface",
+            subnet_ids=[s.id for s in private],
+            security_group_ids=[endpoint_sg.id],
+            private_dns_enabled=False,
+            region=args.region,
+            tags=self._tags("s3-interface"),
+            opts=self._child,
+        )
+        return interface.dns_entries.apply(
+            lambda entries: entries[0]["dns_name"] if entries else None
+        )
+
+
+def _check(name: str, args: SiteNetworkArgs) -> None:
+    """An isolated network routes to no peer and takes no dual writes; any other needs its
+    transit gateway's name and ASN."""
+    if args.isolated:
+        if args.peer_cidrs or args.dual_write_endpoint:
+            raise ValueError(
+                f"network {name}: an isolated network routes to no peer and takes no dual "
+                "writes; pass peer_cidrs=[] and dual_write_endpoint=False"
+            )
+        return
+    for field in ("transit_gateway_name", "transit_gateway_asn"):
+        if getattr(args, field) is None:
+            raise ValueError(f"network {name}: {field} is required unless isolated=True")
+
+
+def _s3_service(region: pulumi.Input[str]) -> pulumi.Output[str]:
+    return pulumi.Output.from_input(region).apply(lambda r: f"com.amazonaws.{r}.s3")
