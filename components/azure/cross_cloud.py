@@ -124,6 +124,7 @@ class StsFederatedReader(pulumi.ComponentResource):
 # connections between Google Cloud and Azure".
 BGP_ADDRESSES = (("169.254.21.1", "169.254.21.2"), ("169.254.22.1", "169.254.22.2"))
 TUNNELS = len(BGP_ADDRESSES)
+IP_CONFIGURATIONS = [f"ipconfig-{i}" for i in range(TUNNELS)]
 # Azure's zones: a zone-redundant public IP, so the AZ gateway SKU survives the loss of a zone.
 ZONES = ["1", "2", "3"]
 
@@ -178,54 +179,14 @@ class GcpVpn(pulumi.ComponentResource):
         self, name: str, args: GcpVpnArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:links:GcpVpn", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        _check_vpn(name, args)
         peer, link = args.peer, args.link
-        if not peer.project or not peer.network_name or not peer.asn:
-            raise ValueError(
-                f"{name}: the GCP peer {peer.site} needs project, network_name and asn in "
-                "gpudr:site peers; regenerate the stack with `gpudr generate`"
-            )
-        if not link.gateway_sku:
-            raise ValueError(
-                f"{name}: the vpn link to {peer.site} has no gateway_sku; regenerate the stack"
-            )
-        if link.tunnels is not None and link.tunnels != TUNNELS:
-            raise ValueError(
-                f"{name}: the vpn link to {peer.site} plans {link.tunnels} tunnels; an "
-                f"active-active Azure gateway to an HA VPN gateway has {TUNNELS}"
-            )
-        gateway_name = f"{args.network_name}-vpngw"
-        router = f"{peer.network_name}-router"
-        tags = {**args.tags, "gpudr:capacity-gbps": f"{link.capacity_gbps:g}"}
-
-        subnet = network.Subnet(
-            f"{name}-subnet",
-            subnet_name="GatewaySubnet",  # the only name Azure accepts for a gateway's subnet
-            virtual_network_name=args.network_name,
-            resource_group_name=args.resource_group_name,
-            address_prefix=gateway_subnet_cidr(args.cidr),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.network]),
-        )
-        public_ips = [
-            network.PublicIPAddress(
-                f"{name}-ip-{i}",
-                public_ip_address_name=f"{gateway_name}-{i}",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                # AZ gateway SKUs take only Standard, static addresses.
-                sku=network.PublicIPAddressSkuArgs(
-                    name=network.PublicIPAddressSkuName.STANDARD,
-                    tier=network.PublicIPAddressSkuTier.REGIONAL,
-                ),
-                public_ip_allocation_method=network.IPAllocationMethod.STATIC,
-                public_ip_address_version=network.IPVersion.I_PV4,
-                zones=ZONES,
-                tags=tags,
-                opts=child,
-            )
-            for i in range(TUNNELS)
-        ]
-        ip_configurations = [f"ipconfig-{i}" for i in range(TUNNELS)]
+        assert peer.project is not None and peer.network_name is not None  # _check_vpn
+        self._name, self._args = name, args
+        self._child = pulumi.ResourceOptions(parent=self)
+        self._gateway_name = f"{args.network_name}-vpngw"
+        self._tags = {**args.tags, "gpudr:capacity-gbps": f"{link.capacity_gbps:g}"}
+        public_ips = [self._public_ip(i) for i in range(TUNNELS)]
         # The gateway's own sub-resource ids, known before it exists: its BGP settings and
         # each connection name the instance (IP configuration) an APIPA address belongs to.
         ip_configuration_ids = [
@@ -235,48 +196,13 @@ class GcpVpn(pulumi.ComponentResource):
                 "/resourceGroups/",
                 args.resource_group_name,
                 "/providers/Microsoft.Network/virtualNetworkGateways/",
-                gateway_name,
+                self._gateway_name,
                 "/ipConfigurations/",
                 ip,
             )
-            for ip in ip_configurations
+            for ip in IP_CONFIGURATIONS
         ]
-        gateway = network.VirtualNetworkGateway(
-            f"{name}-gateway",
-            virtual_network_gateway_name=gateway_name,
-            resource_group_name=args.resource_group_name,
-            location=args.location,
-            gateway_type=network.VirtualNetworkGatewayType.VPN,
-            vpn_type=network.VpnType.ROUTE_BASED,  # BGP needs route-based
-            vpn_gateway_generation=network.VpnGatewayGeneration.GENERATION2,
-            sku=network.VirtualNetworkGatewaySkuArgs(name=link.gateway_sku, tier=link.gateway_sku),
-            # Both instances carry a tunnel: HA VPN's 99.99% SLA needs two peer addresses, and
-            # the planned capacity counts both tunnels.
-            active_active=True,
-            enable_bgp=True,
-            bgp_settings=network.BgpSettingsArgs(
-                asn=args.asn,
-                bgp_peering_addresses=[
-                    network.IPConfigurationBgpPeeringAddressArgs(
-                        ipconfiguration_id=ip_configuration_ids[i],
-                        custom_bgp_ip_addresses=[BGP_ADDRESSES[i][0]],
-                    )
-                    for i in range(TUNNELS)
-                ],
-            ),
-            ip_configurations=[
-                network.VirtualNetworkGatewayIPConfigurationArgs(
-                    name=ip_configurations[i],
-                    private_ip_allocation_method=network.IPAllocationMethod.DYNAMIC,
-                    subnet=network.SubResourceArgs(id=subnet.id),
-                    public_ip_address=network.SubResourceArgs(id=public_ips[i].id),
-                )
-                for i in range(TUNNELS)
-            ],
-            tags=tags,
-            opts=child,
-        )
-
+        gateway = self._gateway(public_ips, ip_configuration_ids)
         ha_vpn = gcp.compute.get_hc_vpn_gateway_output(  # "hc": HA VPN in this SDK
             name=f"{peer.network_name}-havpn",
             project=peer.project,
@@ -294,71 +220,10 @@ class GcpVpn(pulumi.ComponentResource):
                 for i, ip in enumerate(public_ips)
             ],
             description="gpudr: the Azure primary's active-active VPN gateway",
-            opts=child,
+            opts=self._child,
         )
         for i in range(TUNNELS):
-            azure_bgp, google_bgp = BGP_ADDRESSES[i]
-            # One key per tunnel, generated here and never in config: it goes to both ends as
-            # a secret. Alphanumeric, the character set both Azure and Google accept as is.
-            key = random.RandomPassword(f"{name}-psk-{i}", length=32, special=False, opts=child)
-            shared_key: pulumi.Output[str] = pulumi.Output.secret(key.result)
-            declare_bgp_tunnel(
-                name,
-                i,
-                BgpTunnel(
-                    name=f"{peer.network_name}-azure-{i}",
-                    project=peer.project,
-                    region=peer.region,
-                    router=router,
-                    gateway=ha_vpn.self_link,
-                    gateway_interface=i,
-                    external_gateway=external.self_link,
-                    external_interface=i,
-                    shared_secret=shared_key,
-                    inside_range=f"{google_bgp}/30",
-                    peer_ip=azure_bgp,
-                    peer_asn=args.asn,
-                ),
-                child,
-            )
-            # Azure's view of HA VPN interface i: its address and its BGP speaker.
-            local = network.LocalNetworkGateway(
-                f"{name}-peer-{i}",
-                local_network_gateway_name=f"{peer.network_name}-if{i}",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                gateway_ip_address=ha_vpn.vpn_interfaces[i].ip_address,
-                # No address space: the GCP prefixes are learned over BGP, and an APIPA peer
-                # address needs no /32 route of its own.
-                bgp_settings=network.BgpSettingsArgs(asn=peer.asn, bgp_peering_address=google_bgp),
-                tags=tags,
-                opts=child,
-            )
-            network.VirtualNetworkGatewayConnection(
-                f"{name}-connection-{i}",
-                virtual_network_gateway_connection_name=f"{gateway_name}-{peer.site}-{i}",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                connection_type=network.VirtualNetworkGatewayConnectionType.IPSEC,
-                connection_protocol=network.VirtualNetworkGatewayConnectionProtocol.IK_EV2,
-                virtual_network_gateway1=network.VirtualNetworkGatewayArgs(id=gateway.id),
-                local_network_gateway2=network.LocalNetworkGatewayArgs(id=local.id),
-                enable_bgp=True,
-                use_policy_based_traffic_selectors=False,
-                shared_key=shared_key,
-                ipsec_policies=[IPSEC_POLICY],
-                # Each instance speaks BGP from its one APIPA address; a connection of an
-                # active-active gateway names both.
-                gateway_custom_bgp_ip_addresses=[
-                    network.GatewayCustomBgpIpAddressIpConfigurationArgs(
-                        ip_configuration_id=ip_configuration_ids[j],
-                        custom_bgp_ip_address=BGP_ADDRESSES[j][0],
-                    )
-                    for j in range(TUNNELS)
-                ],
-                tags=tags,
-                opts=child,
-            )
+            self._tunnel(i, gateway, ha_vpn, external, ip_configuration_ids)
         self.tunnels = pulumi.Output.from_input(TUNNELS)
         self.capacity_gbps = pulumi.Output.from_input(link.capacity_gbps)
         self.gateway_id = gateway.id
@@ -372,4 +237,171 @@ class GcpVpn(pulumi.ComponentResource):
                 "gateway_id": self.gateway_id,
                 "public_ips": self.public_ips,
             }
+        )
+
+    def _public_ip(self, i: int) -> network.PublicIPAddress:
+        """Instance i's address. AZ gateway SKUs take only Standard, static addresses."""
+        args = self._args
+        return network.PublicIPAddress(
+            f"{self._name}-ip-{i}",
+            public_ip_address_name=f"{self._gateway_name}-{i}",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            sku=network.PublicIPAddressSkuArgs(
+                name=network.PublicIPAddressSkuName.STANDARD,
+                tier=network.PublicIPAddressSkuTier.REGIONAL,
+            ),
+            public_ip_allocation_method=network.IPAllocationMethod.STATIC,
+            public_ip_address_version=network.IPVersion.I_PV4,
+            zones=ZONES,
+            tags=self._tags,
+            opts=self._child,
+        )
+
+    def _gateway(
+        self,
+        public_ips: list[network.PublicIPAddress],
+        ip_configuration_ids: list[pulumi.Output[str]],
+    ) -> network.VirtualNetworkGateway:
+        """The active-active, route-based gateway in the site's GatewaySubnet, its two
+        instances each speaking BGP from one APIPA address."""
+        args, name = self._args, self._name
+        subnet = network.Subnet(
+            f"{name}-subnet",
+            subnet_name="GatewaySubnet",  # the only name Azure accepts for a gateway's subnet
+            virtual_network_name=args.network_name,
+            resource_group_name=args.resource_group_name,
+            address_prefix=gateway_subnet_cidr(args.cidr),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.network]),
+        )
+        sku = args.link.gateway_sku
+        return network.VirtualNetworkGateway(
+            f"{name}-gateway",
+            virtual_network_gateway_name=self._gateway_name,
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            gateway_type=network.VirtualNetworkGatewayType.VPN,
+            vpn_type=network.VpnType.ROUTE_BASED,  # BGP needs route-based
+            vpn_gateway_generation=network.VpnGatewayGeneration.GENERATION2,
+            sku=network.VirtualNetworkGatewaySkuArgs(name=sku, tier=sku),
+            # Both instances carry a tunnel: HA VPN's 99.99% SLA needs two peer addresses, and
+            # the planned capacity counts both tunnels.
+            active_active=True,
+            enable_bgp=True,
+            bgp_settings=network.BgpSettingsArgs(
+                asn=args.asn,
+                bgp_peering_addresses=[
+                    network.IPConfigurationBgpPeeringAddressArgs(
+                        ipconfiguration_id=ip_configuration_ids[i],
+                        custom_bgp_ip_addresses=[BGP_ADDRESSES[i][0]],
+                    )
+                    for i in range(TUNNELS)
+                ],
+            ),
+            ip_configurations=[
+                network.VirtualNetworkGatewayIPConfigurationArgs(
+                    name=IP_CONFIGURATIONS[i],
+                    private_ip_allocation_method=network.IPAllocationMethod.DYNAMIC,
+                    subnet=network.SubResourceArgs(id=subnet.id),
+                    public_ip_address=network.SubResourceArgs(id=public_ips[i].id),
+                )
+                for i in range(TUNNELS)
+            ],
+            tags=self._tags,
+            opts=self._child,
+        )
+
+    def _tunnel(
+        self,
+        i: int,
+        gateway: network.VirtualNetworkGateway,
+        ha_vpn: pulumi.Output[gcp.compute.GetHcVpnGatewayResult],
+        external: gcp.compute.ExternalVpnGateway,
+        ip_configuration_ids: list[pulumi.Output[str]],
+    ) -> None:
+        """Tunnel i, both halves: the GCP tunnel with its BGP session to Azure instance i, and
+        Azure's view of HA VPN interface i with the IPsec connection to it. One key per tunnel,
+        generated here and never in config: it goes to both ends as a secret. Alphanumeric, the
+        character set both Azure and Google accept as is."""
+        args, name, peer = self._args, self._name, self._args.peer
+        assert peer.project is not None and peer.network_name is not None  # _check_vpn
+        azure_bgp, google_bgp = BGP_ADDRESSES[i]
+        key = random.RandomPassword(f"{name}-psk-{i}", length=32, special=False, opts=self._child)
+        shared_key: pulumi.Output[str] = pulumi.Output.secret(key.result)
+        declare_bgp_tunnel(
+            name,
+            i,
+            BgpTunnel(
+                name=f"{peer.network_name}-azure-{i}",
+                project=peer.project,
+                region=peer.region,
+                router=f"{peer.network_name}-router",
+                gateway=ha_vpn.self_link,
+                gateway_interface=i,
+                external_gateway=external.self_link,
+                external_interface=i,
+                shared_secret=shared_key,
+                inside_range=f"{google_bgp}/30",
+                peer_ip=azure_bgp,
+                peer_asn=args.asn,
+            ),
+            self._child,
+        )
+        # Azure's view of HA VPN interface i: its address and its BGP speaker.
+        local = network.LocalNetworkGateway(
+            f"{name}-peer-{i}",
+            local_network_gateway_name=f"{peer.network_name}-if{i}",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            gateway_ip_address=ha_vpn.vpn_interfaces[i].ip_address,
+            # No address space: the GCP prefixes are learned over BGP, and an APIPA peer
+            # address needs no /32 route of its own.
+            bgp_settings=network.BgpSettingsArgs(asn=peer.asn, bgp_peering_address=google_bgp),
+            tags=self._tags,
+            opts=self._child,
+        )
+        network.VirtualNetworkGatewayConnection(
+            f"{name}-connection-{i}",
+            virtual_network_gateway_connection_name=f"{self._gateway_name}-{peer.site}-{i}",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            connection_type=network.VirtualNetworkGatewayConnectionType.IPSEC,
+            connection_protocol=network.VirtualNetworkGatewayConnectionProtocol.IK_EV2,
+            virtual_network_gateway1=network.VirtualNetworkGatewayArgs(id=gateway.id),
+            local_network_gateway2=network.LocalNetworkGatewayArgs(id=local.id),
+            enable_bgp=True,
+            use_policy_based_traffic_selectors=False,
+            shared_key=shared_key,
+            ipsec_policies=[IPSEC_POLICY],
+            # Each instance speaks BGP from its one APIPA address; a connection of an
+            # active-active gateway names both.
+            gateway_custom_bgp_ip_addresses=[
+                network.GatewayCustomBgpIpAddressIpConfigurationArgs(
+                    ip_configuration_id=ip_configuration_ids[j],
+                    custom_bgp_ip_address=BGP_ADDRESSES[j][0],
+                )
+                for j in range(TUNNELS)
+            ],
+            tags=self._tags,
+            opts=self._child,
+        )
+
+
+def _check_vpn(name: str, args: GcpVpnArgs) -> None:
+    """The plan's side of the link: the GCP peer's names and ASN, the gateway SKU, and the
+    two tunnels an active-active gateway to an HA VPN gateway has."""
+    peer, link = args.peer, args.link
+    if not peer.project or not peer.network_name or not peer.asn:
+        raise ValueError(
+            f"{name}: the GCP peer {peer.site} needs project, network_name and asn in "
+            "gpudr:site peers; regenerate the stack with `gpudr generate`"
+        )
+    if not link.gateway_sku:
+        raise ValueError(
+            f"{name}: the vpn link to {peer.site} has no gateway_sku; regenerate the stack"
+        )
+    if link.tunnels is not None and link.tunnels != TUNNELS:
+        raise ValueError(
+            f"{name}: the vpn link to {peer.site} plans {link.tunnels} tunnels; an "
+            f"active-active Azure gateway to an HA VPN gateway has {TUNNELS}"
         )
