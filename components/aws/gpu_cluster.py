@@ -50,6 +50,15 @@ class GpuClusterArgs:
     pool_tags: dict[str, dict[str, str]]
 
 
+@dataclass(frozen=True)
+class _Nodes:
+    """What every pool of one cluster joins: the cluster, and the node role with its policies."""
+
+    cluster: aws.eks.Cluster
+    role: aws.iam.Role
+    attachments: Sequence[aws.iam.RolePolicyAttachment]
+
+
 class GpuCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     pool_sizes: pulumi.Output[dict[str, int]]
@@ -58,9 +67,30 @@ class GpuCluster(pulumi.ComponentResource):
         self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:compute:GpuCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        cfg = args.config
+        nodes = _Nodes(
+            cluster=self._control_plane(name, args),
+            role=(role := self._node_role(name, args)),
+            attachments=[
+                aws.iam.RolePolicyAttachment(
+                    f"{name}-node-policy-{i}",
+                    role=role.name,
+                    policy_arn=arn,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                for i, arn in enumerate(NODE_POLICIES)
+            ],
+        )
+        sizes: dict[str, int] = {}
+        for pool in args.config.pools:
+            size = pool_size(pool, args.failover)
+            sizes[pool.name] = size.desired_size
+            self._pool(name, pool=pool, size=size, nodes=nodes, args=args)
+        self.cluster_name = nodes.cluster.name
+        self.pool_sizes = pulumi.Output.from_input(sizes)
+        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
+    def _control_plane(self, name: str, args: GpuClusterArgs) -> aws.eks.Cluster:
+        child = pulumi.ResourceOptions(parent=self)
         cluster_role = aws.iam.Role(
             f"{name}-cluster-role",
             assume_role_policy=_assume("eks.amazonaws.com"),
@@ -73,10 +103,10 @@ class GpuCluster(pulumi.ComponentResource):
             policy_arn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",
             opts=child,
         )
-        cluster = aws.eks.Cluster(
+        return aws.eks.Cluster(
             f"{name}-eks",
-            name=cfg.eks_name,
-            version=cfg.kubernetes_version,
+            name=args.config.eks_name,
+            version=args.config.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=args.subnet_ids,
@@ -95,85 +125,123 @@ class GpuCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy]),
         )
-        node_role = aws.iam.Role(
+
+    def _node_role(self, name: str, args: GpuClusterArgs) -> aws.iam.Role:
+        return aws.iam.Role(
             f"{name}-node-role",
             assume_role_policy=_assume("ec2.amazonaws.com"),
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-policy-{i}", role=node_role.name, policy_arn=arn, opts=child
-            )
-            for i, arn in enumerate(NODE_POLICIES)
-        ]
-        sizes: dict[str, int] = {}
-        for pool in cfg.pools:
-            size = pool_size(pool, args.failover)
-            sizes[pool.name] = size.desired_size
-            self._pool(name, pool, size, cluster, node_role, attachments, args)
-        self.cluster_name = cluster.name
-        self.pool_sizes = pulumi.Output.from_input(sizes)
-        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
     def _pool(
-        self,
-        name: str,
-        pool: PoolConfig,
-        size: PoolSize,
-        cluster: aws.eks.Cluster,
-        node_role: aws.iam.Role,
-        attachments: Sequence[aws.iam.RolePolicyAttachment],
-        args: GpuClusterArgs,
+        self, name: str, *, pool: PoolConfig, size: PoolSize, nodes: _Nodes, args: GpuClusterArgs
     ) -> None:
-        child = pulumi.ResourceOptions(parent=self)
         prefix = f"{name}-{pool.name}"
         tags = {**args.tags, **args.pool_tags.get(pool.name, {})}
-        cluster_sg = cluster.vpc_config.cluster_security_group_id
-        security_groups: list[pulumi.Input[str]] = [cluster_sg]
-        placement = None
+        security_groups: list[pulumi.Input[str]] = [
+            nodes.cluster.vpc_config.cluster_security_group_id
+        ]
         if pool.efa_interfaces:
-            # EFA traffic must be allowed to and from the same security group, or NCCL hangs.
-            efa_sg = aws.ec2.SecurityGroup(
-                f"{prefix}-efa-sg",
-                description="gpudr: EFA traffic between GPU nodes of one pool",
-                vpc_id=args.vpc_id,
-                ingress=[
-                    aws.ec2.SecurityGroupIngressArgs(
-                        protocol="-1", from_port=0, to_port=0, self=True
-                    )
-                ],
-                egress=[
-                    aws.ec2.SecurityGroupEgressArgs(
-                        protocol="-1", from_port=0, to_port=0, self=True
-                    )
-                ],
-                region=args.region,
-                tags=tags,
-                opts=child,
+            security_groups.append(self._efa_security_group(prefix, args, tags).id)
+        template = self._launch_template(
+            prefix, pool=pool, security_groups=security_groups, args=args, tags=tags
+        )
+        aws.eks.NodeGroup(
+            f"{prefix}-nodes",
+            cluster_name=nodes.cluster.name,
+            node_group_name=pool.name,
+            node_role_arn=nodes.role.arn,
+            subnet_ids=[args.gpu_subnet_id],
+            instance_types=[pool.instance_type],
+            ami_type="AL2023_x86_64_NVIDIA",
+            capacity_type="ON_DEMAND",
+            # desired_size is deliberately not in ignore_changes: the failover switch sets it.
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=size.min_size, desired_size=size.desired_size, max_size=size.max_size
+            ),
+            taints=[
+                aws.eks.NodeGroupTaintArgs(
+                    key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE"
+                )
+            ],
+            labels={POOL_LABEL: pool.name, "gpudr/pattern": pool.pattern},
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            region=args.region,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(nodes.attachments)),
+        )
+
+    def _efa_security_group(
+        self, prefix: str, args: GpuClusterArgs, tags: dict[str, str]
+    ) -> aws.ec2.SecurityGroup:
+        # EFA traffic must be allowed to and from the same security group, or NCCL hangs.
+        return aws.ec2.SecurityGroup(
+            f"{prefix}-efa-sg",
+            description="gpudr: EFA traffic between GPU nodes of one pool",
+            vpc_id=args.vpc_id,
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)
+            ],
+            egress=[
+                aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)
+            ],
+            region=args.region,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _placement(
+        self, prefix: str, pool: PoolConfig, args: GpuClusterArgs, tags: dict[str, str]
+    ) -> aws.ec2.LaunchTemplatePlacementArgs | None:
+        if not pool.placement:
+            return None
+        group = aws.ec2.PlacementGroup(
+            f"{prefix}-placement",
+            strategy="cluster",
+            region=args.region,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+
+    def _reservation(
+        self, prefix: str, pool: PoolConfig, args: GpuClusterArgs, tags: dict[str, str]
+    ) -> aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None:
+        if not pool.reserved:
+            return None
+        # Billed whether or not instances run: this is what makes GPU capacity certain at
+        # failover, and the plan's cost includes it.
+        reservation = aws.ec2.CapacityReservation(
+            f"{prefix}-reservation",
+            instance_type=pool.instance_type,
+            instance_platform="Linux/UNIX",
+            availability_zone=args.gpu_az,
+            instance_count=pool.nodes,
+            instance_match_criteria="targeted",
+            end_date_type="unlimited",
+            region=args.region,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=reservation.id
             )
-            security_groups.append(efa_sg.id)
-        if pool.placement:
-            group = aws.ec2.PlacementGroup(
-                f"{prefix}-placement", strategy="cluster", region=args.region, tags=tags, opts=child
-            )
-            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
-        reservation = None
-        if pool.reserved:
-            # Billed whether or not instances run: this is what makes GPU capacity certain at
-            # failover, and the plan's cost includes it.
-            reservation = aws.ec2.CapacityReservation(
-                f"{prefix}-reservation",
-                instance_type=pool.instance_type,
-                instance_platform="Linux/UNIX",
-                availability_zone=args.gpu_az,
-                instance_count=pool.nodes,
-                instance_match_criteria="targeted",
-                end_date_type="unlimited",
-                region=args.region,
-                tags=tags,
-                opts=child,
-            )
+        )
+
+    def _launch_template(
+        self,
+        prefix: str,
+        *,
+        pool: PoolConfig,
+        security_groups: list[pulumi.Input[str]],
+        args: GpuClusterArgs,
+        tags: dict[str, str],
+    ) -> aws.ec2.LaunchTemplate:
         interfaces = [
             aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                 device_index=0 if i == 0 else 1,
@@ -184,19 +252,16 @@ class GpuCluster(pulumi.ComponentResource):
             )
             for i in range(pool.efa_interfaces)
         ]
-        template = aws.ec2.LaunchTemplate(
+        # Declared before the template, in the order the pool always declared them.
+        placement = self._placement(prefix, pool, args, tags)
+        reservation = self._reservation(prefix, pool, args, tags)
+        return aws.ec2.LaunchTemplate(
             f"{prefix}-lt",
             description=f"gpudr {pool.kind} pool {pool.name}: {pool.instance_type}",
             network_interfaces=interfaces or None,
             vpc_security_group_ids=None if interfaces else security_groups,
             placement=placement,
-            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=reservation.id
-                )
-            )
-            if reservation
-            else None,
+            capacity_reservation_specification=reservation,
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name="/dev/xvda",
@@ -218,32 +283,5 @@ class GpuCluster(pulumi.ComponentResource):
             ],
             region=args.region,
             tags=tags,
-            opts=child,
-        )
-        aws.eks.NodeGroup(
-            f"{prefix}-nodes",
-            cluster_name=cluster.name,
-            node_group_name=pool.name,
-            node_role_arn=node_role.arn,
-            subnet_ids=[args.gpu_subnet_id],
-            instance_types=[pool.instance_type],
-            ami_type="AL2023_x86_64_NVIDIA",
-            capacity_type="ON_DEMAND",
-            # desired_size is deliberately not in ignore_changes: the failover switch sets it.
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=size.min_size, desired_size=size.desired_size, max_size=size.max_size
-            ),
-            taints=[
-                aws.eks.NodeGroupTaintArgs(
-                    key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE"
-                )
-            ],
-            labels={POOL_LABEL: pool.name, "gpudr/pattern": pool.pattern},
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=template.id, version=template.latest_version.apply(str)
-            ),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            region=args.region,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(attachments)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
