@@ -54,55 +54,7 @@ class AzureDataBucket(pulumi.ComponentResource):
                 f"bucket {cfg.data_class}: an Azure data class needs storage_account and sku "
                 "in gpudr:site; regenerate the stack with `gpudr generate`"
             )
-        identity = [args.identity_id]
-
-        # Data-bearing: protect blocks `pulumi destroy` and replacement, retain_on_delete keeps
-        # the account if it is ever removed from the program.
-        account = storage.StorageAccount(
-            f"{name}-account",
-            account_name=cfg.storage_account,
-            resource_group_name=args.resource_group_name,
-            location=args.location,
-            kind=storage.Kind.STORAGE_V2,
-            sku=storage.SkuArgs(name=cfg.sku),
-            minimum_tls_version=storage.MinimumTlsVersion.TLS1_2,
-            enable_https_traffic_only=True,
-            allow_blob_public_access=False,
-            # Entra ID only: no account keys or SAS signed with them.
-            allow_shared_key_access=False,
-            default_to_o_auth_authentication=True,
-            # Replication stays inside this tenant. Object replication policies then name
-            # both accounts by full resource id (see replication.py).
-            allow_cross_tenant_replication=False,
-            identity=storage.IdentityArgs(
-                type=storage.IdentityType.USER_ASSIGNED, user_assigned_identities=identity
-            ),
-            encryption=storage.EncryptionArgs(
-                key_source=storage.KeySource.MICROSOFT_KEYVAULT,
-                # No key_version: the account follows the key's rotation on its own.
-                key_vault_properties=storage.KeyVaultPropertiesArgs(
-                    key_name=args.key_name, key_vault_uri=args.vault_uri
-                ),
-                encryption_identity=storage.EncryptionIdentityArgs(
-                    encryption_user_assigned_identity=args.identity_id
-                ),
-                # A second, platform-managed layer of AES-256 underneath (set at creation only).
-                require_infrastructure_encryption=True,
-                services=storage.EncryptionServicesArgs(
-                    blob=storage.EncryptionServiceArgs(
-                        enabled=True, key_type=storage.KeyType.ACCOUNT
-                    )
-                ),
-            ),
-            immutable_storage_with_versioning=_immutability(cfg, args.immutability_state),
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                protect=True,
-                retain_on_delete=True,
-                depends_on=[args.key_access],
-            ),
-        )
+        account = self._account(name, args, sku=cfg.sku)
         # Versioning is what object replication, immutability and restores stand on. Object
         # replication needs versioning on both accounts and the change feed on the source; every
         # account gets both, so a DR account can replicate back once it has become the primary.
@@ -145,6 +97,58 @@ class AzureDataBucket(pulumi.ComponentResource):
         self.register_outputs(
             {"account_name": self.account_name, "path": self.path, "account_id": self.account_id}
         )
+
+    def _account(self, name: str, args: AzureDataBucketArgs, *, sku: str) -> storage.StorageAccount:
+        cfg = args.config
+        # Data-bearing: protect blocks `pulumi destroy` and replacement, retain_on_delete keeps
+        # the account if it is ever removed from the program.
+        return storage.StorageAccount(
+            f"{name}-account",
+            account_name=cfg.storage_account,
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            kind=storage.Kind.STORAGE_V2,
+            sku=storage.SkuArgs(name=sku),
+            minimum_tls_version=storage.MinimumTlsVersion.TLS1_2,
+            enable_https_traffic_only=True,
+            allow_blob_public_access=False,
+            # Entra ID only: no account keys or SAS signed with them.
+            allow_shared_key_access=False,
+            default_to_o_auth_authentication=True,
+            # Replication stays inside this tenant. Object replication policies then name
+            # both accounts by full resource id (see replication.py).
+            allow_cross_tenant_replication=False,
+            identity=storage.IdentityArgs(
+                type=storage.IdentityType.USER_ASSIGNED, user_assigned_identities=[args.identity_id]
+            ),
+            encryption=_encryption(args),
+            immutable_storage_with_versioning=_immutability(cfg, args.immutability_state),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=True,
+                retain_on_delete=True,
+                depends_on=[args.key_access],
+            ),
+        )
+
+
+def _encryption(args: AzureDataBucketArgs) -> storage.EncryptionArgs:
+    return storage.EncryptionArgs(
+        key_source=storage.KeySource.MICROSOFT_KEYVAULT,
+        # No key_version: the account follows the key's rotation on its own.
+        key_vault_properties=storage.KeyVaultPropertiesArgs(
+            key_name=args.key_name, key_vault_uri=args.vault_uri
+        ),
+        encryption_identity=storage.EncryptionIdentityArgs(
+            encryption_user_assigned_identity=args.identity_id
+        ),
+        # A second, platform-managed layer of AES-256 underneath (set at creation only).
+        require_infrastructure_encryption=True,
+        services=storage.EncryptionServicesArgs(
+            blob=storage.EncryptionServiceArgs(enabled=True, key_type=storage.KeyType.ACCOUNT)
+        ),
+    )
 
 
 def _immutability(cfg: BucketConfig, state: str) -> storage.ImmutableStorageAccountArgs | None:

@@ -18,7 +18,7 @@ from components.azure.arm import (
     role_definition_id,
 )
 from gpudr.contract.naming import GPU_TAINT, POOL_LABEL, agent_pool_name
-from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
+from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, SystemPool, pool_size
 
 SYSTEM_POOL = "system"
 # Overlay: pods take addresses from a private range that never leaves the cluster (traffic
@@ -64,6 +64,35 @@ class AzureGpuClusterArgs:
     pool_tags: dict[str, dict[str, str]]
 
 
+def _agent_names(cfg: ClusterConfig) -> dict[str, str]:
+    """Each GPU pool's AKS pool name; refuses names that collide once AKS has shortened them."""
+    agent_names = {p.name: agent_pool_name(p.name) for p in cfg.pools}
+    taken = [SYSTEM_POOL, *agent_names.values()]
+    clashes = sorted({n for n in taken if taken.count(n) > 1})
+    if clashes:
+        raise ValueError(
+            f"cluster {cfg.name}: pools {sorted(agent_names)} map to AKS pool names "
+            f"{taken}, and {clashes} repeat; AKS keeps 12 lowercase letters and digits, "
+            "and 'system' is the system pool: rename a pool"
+        )
+    return agent_names
+
+
+def _system_pool(cfg: ClusterConfig) -> SystemPool:
+    if cfg.system_pool is None:
+        raise ValueError(
+            f"cluster {cfg.name}: gpudr:site names no AKS system pool for it; regenerate the "
+            "stack with `gpudr generate PLAN.yaml`"
+        )
+    return cfg.system_pool
+
+
+@dataclass(frozen=True)
+class _ControlPlane:
+    cluster: containerservice.ManagedCluster
+    identity: managedidentity.UserAssignedIdentity
+
+
 class AzureGpuCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     pool_sizes: pulumi.Output[dict[str, int]]
@@ -73,24 +102,26 @@ class AzureGpuCluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:compute:AzureGpuCluster", name, None, opts)
         cfg = args.config
-        if cfg.system_pool is None:
-            raise ValueError(
-                f"cluster {cfg.name}: gpudr:site names no AKS system pool for it; regenerate the "
-                "stack with `gpudr generate PLAN.yaml`"
-            )
-        system = cfg.system_pool
+        system = _system_pool(cfg)
         _check_ranges(cfg.name, args.networks)
-        agent_names = {p.name: agent_pool_name(p.name) for p in cfg.pools}
-        taken = [SYSTEM_POOL, *agent_names.values()]
-        clashes = sorted({n for n in taken if taken.count(n) > 1})
-        if clashes:
-            raise ValueError(
-                f"cluster {cfg.name}: pools {sorted(agent_names)} map to AKS pool names "
-                f"{taken}, and {clashes} repeat; AKS keeps 12 lowercase letters and digits, "
-                "and 'system' is the system pool: rename a pool"
+        agent_names = _agent_names(cfg)
+        plane = self._control_plane(name, args, system)
+        sizes: dict[str, int] = {}
+        for pool in cfg.pools:
+            size = pool_size(pool, args.failover)
+            sizes[pool.name] = size.desired_size
+            self._pool(
+                name, pool=pool, agent=agent_names[pool.name], size=size, plane=plane, args=args
             )
-        child = pulumi.ResourceOptions(parent=self)
+        self.cluster_name = plane.cluster.name
+        self.pool_sizes = pulumi.Output.from_input(sizes)
+        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
+    def _control_plane(
+        self, name: str, args: AzureGpuClusterArgs, system: SystemPool
+    ) -> _ControlPlane:
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
         # A user-assigned control-plane identity, created before the cluster so its grants
         # exist when AKS first uses them: AKS assigns node pools to a capacity reservation
         # group only through a user-assigned identity (a system-assigned one does not work),
@@ -112,7 +143,6 @@ class AzureGpuCluster(pulumi.ComponentResource):
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             opts=child,
         )
-        public = list(args.api_public_cidrs)
         cluster = containerservice.ManagedCluster(
             f"{name}-aks",
             resource_name_=cfg.eks_name,
@@ -151,14 +181,7 @@ class AzureGpuCluster(pulumi.ComponentResource):
                 dns_service_ip=DNS_SERVICE_IP,
                 load_balancer_sku=containerservice.LoadBalancerSku.STANDARD,
             ),
-            # The API is private unless the plan names the networks allowed to reach it.
-            api_server_access_profile=containerservice.ManagedClusterAPIServerAccessProfileArgs(
-                enable_private_cluster=False, authorized_ip_ranges=public
-            )
-            if public
-            else containerservice.ManagedClusterAPIServerAccessProfileArgs(
-                enable_private_cluster=True
-            ),
+            api_server_access_profile=_api_access(args.api_public_cidrs),
             # Entra ID and Azure RBAC only: no static admin kubeconfig to leak.
             disable_local_accounts=True,
             enable_rbac=True,
@@ -175,71 +198,31 @@ class AzureGpuCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet_access]),
         )
-        sizes: dict[str, int] = {}
-        for pool in cfg.pools:
-            size = pool_size(pool, args.failover)
-            sizes[pool.name] = size.desired_size
-            self._pool(name, pool, agent_names[pool.name], size, cluster, identity, args)
-        self.cluster_name = cluster.name
-        self.pool_sizes = pulumi.Output.from_input(sizes)
-        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
+        return _ControlPlane(cluster=cluster, identity=identity)
 
     def _pool(
         self,
         name: str,
+        *,
         pool: PoolConfig,
         agent: str,
         size: PoolSize,
-        cluster: containerservice.ManagedCluster,
-        identity: managedidentity.UserAssignedIdentity,
+        plane: _ControlPlane,
         args: AzureGpuClusterArgs,
     ) -> None:
-        child = pulumi.ResourceOptions(parent=self)
-        cfg = args.config
         prefix = f"{name}-{pool.name}"
         tags = {**args.tags, **args.pool_tags.get(pool.name, {})}
         reservation_group_id: pulumi.Output[str] | None = None
         waits: list[pulumi.Resource] = []
         if pool.reserved:
-            # Billed whether or not VMs run: this is what makes GPU capacity certain at
-            # failover, and the plan's cost includes it. Same zone as the pool.
-            group = compute.CapacityReservationGroup(
-                f"{prefix}-reservation-group",
-                capacity_reservation_group_name=f"{cfg.eks_name}-{agent}",
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                zones=[args.gpu_zone],
-                tags=tags,
-                opts=child,
-            )
-            reservation = compute.CapacityReservation(
-                f"{prefix}-reservation",
-                capacity_reservation_group_name=group.name,
-                capacity_reservation_name=agent,
-                resource_group_name=args.resource_group_name,
-                location=args.location,
-                sku=compute.SkuArgs(name=pool.instance_type, capacity=pool.nodes),
-                zones=[args.gpu_zone],
-                tags=tags,
-                opts=child,
-            )
-            # AKS deploys into the group with the cluster's identity; scoped to the group
-            # alone, not to the resource group that also holds the data accounts.
-            grant = authorization.RoleAssignment(
-                f"{prefix}-reservation-access",
-                role_assignment_name=assignment_name(cfg.eks_name, agent, "crg", CONTRIBUTOR),
-                scope=group.id,
-                role_definition_id=role_definition_id(args.subscription_id, CONTRIBUTOR),
-                principal_id=identity.principal_id,
-                principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-                opts=child,
+            group, waits = self._reservation(
+                prefix, pool=pool, agent=agent, identity=plane.identity, args=args, tags=tags
             )
             reservation_group_id = group.id
-            waits += [reservation, grant]
         containerservice.AgentPool(
             f"{prefix}-pool",
             agent_pool_name=agent,
-            resource_name_=cluster.name,
+            resource_name_=plane.cluster.name,
             resource_group_name=args.resource_group_name,
             mode=containerservice.AgentPoolMode.USER,
             type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
@@ -268,3 +251,62 @@ class AzureGpuCluster(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
         )
+
+    def _reservation(
+        self,
+        prefix: str,
+        *,
+        pool: PoolConfig,
+        agent: str,
+        identity: managedidentity.UserAssignedIdentity,
+        args: AzureGpuClusterArgs,
+        tags: dict[str, str],
+    ) -> tuple[compute.CapacityReservationGroup, list[pulumi.Resource]]:
+        """The pool's reservation group and what the pool must wait for (reservation, grant)."""
+        child = pulumi.ResourceOptions(parent=self)
+        eks_name = args.config.eks_name
+        # Billed whether or not VMs run: this is what makes GPU capacity certain at
+        # failover, and the plan's cost includes it. Same zone as the pool.
+        group = compute.CapacityReservationGroup(
+            f"{prefix}-reservation-group",
+            capacity_reservation_group_name=f"{eks_name}-{agent}",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            zones=[args.gpu_zone],
+            tags=tags,
+            opts=child,
+        )
+        reservation = compute.CapacityReservation(
+            f"{prefix}-reservation",
+            capacity_reservation_group_name=group.name,
+            capacity_reservation_name=agent,
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            sku=compute.SkuArgs(name=pool.instance_type, capacity=pool.nodes),
+            zones=[args.gpu_zone],
+            tags=tags,
+            opts=child,
+        )
+        # AKS deploys into the group with the cluster's identity; scoped to the group
+        # alone, not to the resource group that also holds the data accounts.
+        grant = authorization.RoleAssignment(
+            f"{prefix}-reservation-access",
+            role_assignment_name=assignment_name(eks_name, agent, "crg", CONTRIBUTOR),
+            scope=group.id,
+            role_definition_id=role_definition_id(args.subscription_id, CONTRIBUTOR),
+            principal_id=identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            opts=child,
+        )
+        return group, [reservation, grant]
+
+
+def _api_access(
+    public_cidrs: Sequence[str],
+) -> containerservice.ManagedClusterAPIServerAccessProfileArgs:
+    # The API is private unless the plan names the networks allowed to reach it.
+    if public_cidrs:
+        return containerservice.ManagedClusterAPIServerAccessProfileArgs(
+            enable_private_cluster=False, authorized_ip_ranges=list(public_cidrs)
+        )
+    return containerservice.ManagedClusterAPIServerAccessProfileArgs(enable_private_cluster=True)
