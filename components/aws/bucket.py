@@ -32,8 +32,6 @@ class DataBucket(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:storage:DataBucket", name, None, opts)
         cfg = args.config
-        child = pulumi.ResourceOptions(parent=self)
-
         # Data-bearing: protect blocks `pulumi destroy` and replacement, retain_on_delete keeps
         # the bucket if it is ever removed from the program, and force_destroy stays off so
         # a non-empty bucket cannot be deleted with its objects.
@@ -56,6 +54,24 @@ class DataBucket(pulumi.ComponentResource):
             region=args.region,
             opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
+        self._guard(name, bucket, args)
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-lifecycle",
+            bucket=bucket.id,
+            rules=_lifecycle_rules(cfg),
+            region=args.region,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        if cfg.object_lock_days is not None:
+            self._object_lock(name, bucket, versioning, args, cfg.object_lock_days)
+        self.bucket_name = bucket.bucket
+        self.bucket_arn = bucket.arn
+        self.versioning_id = versioning.id
+        self.register_outputs({"bucket_name": self.bucket_name, "bucket_arn": self.bucket_arn})
+
+    def _guard(self, name: str, bucket: aws.s3.Bucket, args: DataBucketArgs) -> None:
+        """Encryption at rest with the site's key, no public access, TLS-only by policy."""
+        child = pulumi.ResourceOptions(parent=self)
         # Bucket keys cut KMS requests (and their cost) by orders of magnitude on checkpoints.
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-encryption",
@@ -91,32 +107,29 @@ class DataBucket(pulumi.ComponentResource):
             # After the public access block, so the policy is never briefly evaluated without it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[public_block]),
         )
-        aws.s3.BucketLifecycleConfiguration(
-            f"{name}-lifecycle",
+
+    def _object_lock(
+        self,
+        name: str,
+        bucket: aws.s3.Bucket,
+        versioning: aws.s3.BucketVersioning,
+        args: DataBucketArgs,
+        days: int,
+    ) -> None:
+        # Compliance mode: nobody, root included, can shorten or remove the lock; a published
+        # model version cannot be deleted or overwritten before its retention ends.
+        aws.s3.BucketObjectLockConfiguration(
+            f"{name}-object-lock",
             bucket=bucket.id,
-            rules=_lifecycle_rules(cfg),
+            object_lock_enabled="Enabled",
+            rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
+                default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(
+                    mode="COMPLIANCE", days=days
+                )
+            ),
             region=args.region,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning], protect=True),
         )
-        if cfg.object_lock_days is not None:
-            # Compliance mode: nobody, root included, can shorten or remove the lock; a published
-            # model version cannot be deleted or overwritten before its retention ends.
-            aws.s3.BucketObjectLockConfiguration(
-                f"{name}-object-lock",
-                bucket=bucket.id,
-                object_lock_enabled="Enabled",
-                rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
-                    default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(
-                        mode="COMPLIANCE", days=cfg.object_lock_days
-                    )
-                ),
-                region=args.region,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning], protect=True),
-            )
-        self.bucket_name = bucket.bucket
-        self.bucket_arn = bucket.arn
-        self.versioning_id = versioning.id
-        self.register_outputs({"bucket_name": self.bucket_name, "bucket_arn": self.bucket_arn})
 
 
 def _lifecycle_rules(cfg: BucketConfig) -> list[aws.s3.BucketLifecycleConfigurationRuleArgs]:

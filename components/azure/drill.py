@@ -10,6 +10,7 @@ retained: destroying the drill removes its group and everything in it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pulumi
@@ -33,7 +34,7 @@ from gpudr.contract.drill import (
     replica_buckets,
     resource_group_name,
 )
-from gpudr.contract.site import SiteConfig
+from gpudr.contract.site import BucketConfig, ClusterConfig, SiteConfig
 
 
 @dataclass(frozen=True)
@@ -84,57 +85,18 @@ class AzureDrill(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        clusters: dict[str, pulumi.Output[str]] = {}
-        for c in drill_cfg.clusters:
-            cluster = AzureGpuCluster(
-                f"{name}-{c.name}",
-                AzureGpuClusterArgs(
-                    config=c,
-                    resource_group_name=group.name,
-                    location=location,
-                    subscription_id=client.subscription_id,
-                    tenant_id=client.tenant_id,
-                    nodes_subnet_id=network.nodes_subnet_id,
-                    zones=cfg.azs,
-                    gpu_zone=cfg.azs[0],
-                    api_public_cidrs=cfg.api_public_cidrs,
-                    networks=[cidr],
-                    failover=drill.failover,
-                    tags=drill_tags(cfg, drill, "gpu-cluster", cluster=c.name),
-                    pool_tags=drill_pool_tags(drill_cfg, drill, c.pools),
-                ),
-                opts=child,
+        clusters = {
+            c.name: self._cluster(
+                name, c, drill_cfg, drill, group=group, network=network, client=client
             )
-            clusters[c.name] = cluster.cluster_name
+            for c in drill_cfg.clusters
+        }
         buckets = [b for b in replica_buckets(cfg) if b.storage_account]
-        self.reader = pulumi.Output.from_input("")
-        if buckets:
-            identity = managedidentity.UserAssignedIdentity(
-                f"{name}-reader",
-                resource_name_=reader_name(drill.id, "azure"),
-                resource_group_name=group.name,
-                location=location,
-                tags=drill_tags(cfg, drill, "reader"),
-                opts=child,
-            )
-            for b in buckets:
-                account = str(b.storage_account)
-                # Data-plane read and list, on the DR site's account: no write, delete, key or
-                # SAS access. The assignment is the drill's; the account is not.
-                authorization.RoleAssignment(
-                    f"{name}-reader-{b.data_class}",
-                    role_assignment_name=assignment_name(
-                        drill.id, account, STORAGE_BLOB_DATA_READER
-                    ),
-                    scope=storage_account_id(client.subscription_id, cfg.resource_group, account),
-                    role_definition_id=role_definition_id(
-                        client.subscription_id, STORAGE_BLOB_DATA_READER
-                    ),
-                    principal_id=identity.principal_id,
-                    principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-                    opts=child,
-                )
-            self.reader = identity.client_id
+        self.reader = (
+            self._reader(name, args, buckets, group=group, client=client)
+            if buckets
+            else pulumi.Output.from_input("")
+        )
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.buckets = pulumi.Output.from_input(
             {b.data_class: f"{b.storage_account}/{b.name}" for b in buckets}
@@ -142,3 +104,71 @@ class AzureDrill(pulumi.ComponentResource):
         self.register_outputs(
             {"clusters": self.clusters, "reader": self.reader, "buckets": self.buckets}
         )
+
+    def _cluster(
+        self,
+        name: str,
+        c: ClusterConfig,
+        drill_cfg: SiteConfig,
+        drill: DrillConfig,
+        *,
+        group: resources.ResourceGroup,
+        network: AzureSiteNetwork,
+        client: pulumi.Output[authorization.GetClientConfigResult],
+    ) -> pulumi.Output[str]:
+        cluster = AzureGpuCluster(
+            f"{name}-{c.name}",
+            AzureGpuClusterArgs(
+                config=c,
+                resource_group_name=group.name,
+                location=drill_cfg.region,
+                subscription_id=client.subscription_id,
+                tenant_id=client.tenant_id,
+                nodes_subnet_id=network.nodes_subnet_id,
+                zones=drill_cfg.azs,
+                gpu_zone=drill_cfg.azs[0],
+                api_public_cidrs=drill_cfg.api_public_cidrs,
+                networks=[drill.cidr or drill_cfg.cidr],
+                failover=drill.failover,
+                tags=drill_tags(drill_cfg, drill, "gpu-cluster", cluster=c.name),
+                pool_tags=drill_pool_tags(drill_cfg, drill, c.pools),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return cluster.cluster_name
+
+    def _reader(
+        self,
+        name: str,
+        args: AzureDrillArgs,
+        buckets: Sequence[BucketConfig],
+        *,
+        group: resources.ResourceGroup,
+        client: pulumi.Output[authorization.GetClientConfigResult],
+    ) -> pulumi.Output[str]:
+        cfg, drill = args.config, args.drill
+        child = pulumi.ResourceOptions(parent=self)
+        identity = managedidentity.UserAssignedIdentity(
+            f"{name}-reader",
+            resource_name_=reader_name(drill.id, "azure"),
+            resource_group_name=group.name,
+            location=cfg.region,
+            tags=drill_tags(cfg, drill, "reader"),
+            opts=child,
+        )
+        for b in buckets:
+            account = str(b.storage_account)
+            # Data-plane read and list, on the DR site's account: no write, delete, key or
+            # SAS access. The assignment is the drill's; the account is not.
+            authorization.RoleAssignment(
+                f"{name}-reader-{b.data_class}",
+                role_assignment_name=assignment_name(drill.id, account, STORAGE_BLOB_DATA_READER),
+                scope=storage_account_id(client.subscription_id, str(cfg.resource_group), account),
+                role_definition_id=role_definition_id(
+                    client.subscription_id, STORAGE_BLOB_DATA_READER
+                ),
+                principal_id=identity.principal_id,
+                principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                opts=child,
+            )
+        return identity.client_id

@@ -161,18 +161,7 @@ class AzureGpuCluster(pulumi.ComponentResource):
             ),
             # The system pool runs cluster add-ons across zones. GPU pools are separate
             # AgentPool resources; a cluster update does not remove pools it does not list.
-            agent_pool_profiles=[
-                containerservice.ManagedClusterAgentPoolProfileArgs(
-                    name=SYSTEM_POOL,
-                    mode=containerservice.AgentPoolMode.SYSTEM,
-                    type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
-                    os_type=containerservice.OSType.LINUX,
-                    vm_size=system.vm_size,
-                    count=system.nodes,
-                    availability_zones=list(args.zones),
-                    vnet_subnet_id=args.nodes_subnet_id,
-                )
-            ],
+            agent_pool_profiles=[_system_profile(system, args)],
             network_profile=containerservice.ContainerServiceNetworkProfileArgs(
                 network_plugin=containerservice.NetworkPlugin.AZURE,
                 network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
@@ -310,3 +299,18 @@ def _api_access(
             enable_private_cluster=False, authorized_ip_ranges=list(public_cidrs)
         )
     return containerservice.ManagedClusterAPIServerAccessProfileArgs(enable_private_cluster=True)
+
+
+def _system_profile(
+    system: SystemPool, args: AzureGpuClusterArgs
+) -> containerservice.ManagedClusterAgentPoolProfileArgs:
+    return containerservice.ManagedClusterAgentPoolProfileArgs(
+        name=SYSTEM_POOL,
+        mode=containerservice.AgentPoolMode.SYSTEM,
+        type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
+        os_type=containerservice.OSType.LINUX,
+        vm_size=system.vm_size,
+        count=system.nodes,
+        availability_zones=list(args.zones),
+        vnet_subnet_id=args.nodes_subnet_id,
+    )

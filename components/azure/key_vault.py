@@ -85,26 +85,7 @@ class AzureDataKey(pulumi.ComponentResource):
             key_name=KEY_NAME,
             vault_name=vault.name,
             resource_group_name=args.resource_group_name,
-            properties=keyvault.KeyPropertiesArgs(
-                kty=keyvault.JsonWebKeyType.RS_A_HSM,
-                key_size=3072,
-                # Storage only wraps and unwraps its account key with this key.
-                key_ops=[
-                    keyvault.JsonWebKeyOperation.WRAP_KEY,
-                    keyvault.JsonWebKeyOperation.UNWRAP_KEY,
-                ],
-                rotation_policy=keyvault.RotationPolicyArgs(
-                    attributes=keyvault.KeyRotationPolicyAttributesArgs(expiry_time="P2Y"),
-                    lifetime_actions=[
-                        keyvault.LifetimeActionArgs(
-                            action=keyvault.ActionArgs(
-                                type=keyvault.KeyRotationPolicyActionType.ROTATE
-                            ),
-                            trigger=keyvault.TriggerArgs(time_after_create="P90D"),
-                        )
-                    ],
-                ),
-            ),
+            properties=_key_properties(),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
@@ -135,3 +116,25 @@ class AzureDataKey(pulumi.ComponentResource):
                 "identity_id": self.identity_id,
             }
         )
+
+
+def _key_properties() -> keyvault.KeyPropertiesArgs:
+    """RSA-HSM 3072 for wrap and unwrap only, rotated every 90 days, expiring after two years."""
+    return keyvault.KeyPropertiesArgs(
+        kty=keyvault.JsonWebKeyType.RS_A_HSM,
+        key_size=3072,
+        # Storage only wraps and unwraps its account key with this key.
+        key_ops=[
+            keyvault.JsonWebKeyOperation.WRAP_KEY,
+            keyvault.JsonWebKeyOperation.UNWRAP_KEY,
+        ],
+        rotation_policy=keyvault.RotationPolicyArgs(
+            attributes=keyvault.KeyRotationPolicyAttributesArgs(expiry_time="P2Y"),
+            lifetime_actions=[
+                keyvault.LifetimeActionArgs(
+                    action=keyvault.ActionArgs(type=keyvault.KeyRotationPolicyActionType.ROTATE),
+                    trigger=keyvault.TriggerArgs(time_after_create="P90D"),
+                )
+            ],
+        ),
+    )

@@ -14,6 +14,7 @@ permission, and a decrypter grant would let it decrypt anything else under the D
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pulumi
@@ -31,7 +32,7 @@ from gpudr.contract.drill import (
     reader_name,
     replica_buckets,
 )
-from gpudr.contract.site import SiteConfig
+from gpudr.contract.site import BucketConfig, ClusterConfig, SiteConfig
 from gpudr.contract.tags import gcp_labels
 
 OBJECT_VIEWER = "roles/storage.objectViewer"  # storage.objects.get and .list, nothing else
@@ -77,67 +78,91 @@ class GcpDrill(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        clusters: dict[str, pulumi.Output[str]] = {}
-        for c in drill_cfg.clusters:
-            ranges = network.plan.clusters[c.name]
-            cluster = GpuCluster(
-                f"{name}-{c.name}",
-                GpuClusterArgs(
-                    config=c,
-                    project=project,
-                    region=region,
-                    gpu_zone=cfg.azs[0],
-                    network=network.network_self_link,
-                    subnetwork=network.subnetwork_self_link,
-                    pods_range=ranges.pods_range,
-                    services_range=ranges.services_range,
-                    master_cidr=ranges.master_cidr,
-                    key_id=key_id,
-                    key_grant=None,
-                    api_public_cidrs=cfg.api_public_cidrs,
-                    failover=drill.failover,
-                    labels=gcp_labels(drill_tags(cfg, drill, "gpu-cluster", cluster=c.name)),
-                    pool_labels={
-                        pool: gcp_labels(tags)
-                        for pool, tags in drill_pool_tags(drill_cfg, drill, c.pools).items()
-                    },
-                ),
-                opts=child,
+        clusters = {
+            c.name: self._cluster(
+                name, c, drill_cfg, drill, project=project, key_id=key_id, network=network
             )
-            clusters[c.name] = cluster.cluster_name
+            for c in drill_cfg.clusters
+        }
         buckets = replica_buckets(cfg)
-        self.reader = pulumi.Output.from_input("")
-        if buckets:
-            account = gcp.serviceaccount.Account(
-                f"{name}-reader",
-                account_id=reader_name(drill.id, "gcp"),
-                display_name=f"gpudr drill reader {drill.id}"[:100],
-                description=f"gpudr drill {drill.id}: read-only on the DR replicas, until "
-                f"{drill.expires_at}",
-                project=project,
-                opts=child,
-            )
-            for b in buckets:
-                gcp.storage.BucketIAMMember(
-                    f"{name}-reader-{b.data_class}",
-                    bucket=b.name,
-                    role=OBJECT_VIEWER,
-                    member=account.member,
-                    opts=child,
-                )
-            if drill.operator:
-                # Only the operator who runs the drill may act as the reader, so the drill's
-                # checks run with the reader's rights (gcloud --impersonate-service-account).
-                gcp.serviceaccount.IAMMember(
-                    f"{name}-reader-operator",
-                    service_account_id=account.name,
-                    role=TOKEN_CREATOR,
-                    member=drill.operator,
-                    opts=child,
-                )
-            self.reader = account.email
+        self.reader = (
+            self._reader(name, drill, buckets, project=project)
+            if buckets
+            else pulumi.Output.from_input("")
+        )
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.buckets = pulumi.Output.from_input({b.data_class: b.name for b in buckets})
         self.register_outputs(
             {"clusters": self.clusters, "reader": self.reader, "buckets": self.buckets}
         )
+
+    def _cluster(
+        self,
+        name: str,
+        c: ClusterConfig,
+        drill_cfg: SiteConfig,
+        drill: DrillConfig,
+        *,
+        project: str,
+        key_id: str,
+        network: SiteNetwork,
+    ) -> pulumi.Output[str]:
+        ranges = network.plan.clusters[c.name]
+        cluster = GpuCluster(
+            f"{name}-{c.name}",
+            GpuClusterArgs(
+                config=c,
+                project=project,
+                region=drill_cfg.region,
+                gpu_zone=drill_cfg.azs[0],
+                network=network.network_self_link,
+                subnetwork=network.subnetwork_self_link,
+                pods_range=ranges.pods_range,
+                services_range=ranges.services_range,
+                master_cidr=ranges.master_cidr,
+                key_id=key_id,
+                key_grant=None,
+                api_public_cidrs=drill_cfg.api_public_cidrs,
+                failover=drill.failover,
+                labels=gcp_labels(drill_tags(drill_cfg, drill, "gpu-cluster", cluster=c.name)),
+                pool_labels={
+                    pool: gcp_labels(tags)
+                    for pool, tags in drill_pool_tags(drill_cfg, drill, c.pools).items()
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return cluster.cluster_name
+
+    def _reader(
+        self, name: str, drill: DrillConfig, buckets: Sequence[BucketConfig], *, project: str
+    ) -> pulumi.Output[str]:
+        child = pulumi.ResourceOptions(parent=self)
+        account = gcp.serviceaccount.Account(
+            f"{name}-reader",
+            account_id=reader_name(drill.id, "gcp"),
+            display_name=f"gpudr drill reader {drill.id}"[:100],
+            description=f"gpudr drill {drill.id}: read-only on the DR replicas, until "
+            f"{drill.expires_at}",
+            project=project,
+            opts=child,
+        )
+        for b in buckets:
+            gcp.storage.BucketIAMMember(
+                f"{name}-reader-{b.data_class}",
+                bucket=b.name,
+                role=OBJECT_VIEWER,
+                member=account.member,
+                opts=child,
+            )
+        if drill.operator:
+            # Only the operator who runs the drill may act as the reader, so the drill's
+            # checks run with the reader's rights (gcloud --impersonate-service-account).
+            gcp.serviceaccount.IAMMember(
+                f"{name}-reader-operator",
+                service_account_id=account.name,
+                role=TOKEN_CREATOR,
+                member=drill.operator,
+                opts=child,
+            )
+        return account.email

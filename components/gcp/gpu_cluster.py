@@ -102,7 +102,7 @@ class GpuCluster(pulumi.ComponentResource):
         for pool in cfg.pools:
             size = pool_size(pool, args.failover)
             sizes[pool.name] = size.desired_size
-            self._pool(name, pool, size, cluster, args)
+            self._pool(name, pool=pool, size=size, cluster=cluster, args=args)
         self.cluster_name = cluster.name
         self.pool_sizes = pulumi.Output.from_input(sizes)
         self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
@@ -110,6 +110,7 @@ class GpuCluster(pulumi.ComponentResource):
     def _pool(
         self,
         name: str,
+        *,
         pool: PoolConfig,
         size: PoolSize,
         cluster: gcp.container.Cluster,
@@ -117,35 +118,7 @@ class GpuCluster(pulumi.ComponentResource):
     ) -> None:
         prefix = f"{name}-{pool.name}"
         labels = {**args.labels, **args.pool_labels.get(pool.name, {})}
-        affinity = None
-        if pool.reserved:
-            # Billed whether or not nodes run: this is what makes GPU capacity certain at
-            # failover, and the plan's cost includes it. Specific-only: nothing else consumes it.
-            reservation = gcp.compute.Reservation(
-                f"{prefix}-reservation",
-                name=f"{args.config.eks_name}-{pool.name}"[:63],
-                project=args.project,
-                zone=args.gpu_zone,
-                specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
-                    count=pool.nodes,
-                    instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
-                        machine_type=pool.instance_type,
-                        guest_accelerators=[
-                            gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
-                                accelerator_type=str(pool.accelerator),
-                                accelerator_count=pool.gpus_per_node,
-                            )
-                        ],
-                    ),
-                ),
-                specific_reservation_required=True,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-                consume_reservation_type="SPECIFIC_RESERVATION",
-                key="compute.googleapis.com/reservation-name",
-                values=[reservation.name],
-            )
+        affinity = self._reservation(prefix, pool, args) if pool.reserved else None
         gcp.container.NodePool(
             f"{prefix}-nodes",
             name=pool.name,
@@ -196,4 +169,36 @@ class GpuCluster(pulumi.ComponentResource):
             # initial_node_count forces a new pool when it changes: a failover must resize the
             # pool (through its autoscaling floor above), not delete and re-create it.
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initial_node_count"]),
+        )
+
+    def _reservation(
+        self, prefix: str, pool: PoolConfig, args: GpuClusterArgs
+    ) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs:
+        """A specific reservation for the pool, and the affinity that makes its nodes use it."""
+        # Billed whether or not nodes run: this is what makes GPU capacity certain at
+        # failover, and the plan's cost includes it. Specific-only: nothing else consumes it.
+        reservation = gcp.compute.Reservation(
+            f"{prefix}-reservation",
+            name=f"{args.config.eks_name}-{pool.name}"[:63],
+            project=args.project,
+            zone=args.gpu_zone,
+            specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
+                count=pool.nodes,
+                instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
+                    machine_type=pool.instance_type,
+                    guest_accelerators=[
+                        gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
+                            accelerator_type=str(pool.accelerator),
+                            accelerator_count=pool.gpus_per_node,
+                        )
+                    ],
+                ),
+            ),
+            specific_reservation_required=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION",
+            key="compute.googleapis.com/reservation-name",
+            values=[reservation.name],
         )
