@@ -90,19 +90,7 @@ def test_dr_pools_in_failover_mode_pass(example: str, site: str) -> None:
     s = plan.sites[site]
     config = {**stack_config_values(design(plan), s), "gpudr:mode": "failover"}
     run = run_stack(stack_name(plan, s), config, GpudrMocks(default_region=s.region))
-    resources = [
-        {
-            "type": r.type,
-            "name": r.name,
-            "urn": r.urn,
-            "inputs": r.inputs,
-            "protect": r.protect,
-            "parent": r.parent,
-            "dependencies": r.dependencies,
-            "property_dependencies": r.property_dependencies,
-        }
-        for r in run.registrations
-    ]
+    resources = [r.record() for r in run.registrations]
     violations = [v for v in evaluate(resources) if v[0] == "gpu-standby-sizing"]
     assert violations == []
 

@@ -39,6 +39,22 @@ class Registration:
     retain_on_delete: bool
     provider: str
 
+    def record(self) -> dict[str, Any]:
+        """The resource as `gpudr plan --format json` lists it (and the policy tests read it)."""
+        return {
+            "type": self.type,
+            "name": self.name,
+            "urn": self.urn,
+            "id": self.id,
+            "custom": self.custom,
+            "parent": self.parent,
+            "protect": self.protect,
+            "retain_on_delete": self.retain_on_delete,
+            "dependencies": self.dependencies,
+            "property_dependencies": self.property_dependencies,
+            "inputs": self.inputs,
+        }
+
 
 @dataclass
 class GpudrMocks(pulumi.runtime.Mocks):

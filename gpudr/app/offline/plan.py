@@ -93,19 +93,7 @@ def _stack_record(
         "role": site.role,
         "mode": config.get("gpudr:mode", "n/a"),
         "resources": [
-            {
-                "type": r.type,
-                "name": r.name,
-                "urn": r.urn,
-                "id": r.id,
-                "custom": r.custom,
-                "parent": r.parent,
-                "protect": r.protect,
-                "retain_on_delete": r.retain_on_delete,
-                "dependencies": r.dependencies,
-                "property_dependencies": r.property_dependencies,
-                "inputs": r.inputs,
-            }
+            r.record()
             # Registration order depends on the event loop; URN order is stable.
             for r in sorted(run.registrations, key=lambda r: r.urn)
         ],
