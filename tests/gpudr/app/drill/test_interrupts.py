@@ -12,6 +12,11 @@ import pytest
 
 from gpudr.app.drill.interrupts import Children, Guard
 
+READY_THEN_SLEEP = (
+    "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "print('ready', flush=True); time.sleep(30)"
+)
+
 
 def test_first_ctrl_c_without_a_command_interrupts_the_drill() -> None:
     said: list[str] = []
@@ -26,11 +31,17 @@ def test_first_ctrl_c_without_a_command_interrupts_the_drill() -> None:
 def test_first_signal_goes_to_the_running_command_which_stops() -> None:
     children = Children()
     guard = Guard(children, lambda _m: None)
+    # The child takes SIGINT's default itself and says so before the signal is sent: a child of
+    # a shell without job control (`cmd &`) inherits SIGINT ignored, and Python keeps it so.
     child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+        [sys.executable, "-c", READY_THEN_SLEEP],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     children.add(child)
     try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
         with guard.installed():
             os.kill(os.getpid(), signal.SIGTERM)  # e.g. a CI job cancelled
             assert child.wait(timeout=10) != 0  # the command got SIGINT and stopped
