@@ -16,7 +16,7 @@ from pulumi_policy import (
     Severity,
 )
 
-from policies.common import (
+from .common import (
     AWS_KMS_KEY,
     AZ_BLOB_CONTAINER,
     AZ_KEY_VAULT,

@@ -21,7 +21,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from policies.common import (
+from .common import (
     AWS_KMS_KEY,
     AZ_KEY_VAULT,
     AZ_STORAGE_ACCOUNT,

@@ -20,7 +20,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies.common import (
+from .common import (
     AZ_STORAGE_ACCOUNT,
     S3_BUCKET,
     S3_POLICY,

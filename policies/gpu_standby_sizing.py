@@ -28,7 +28,8 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
-from policies.common import (
+
+from .common import (
     AKS_AGENT_POOL,
     EKS_NODE_GROUP,
     GKE_NODE_POOL,

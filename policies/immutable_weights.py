@@ -28,7 +28,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies.common import (
+from .common import (
     AZ_BLOB_SERVICE,
     AZ_STORAGE_ACCOUNT,
     GCS_BUCKET,

@@ -19,7 +19,7 @@ from pulumi_policy import (
     Severity,
 )
 
-from policies.common import (
+from .common import (
     AWS_KMS_KEY,
     AZ_VAULT_KEY,
     GCP_CRYPTO_KEY,

@@ -18,7 +18,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policies.common import (
+from .common import (
     AZ_BLOB_CONTAINER,
     AZ_STORAGE_ACCOUNT,
     GCS_BUCKET,

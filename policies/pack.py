@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.deletion_protection import deletion_protection
-from policies.encryption_at_rest import data_encrypted_at_rest
-from policies.encryption_in_transit import encryption_in_transit
-from policies.gpu_standby_sizing import gpu_standby_sizing
-from policies.immutable_weights import immutable_weights
-from policies.kms_key_rotation import kms_key_rotation
-from policies.no_public_access import no_public_access
-from policies.replication_bandwidth import replication_bandwidth
-from policies.replication_meets_rpo import replication_meets_rpo
-from policies.weights_lock import weights_immutability_locked
+from .deletion_protection import deletion_protection
+from .encryption_at_rest import data_encrypted_at_rest
+from .encryption_in_transit import encryption_in_transit
+from .gpu_standby_sizing import gpu_standby_sizing
+from .immutable_weights import immutable_weights
+from .kms_key_rotation import kms_key_rotation
+from .no_public_access import no_public_access
+from .replication_bandwidth import replication_bandwidth
+from .replication_meets_rpo import replication_meets_rpo
+from .weights_lock import weights_immutability_locked
 
 PACK_NAME = "gpudr"
 

@@ -39,7 +39,8 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
-from policies.common import (
+
+from .common import (
     AWS_VPC_PEERING,
     AWS_VPN_CONNECTION,
     AZ_VNET_PEERING,

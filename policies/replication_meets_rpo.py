@@ -31,7 +31,8 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
-from policies.common import (
+
+from .common import (
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,

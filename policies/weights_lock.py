@@ -21,7 +21,7 @@ from pulumi_policy import (
     Severity,
 )
 
-from policies.common import AZ_STORAGE_ACCOUNT, DATA_ROLES, get, gpudr_tag, is_true, same, tag_is
+from .common import AZ_STORAGE_ACCOUNT, DATA_ROLES, get, gpudr_tag, is_true, same, tag_is
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
