@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -30,6 +30,9 @@ from gpudr.docs.report import (
     to_json,
     to_markdown,
 )
+
+if TYPE_CHECKING:  # imported where used: the other commands do not load jinja2
+    from gpudr.app.generate import Outcome
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
 # `gpudr plan --format` -> how one plan's report and a portfolio's are rendered.
@@ -251,40 +254,66 @@ def _run_plans(
 
 
 @main.command()
-@_plan_file
+@click.argument(
+    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+)
 @click.option(
     "--root",
     type=click.Path(file_okay=False),
     default=".",
     show_default=True,
-    help="The project root: stacks/, runbooks/ and .github/workflows/ are written under it.",
+    help="The project root: stacks/, runbooks/ and .github/ are written under it.",
 )
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 listing the files that differ.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Write nothing; exit 1 listing the files that differ and the secrets in plain text.",
+)
 @click.option("--force", is_flag=True, help="Also overwrite files without the generated header.")
-def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
-    """Write, from the plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
-    pair, and .github/workflows/gpudr-<plan>.yml. Values set with `pulumi config set` (the
-    failover switch, copied credentials, secrets) are kept."""
-    from gpudr.app.generate import plan_path_for, reconcile, render_all, write
+def generate(plan_files: tuple[str, ...], root: str, check: bool, force: bool) -> None:
+    """Write, from each plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
+    pair, .github/workflows/gpudr-<plan>.yml, and .github/dependabot.yml. Values set with
+    `pulumi config set` (the failover switch, copied credentials, secrets) are kept; --check
+    also fails on a secret key with a plain-text value in a stack file."""
+    from gpudr.app.generate import plan_path_for, plan_path_problem
 
-    spec, des = _load(plan_file)
+    # Every plan, and the path each is named by in the workflow, is checked before anything
+    # is written.
+    loaded = [_try_load(plan_file, "; nothing was written") for plan_file in plan_files]
+    designs = [item[1] for item in loaded if item is not None]
+    if len(designs) != len(plan_files):
+        sys.exit(EXIT_BAD_INPUT)
     base = Path(root)
-    outcomes = reconcile(render_all(des, plan_path_for(plan_file, base)), base, spec)
+    plan_paths = {plan_file: plan_path_for(plan_file, base) for plan_file in plan_files}
+    problems = [p for p in map(plan_path_problem, plan_paths.values()) if p is not None]
+    for problem in problems:
+        click.echo(f"gpudr: {problem}; nothing was written", err=True)
+    if problems:
+        sys.exit(EXIT_BAD_INPUT)
+    _refuse_shared_stacks(designs)
+    codes = [
+        _generate_one(plan_file, plan_paths[plan_file], des, base, check, force)
+        for plan_file, des in zip(plan_files, designs, strict=True)
+    ]
+    sys.exit(max(codes))
+
+
+def _generate_one(
+    plan_file: str, plan_path: str, des: Design, base: Path, check: bool, force: bool
+) -> int:
+    """`gpudr generate` of one plan; its exit code."""
+    from gpudr.app.generate import plaintext_secrets, reconcile, render_all, write
+
+    files = render_all(des, plan_path)
+    outcomes = reconcile(files, base, des.plan)
+    secrets = plaintext_secrets(files, base)
     for o in outcomes:
         if o.note:
             click.echo(f"gpudr: note: {o.path}: {o.note}", err=True)
     if check:
-        differing = [o for o in outcomes if o.differs]
-        for o in differing:
-            click.echo(f"differs: {o.path}: {o.detail}")
-        if differing:
-            _fail(
-                f"{len(differing)} generated file(s) do not match {plan_file}; "
-                f"run `gpudr generate {plan_file}` and commit the result",
-                EXIT_NOT_MET,
-            )
-        click.echo(f"{len(outcomes)} generated files match {plan_file}")
-        return
+        return _check(plan_file, outcomes, secrets)
+    for line in secrets:
+        click.echo(f"gpudr: warning: {line}", err=True)
     written = {o.path for o in write(outcomes, base, force=force)}
     refused = []
     for o in outcomes:
@@ -299,7 +328,32 @@ def generate(plan_file: str, root: str, check: bool, force: bool) -> None:
     for o in refused:
         click.echo(f"gpudr: {base / o.path} {o.detail}", err=True)
     if refused:
-        _fail(f"{len(refused)} file(s) not written; nothing else was skipped", EXIT_BAD_INPUT)
+        click.echo(f"gpudr: {len(refused)} file(s) not written; nothing else was skipped", err=True)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def _check(plan_file: str, outcomes: list[Outcome], secrets: list[str]) -> int:
+    """`gpudr generate --check` of one plan: 1 when a file differs or a secret is in plain text."""
+    differing = [o for o in outcomes if o.differs]
+    for o in differing:
+        click.echo(f"differs: {o.path}: {o.detail}")
+    for line in secrets:
+        click.echo(f"gpudr: {line}", err=True)
+    if differing:
+        click.echo(
+            f"gpudr: {len(differing)} generated file(s) do not match {plan_file}; "
+            f"run `gpudr generate {plan_file}` and commit the result",
+            err=True,
+        )
+    if secrets:
+        click.echo(
+            f"gpudr: {len(secrets)} secret(s) in plain text in {plan_file}'s stacks", err=True
+        )
+    if differing or secrets:
+        return EXIT_NOT_MET
+    click.echo(f"{len(outcomes)} generated files match {plan_file}")
+    return 0
 
 
 @main.command()

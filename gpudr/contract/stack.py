@@ -50,6 +50,11 @@ OPERATOR_KEYS = (
     LOCK_WEIGHTS_KEY,
     *(key(name) for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS)),
 )
+# The operator keys whose value is a secret: a stack file may hold them only as the secrets
+# provider's ciphertext (`{secure: ...}`); `gpudr generate --check` refuses a plain value.
+SECRET_KEYS = tuple(
+    key(name) for name, secret in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS) if secret
+)
 # Top-level keys the Pulumi CLI writes for the stack's secrets provider (`pulumi stack init`).
 SECRETS_PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")
 

@@ -1,0 +1,42 @@
+"""The GitHub Actions the generated workflows use, each pinned to one commit: a tag can be moved to
+other code after review, a commit cannot. This is the one place a pin lives; the workflow
+template writes `uses: <action>@<sha> # <version>` from it, and Dependabot's weekly pull request
+(`.github/dependabot.yml`) says when one of them has a new release: copy its SHA and version
+here and run `make generate`.
+
+Each SHA is the commit the version's tag points to in the action's own repository. Every pin
+stays on the major version the workflow was written and linted against (actionlint knows these
+majors' inputs); a new major is a reviewed change of the template, not a bump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pin:
+    action: str  # owner/name, as `uses:` spells it
+    sha: str  # the full 40-hex commit
+    version: str  # the tag it was taken from, written as a comment (and read by Dependabot)
+
+    @property
+    def uses(self) -> str:
+        return f"{self.action}@{self.sha} # {self.version}"
+
+
+_PINS = (
+    Pin("actions/checkout", "11d5960a326750d5838078e36cf38b85af677262", "v4.4.0"),
+    Pin("actions/setup-python", "a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"),
+    # Posts the diff comment: first-party code holds the write token, not a third party's.
+    Pin("actions/github-script", "f28e40c7f34bde8b3046d885e986cb6290c5673b", "v7.1.0"),
+    Pin(
+        "aws-actions/configure-aws-credentials",
+        "7474bc4690e29a8392af63c5b98e7449536d5c3a",
+        "v4.3.1",
+    ),
+    Pin("google-github-actions/auth", "c200f3691d83b41bf9bbd8638997a462592937ed", "v2.1.13"),
+    Pin("pulumi/actions", "8582a9e8cc630786854029b4e09281acd6794b58", "v6.6.1"),
+)
+# owner/name -> its pin. The template looks actions up by name: a missing one is an error.
+PINS: dict[str, Pin] = {pin.action: pin for pin in _PINS}
