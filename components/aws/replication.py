@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from gpudr.contract.grants import S3_PUT_OBJECT, s3_bucket_arn, s3_objects_arn
 from gpudr.contract.site import BucketConfig, ReplicationTarget
 
 
@@ -93,8 +94,16 @@ class SiteReplication(pulumi.ComponentResource):
                 rule_ids.append(target.rule_id)
                 _alarms(self, f"{name}-{target.rule_id}", cfg, target, args)
         for source in args.sources:
-            if source.config.dual_write_buckets:
-                _writer_policy(self, f"{name}-{source.config.data_class}-writer", source, args)
+            cfg = source.config
+            if cfg.dual_write_buckets:
+                writer_policy(
+                    self,
+                    f"{name}-{cfg.data_class}-writer",
+                    cfg=cfg,
+                    buckets=[cfg.name, *cfg.dual_write_buckets],
+                    account_id=args.account_id,
+                    tags=args.tags,
+                )
         self.role_arn = role.arn
         self.rule_ids = pulumi.Output.from_input(rule_ids)
         self.register_outputs({"role_arn": self.role_arn, "rule_ids": self.rule_ids})
@@ -216,29 +225,38 @@ def _alarms(
     )
 
 
-def _writer_policy(
-    parent: pulumi.Resource, name: str, source: SourceBucket, args: SiteReplicationArgs
-) -> None:
+def writer_policy(
+    parent: pulumi.Resource,
+    name: str,
+    *,
+    cfg: BucketConfig,
+    buckets: Sequence[str],
+    account_id: pulumi.Input[str],
+    tags: pulumi.Input[dict[str, str]],
+    policy_name: str | None = None,
+) -> aws.iam.Policy:
     """Dual write holds RPO 0 only if the writer (the model registry's publish job) writes
-    every copy before it reports success; attach this policy to that job's role."""
-    cfg = source.config
-    buckets = [cfg.name, *cfg.dual_write_buckets]
-    aws.iam.Policy(
+    every copy before it reports success; attach this policy to that job's role. `buckets` are
+    the S3 copies it may write, this one first; each stack that owns a copy declares one (a DR
+    site's writer attaches its own after failover). The name is `gpudr-<name>` unless given."""
+    return aws.iam.Policy(
         name,
-        name=f"gpudr-{name}"[:128],
+        name=policy_name or f"gpudr-{name}"[:128],
         description=f"gpudr: write {cfg.data_class} to every copy (dual write, RPO 0)",
-        policy=pulumi.Output.from_input(args.account_id).apply(
+        policy=pulumi.Output.from_input(account_id).apply(
             lambda account: json.dumps(
                 {
                     "Version": "2012-10-17",
                     "Statement": [
                         {
                             "Effect": "Allow",
-                            "Action": ["s3:PutObject", "s3:GetObject", "s3:ListBucket"],
-                            "Resource": [f"arn:aws:s3:::{b}" for b in buckets]
-                            + [f"arn:aws:s3:::{b}/*" for b in buckets],
+                            "Action": [S3_PUT_OBJECT, "s3:GetObject", "s3:ListBucket"],
+                            "Resource": [s3_bucket_arn(b) for b in buckets]
+                            + [s3_objects_arn(b) for b in buckets],
                         },
                         {
+                            # Encrypt with (and read back under) the copies' own keys: the
+                            # buckets' default encryption uses the site's gpudr key.
                             "Effect": "Allow",
                             "Action": ["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt"],
                             "Resource": f"arn:aws:kms:*:{account}:key/*",
@@ -250,7 +268,7 @@ def _writer_policy(
                 }
             )
         ),
-        tags=args.tags,
+        tags=tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )
 

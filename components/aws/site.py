@@ -30,12 +30,23 @@ from components.aws.links import (
     TgwPeeringArgs,
 )
 from components.aws.network import SiteNetwork, SiteNetworkArgs
-from components.aws.replication import SiteReplication, SiteReplicationArgs, SourceBucket
+from components.aws.replication import (
+    SiteReplication,
+    SiteReplicationArgs,
+    SourceBucket,
+    writer_policy,
+)
 from components.config import TransferCredentials
-from gpudr.contract.naming import datasync_role_name, datasync_task_prefix, stack_name
+from gpudr.contract.grants import needs_write_grant
+from gpudr.contract.naming import (
+    datasync_role_name,
+    datasync_task_prefix,
+    stack_name,
+    writer_name,
+)
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
-from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
+from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,7 @@ class AwsSite(pulumi.ComponentResource):
         network = self._network()
         buckets = self._buckets(key, cross_account_role)
         self._replication(buckets, key, account_id)
+        self._writers(account_id)
         clusters = self._clusters(network, key, args.failover)
         for link in cfg.links:
             self._link(link, network)
@@ -191,6 +203,27 @@ class AwsSite(pulumi.ComponentResource):
                 parent=self, depends_on=[buckets[s.config.data_class] for s in sources]
             ),
         )
+
+    def _writers(self, account_id: pulumi.Input[str]) -> None:
+        """The write grant on each other copy of a dual-written class at this site (a DR
+        copy): the policy this site's writer attaches after failover to keep writing every
+        copy. A source copy's grant, naming every copy, is its replication's (SiteReplication).
+        The other copies are named only when they are S3 buckets too."""
+        cfg = self._cfg
+        primaries_on_s3 = all(p.cloud == "aws" for p in cfg.peers if p.role == "primary")
+        for b in cfg.buckets:
+            if not needs_write_grant(b.mechanism) or (b.role == "source" and b.dual_write_buckets):
+                continue
+            others = b.dual_write_buckets if primaries_on_s3 else ()
+            writer_policy(
+                self,
+                f"{self._name}-{b.data_class}-writer",
+                cfg=b,
+                buckets=[b.name, *others],
+                account_id=account_id,
+                tags=site_tags(cfg, DrRole.WRITER, data_class=b.data_class),
+                policy_name=writer_name(cfg.system, cfg.site, b.data_class),
+            )
 
     def _clusters(
         self, network: SiteNetwork, key: DataKey, failover: bool

@@ -25,9 +25,12 @@ from components.azure.replication import (
     AzureSiteReplicationArgs,
     ReplicationSource,
 )
+from components.azure.writer import DualWriterArgs, dual_writer
+from gpudr.contract.grants import needs_write_grant
+from gpudr.contract.naming import writer_name
 from gpudr.contract.site import LinkConfig, SiteConfig
 from gpudr.contract.stack import AZURE_STS_CLIENT_ID, AZURE_TENANT_ID
-from gpudr.contract.tags import bucket_tags, pool_tags, site_tags
+from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
 
 LINK_KINDS = ("vnet-peering", "vpn")
 
@@ -120,6 +123,7 @@ class AzureSite(pulumi.ComponentResource):
         )
         buckets = self._buckets(key, args.immutability_state)
         self._replication(buckets)
+        self._writers(buckets)
         clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
             self._vpn_to_gcp(link, network)
@@ -193,6 +197,25 @@ class AzureSite(pulumi.ComponentResource):
                 ),
                 opts=self._child,
             )
+
+    def _writers(self, buckets: dict[str, AzureDataBucket]) -> None:
+        """Each dual-written class's writer at this site, with its grant on this copy."""
+        cfg = self._cfg
+        for b in cfg.buckets:
+            if needs_write_grant(b.mechanism):
+                dual_writer(
+                    self,
+                    f"{self._name}-{b.data_class}-writer",
+                    DualWriterArgs(
+                        config=b,
+                        identity_name=writer_name(cfg.system, cfg.site, b.data_class),
+                        resource_group_name=self._group,
+                        location=cfg.region,
+                        subscription_id=self._subscription_id,
+                        account_id=buckets[b.data_class].account_id,
+                        tags=site_tags(cfg, DrRole.WRITER, data_class=b.data_class),
+                    ),
+                )
 
     def _clusters(
         self, network: AzureSiteNetwork, tenant_id: pulumi.Input[str], failover: bool

@@ -94,6 +94,25 @@ class DataBucket(pulumi.ComponentResource):
         self.register_outputs({"bucket_name": self.bucket_name, "bucket_url": self.bucket_url})
 
 
+def grant_bucket_roles(
+    name: str,
+    *,
+    bucket: pulumi.Input[str],
+    roles: Mapping[str, str],
+    member: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> list[gcp.storage.BucketIAMMember]:
+    """`member` gets each of `roles` ({label: role}) on `bucket`, one IAM member per role,
+    named `<name>-<label>`. Pass the bucket's name and the member as Outputs of the resources
+    that make them, so that each grant waits for (and records) what it names."""
+    return [
+        gcp.storage.BucketIAMMember(
+            f"{name}-{label}", bucket=bucket, role=role, member=member, opts=opts
+        )
+        for label, role in roles.items()
+    ]
+
+
 def _check(cfg: BucketConfig, location: str) -> None:
     """What the mocks would accept and Cloud Storage would refuse at deploy time."""
     dual_region = len(cfg.data_locations) == 2 or (

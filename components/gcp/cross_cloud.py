@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.gcp.bucket import grant_bucket_roles
 from gpudr.contract.site import DataSyncReader
 
 # Read only: objects (get, list) and the bucket's metadata, which DataSync reads to list the
@@ -67,16 +68,13 @@ class GcsHmacReader(pulumi.ComponentResource):
         )
         grants: list[pulumi.Resource] = []
         for label, bucket in args.buckets.items():
-            for role_label, role in READ_ROLES.items():
-                grants.append(
-                    gcp.storage.BucketIAMMember(
-                        f"{name}-{label}-{role_label}",
-                        bucket=bucket,
-                        role=role,
-                        member=account.member,
-                        opts=child,
-                    )
-                )
+            grants += grant_bucket_roles(
+                f"{name}-{label}",
+                bucket=bucket,
+                roles=READ_ROLES,
+                member=account.member,
+                opts=child,
+            )
         # After the grants: a key that exists can read, so the DR stack's first run succeeds.
         key = gcp.storage.HmacKey(
             f"{name}-hmac",

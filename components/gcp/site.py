@@ -23,6 +23,9 @@ from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
+from components.gcp.writer import DualWriterArgs, dual_writer
+from gpudr.contract.grants import needs_write_grant
+from gpudr.contract.naming import writer_account_id
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import GCS_HMAC_ACCESS_ID, GCS_HMAC_SECRET
 from gpudr.contract.tags import bucket_tags, gcp_labels, pool_tags, site_tags
@@ -84,6 +87,7 @@ class GcpSite(pulumi.ComponentResource):
         agents = self._agents(inbound=bool(inbound))
         keys = self._keys(key_ring, agents, inbound)
         buckets = self._buckets(keys)
+        self._writers(buckets)
         for b in inbound:
             assert agents.transfer is not None
             key = keys[key_location(cfg, b)]
@@ -204,6 +208,23 @@ class GcpSite(pulumi.ComponentResource):
                 opts=self._child,
             )
         return out
+
+    def _writers(self, buckets: dict[str, DataBucket]) -> None:
+        """Each dual-written class's writer at this site, with its grant on this copy."""
+        cfg = self._cfg
+        for b in cfg.buckets:
+            if needs_write_grant(b.mechanism):
+                dual_writer(
+                    self,
+                    f"{self._name}-{b.data_class}-writer",
+                    DualWriterArgs(
+                        project=self._project,
+                        site=cfg.site,
+                        account_id=writer_account_id(cfg.system, cfg.site, b.data_class),
+                        config=b,
+                        bucket=buckets[b.data_class].bucket_name,
+                    ),
+                )
 
     def _transfer(
         self,

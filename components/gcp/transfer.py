@@ -26,6 +26,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
+from components.gcp.bucket import grant_bucket_roles
 from gpudr.contract.site import InboundTransfer
 from gpudr.contract.stack import copy_credential_command
 
@@ -149,16 +150,13 @@ class ScheduledTransfer(pulumi.ComponentResource):
                 )
 
         grants: list[pulumi.Resource] = [args.key_grant]
-        for label, role in SINK_ROLES.items():
-            grants.append(
-                gcp.storage.BucketIAMMember(
-                    f"{name}-sts-{label}",
-                    bucket=args.sink_bucket,
-                    role=role,
-                    member=args.agent_member,
-                    opts=child,
-                )
-            )
+        grants += grant_bucket_roles(
+            f"{name}-sts",
+            bucket=args.sink_bucket,
+            roles=SINK_ROLES,
+            member=args.agent_member,
+            opts=child,
+        )
         jobs = []
         for t in args.transfers:
             azure = azure_source(t, args.credentials) if t.source_cloud == "azure" else None

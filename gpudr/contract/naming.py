@@ -11,6 +11,7 @@ Standard library only: the Pulumi program reads this module.
 from __future__ import annotations
 
 import hashlib
+import re
 
 # Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
 TGW_ASN_BASE = 64600
@@ -97,6 +98,11 @@ def sts_reader_role_name(system: str, dr_site: str) -> str:
     return f"gpudr-{system}-{dr_site}-sts-reader"[:64]
 
 
+# GCP service account ids: 6-30 characters, lower case letters, digits and hyphens, starting
+# with a letter and not ending with a hyphen.
+GCP_ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
 def datasync_reader_id(system: str, dr_site: str) -> str:
     """GCP service account ids are 6-30 characters: a digest keeps them unique per plan."""
     return f"gpudr-ds-{_digest(system, dr_site, 'datasync')[:12]}"
@@ -104,6 +110,25 @@ def datasync_reader_id(system: str, dr_site: str) -> str:
 
 def azure_sts_identity_name(system: str, dr_site: str) -> str:
     return f"gpudr-{system}-{dr_site}-sts-reader"[:128]
+
+
+# --- dual writers ------------------------------------------------------------------------------
+
+
+def writer_name(system: str, site: str, data_class: str) -> str:
+    """The identity a dual-written class's writer writes a site's copy as: the AWS IAM policy
+    (1-128 characters) or the Azure user-assigned identity (3-128 letters, digits, hyphens and
+    underscores)."""
+    return f"gpudr-{system}-{site}-{data_class}-writer"[:128]
+
+
+def writer_account_id(system: str, site: str, data_class: str) -> str:
+    """GCP: the writer's service account id (`GCP_ACCOUNT_ID`), readable by its class: the class
+    in lower case letters, digits and hyphens, at most 11 of them, then a digest that keeps the
+    id unique per plan and site ("weights" -> "gpudr-weights-wr-1a2b3c4d")."""
+    label = "".join(c if c.isascii() and c.isalnum() else "-" for c in data_class.lower())
+    label = label[:11].strip("-") or "class"
+    return f"gpudr-{label}-wr-{_digest(system, site, data_class, 'writer')[:8]}"
 
 
 # --- pools and scheduled pulls ---------------------------------------------------------------

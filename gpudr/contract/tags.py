@@ -86,6 +86,7 @@ class DrRole(StrEnum):
     TRANSFER_LOGS = "transfer-logs"
     TRANSFER_READER = "transfer-reader"
     READER = "reader"
+    WRITER = "writer"  # a dual-written class's writer identity and its grant on this copy
 
 
 # A data class's copies: the resources that carry its sizing tags.

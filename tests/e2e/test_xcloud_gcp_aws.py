@@ -224,7 +224,10 @@ def test_the_aws_dr_stack_loads_no_gcp_sdk() -> None:
 
 def test_the_reader_can_only_read_the_buckets_its_dr_site_pulls() -> None:
     r = primary_run()
-    (account,) = of_type(r, "gcp:serviceaccount/account:Account")
+    # The reader, not the dual-written weights' writer (components/gcp/writer.py).
+    (account,) = [
+        x for x in of_type(r, "gcp:serviceaccount/account:Account") if "-reader" in x.name
+    ]
     member = account.outputs["member"]
     grants = of_type(r, "gcp:storage/bucketIAMMember:BucketIAMMember")
     reader_grants = [g for g in grants if g.inputs["member"] == member]
