@@ -14,11 +14,13 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from fnmatch import fnmatchcase
 from typing import Any
 
 from pulumi_policy import (
     PolicyConfigSchema,
     PolicyResource,
+    ReportViolation,
     ResourceValidationArgs,
     StackValidationArgs,
 )
@@ -66,6 +68,43 @@ AZ_VAULT_KEY = "azure-native:keyvault:Key"
 AZ_VNET_PEERING = "azure-native:network:VirtualNetworkPeering"
 AZ_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
 AKS_AGENT_POOL = "azure-native:containerservice:AgentPool"
+AKS_CLUSTER = "azure-native:containerservice:ManagedCluster"
+AZ_ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+GKE_CLUSTER = "gcp:container/cluster:Cluster"
+S3_ACL = "aws:s3/bucketAcl:BucketAcl"
+IAM_POLICY = "aws:iam/policy:Policy"
+IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+GCS_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+GCS_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
+
+# Another SDK class for the same cloud resource, folded onto the class gpudr's components use so
+# that every check covers both: pulumi-aws 7 still ships the deprecated `BucketV2` family (same
+# S3 bucket, same settings resources). azure-native's API-version modules
+# (`azure-native:storage/v20240101:StorageAccount`) are folded by `canonical_type`.
+TYPE_ALIASES = {
+    "aws:s3/bucketV2:BucketV2": S3_BUCKET,
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2": (
+        S3_ENCRYPTION
+    ),
+    "aws:s3/bucketVersioningV2:BucketVersioningV2": S3_VERSIONING,
+    "aws:s3/bucketAclV2:BucketAclV2": S3_ACL,
+    "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2": S3_OBJECT_LOCK,
+}
+_AZURE_API_VERSION = re.compile(r"^(azure-native:[A-Za-z0-9]+)/v[0-9a-z]+(:[A-Za-z0-9]+)$")
+
+
+def canonical_type(resource_type: str) -> str:
+    """The type token a policy compares with: SDK aliases and azure-native API-version modules
+    folded onto the token gpudr's components register."""
+    folded = _AZURE_API_VERSION.sub(r"\1\2", resource_type)
+    return TYPE_ALIASES.get(folded, folded)
+
+
+def kind(resource: PolicyResource) -> str:
+    """`canonical_type` of a resource."""
+    return canonical_type(resource.resource_type)
+
 
 # Where a data class's objects live: the resources that carry its gpudr tags.
 DATA_BUCKET_TYPES = (S3_BUCKET, GCS_BUCKET, AZ_STORAGE_ACCOUNT)
@@ -108,7 +147,7 @@ def tag_is(resource_type: str, props: Mapping[str, Any], name: str, *expected: s
 def is_data_bucket(resource: PolicyResource) -> bool:
     """An S3 bucket, GCS bucket or Azure storage account that gpudr tags as a data class's
     copy (`gpudr:dr-role` data-source, data-replica or data-dual-region)."""
-    return resource.resource_type in DATA_BUCKET_TYPES and tag_is(
+    return kind(resource) in DATA_BUCKET_TYPES and tag_is(
         resource.resource_type, resource.props, "dr-role", *DATA_ROLES
     )
 
@@ -241,7 +280,7 @@ class Stack:
         self._by_type: dict[str, list[PolicyResource]] = {}
         self._by_urn: dict[str, PolicyResource] = {}
         for r in self.resources:
-            self._by_type.setdefault(r.resource_type, []).append(r)
+            self._by_type.setdefault(kind(r), []).append(r)
             self._by_urn[r.urn] = r
 
     def of_type(self, *resource_types: str) -> list[PolicyResource]:
@@ -249,6 +288,10 @@ class Stack:
 
     def data_buckets(self) -> list[PolicyResource]:
         return [r for r in self.of_type(*DATA_BUCKET_TYPES) if is_data_bucket(r)]
+
+    def buckets(self) -> list[PolicyResource]:
+        """Every bucket and storage account, gpudr-tagged or not, of any SDK class."""
+        return self.of_type(*DATA_BUCKET_TYPES)
 
     def linked(
         self,
@@ -334,6 +377,70 @@ def policy_config(
     merged = {key: spec["default"] for key, spec in schema.properties.items() if "default" in spec}
     merged.update({k: v for k, v in args.get_config().items() if k != "enforcementLevel"})
     return merged
+
+
+# Exemptions live in the pack's config (the organisation's), never on the resource: a stack
+# cannot exempt itself. Each names what it exempts and why; one without a reason exempts nothing.
+EXEMPTIONS = {
+    "type": "array",
+    "default": [],
+    "description": (
+        "Resources this policy does not judge: each {resource: a name or URN (glob), stack: a "
+        "stack name (glob, optional), reason: why (required, at least 10 characters)}."
+    ),
+    "items": {
+        "type": "object",
+        "required": ["resource", "reason"],
+        "additionalProperties": False,
+        "properties": {
+            "resource": {"type": "string", "minLength": 1},
+            "stack": {"type": "string", "minLength": 1},
+            "reason": {"type": "string", "minLength": 10},
+        },
+    },
+}
+
+
+def config_schema(**properties: Mapping[str, Any]) -> PolicyConfigSchema:
+    """A policy's config schema: its own thresholds and the shared `exemptions`."""
+    return PolicyConfigSchema(properties={**properties, "exemptions": dict(EXEMPTIONS)})
+
+
+def stack_of(urn: str) -> str:
+    """The stack name in `urn:pulumi:<stack>::<project>::<type>::<name>`."""
+    return urn.split("::", 1)[0].rsplit(":", 1)[-1]
+
+
+def exemption(config: Mapping[str, Any], urn: str) -> str | None:
+    """The reason this resource is exempt from the policy, or None."""
+    name = urn.rsplit("::", 1)[-1]
+    for entry in items(config.get("exemptions")):
+        if not isinstance(entry, Mapping):
+            continue
+        reason, pattern, stack = entry.get("reason"), entry.get("resource"), entry.get("stack")
+        if not isinstance(reason, str) or len(reason.strip()) < 10:
+            continue
+        if not isinstance(pattern, str) or not pattern:
+            continue
+        if isinstance(stack, str) and not fnmatchcase(stack_of(urn), stack):
+            continue
+        if fnmatchcase(urn, pattern) or fnmatchcase(name, pattern):
+            return reason
+    return None
+
+
+def exempting(
+    report: ReportViolation, config: Mapping[str, Any], own_urn: str | None = None
+) -> ReportViolation:
+    """`report`, minus the violations on resources the pack config exempts (`own_urn`: the
+    resource a resource policy judges, whose reports carry no URN)."""
+
+    def filtered(message: str, urn: str | None = None) -> None:
+        target = urn or own_urn
+        if target is None or exemption(config, target) is None:
+            report(message, urn)
+
+    return filtered
 
 
 def config_number(config: Mapping[str, Any], key: str) -> float:

@@ -3,7 +3,10 @@
 `protect=True` makes `pulumi destroy`, a rename that replaces the resource, or a removal from
 the program fail instead of deleting it. Deleting a key is as final as deleting the data: every
 object encrypted with it becomes unreadable, replicas included. S3 and GCS buckets also take
-`force_destroy`, which deletes every object with the bucket: it must never be on.
+`force_destroy`, which deletes every object with the bucket: it must never be on. A Key Vault
+without purge protection can be purged during its soft-delete window, keys included, by anyone
+with that right: protection in Pulumi does not stop a portal or CLI purge, purge protection
+does (and cannot be turned off once on).
 """
 
 from __future__ import annotations
@@ -27,9 +30,16 @@ from .common import (
     GCP_KEY_RING,
     GCS_BUCKET,
     S3_BUCKET,
+    canonical_type,
+    config_schema,
+    exempting,
+    get,
     is_true,
+    policy_config,
     tag_is,
 )
+
+SCHEMA = config_schema()
 
 DATA_BEARING = (
     S3_BUCKET,
@@ -46,9 +56,11 @@ FORCE_DESTROY = (S3_BUCKET, GCS_BUCKET)
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args), args.urn)
     where = f"{args.name} ({args.resource_type})"
+    resource_type = canonical_type(args.resource_type)
     tagged = tag_is(args.resource_type, args.props, "dr-role", *DATA_ROLES)
-    if args.resource_type not in DATA_BEARING and not tagged:
+    if resource_type not in DATA_BEARING and not tagged:
         return
     if not args.opts.protect:
         report(
@@ -57,10 +69,19 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
             "destroy, replacement or removal from the program cannot delete it.",
             None,
         )
-    if args.resource_type in FORCE_DESTROY and is_true(args.props.get("forceDestroy")):
+    if resource_type in FORCE_DESTROY and is_true(args.props.get("forceDestroy")):
         report(
             f"{where} has force_destroy=True, which deletes every object with the bucket: "
             "set force_destroy=False.",
+            None,
+        )
+    if resource_type == AZ_KEY_VAULT and not is_true(
+        get(args.props, "properties", "enablePurgeProtection")
+    ):
+        report(
+            f"{where} has no purge protection: its keys (and every account encrypted with them) "
+            "can be purged during the soft-delete window. Set properties.enable_purge_protection"
+            "=True and enable_soft_delete=True.",
             None,
         )
 
@@ -70,15 +91,18 @@ deletion_protection = ResourceValidationPolicy(
     description=(
         "Data-bearing resources (S3 and GCS buckets, Azure storage accounts and containers, "
         "KMS keys, Cloud KMS key rings and keys, Key Vaults and their keys, and anything tagged "
-        "gpudr:dr-role data-*) are protected, and no bucket has force_destroy."
+        "gpudr:dr-role data-*), tagged or not and of any SDK class, are protected; no bucket "
+        "has force_destroy; every Key Vault has purge protection."
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
+    config_schema=SCHEMA,
     remediation_steps=(
         "Declare each such resource with opts=pulumi.ResourceOptions(protect=True, "
-        "retain_on_delete=True) and never force_destroy=True; to really delete one, unprotect "
-        "it first (`pulumi state unprotect <urn>`), deliberately."
+        "retain_on_delete=True) and never force_destroy=True; Key Vaults with "
+        "enable_purge_protection=True. To really delete one, unprotect it first (`pulumi state "
+        "unprotect <urn>`), deliberately."
     ),
     tags=["data-protection"],
 )

@@ -1,4 +1,5 @@
-"""data-encrypted-at-rest: every gpudr data bucket is encrypted with a customer-managed key.
+"""data-encrypted-at-rest: every bucket and storage account is encrypted with a customer-managed
+key, gpudr-tagged or not, whichever SDK class declares it (S3 `Bucket` or `BucketV2`).
 
 A customer-managed key is what lets the DR site keep reading its copy (the key lives at the DR
 site, with its own policy and rotation) and what an attacker with only storage access lacks.
@@ -32,12 +33,18 @@ from .common import (
     S3_ENCRYPTION,
     Stack,
     UnknownGuard,
+    config_schema,
     depends_on_type,
     describe,
+    exempting,
     get,
     items,
+    kind,
+    policy_config,
     same,
 )
+
+SCHEMA = config_schema()
 
 AWS_MANAGED_ALIAS = "alias/aws/s3"
 
@@ -74,8 +81,8 @@ def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> 
         else "no BucketServerSideEncryptionConfiguration refers to it"
     )
     report(
-        f"{describe(bucket)} holds gpudr data but is not encrypted with a customer-managed KMS "
-        f"key: {found}. Add aws.s3.BucketServerSideEncryptionConfiguration(bucket=<bucket>.id, "
+        f"{describe(bucket)} is not encrypted with a customer-managed KMS key: {found}. Add "
+        "aws.s3.BucketServerSideEncryptionConfiguration(bucket=<bucket>.id, "
         'rules=[{apply_server_side_encryption_by_default: {sse_algorithm: "aws:kms", '
         "kms_master_key_id: <the site's aws.kms.Key ARN>}, bucket_key_enabled: True}]) "
         f"(not {AWS_MANAGED_ALIAS}).",
@@ -93,7 +100,7 @@ def _check_gcs(bucket: PolicyResource, report: ReportViolation) -> None:
         ok = True
     if not ok:
         report(
-            f"{describe(bucket)} holds gpudr data but has no customer-managed key: set "
+            f"{describe(bucket)} has no customer-managed key: set "
             "encryption.default_kms_key_name to a Cloud KMS CryptoKey in the bucket's location "
             "(and grant the Cloud Storage service agent roles/cloudkms.cryptoKeyEncrypterDecrypter "
             "on it).",
@@ -113,7 +120,7 @@ def _check_azure(account: PolicyResource, report: ReportViolation) -> None:
         ok_vault = True
     if not same(source, "Microsoft.Keyvault") or not ok_vault:
         report(
-            f"{describe(account)} holds gpudr data but is encrypted with Microsoft-managed keys "
+            f"{describe(account)} is encrypted with Microsoft-managed keys "
             f"(encryption.keySource {source!r}, keyVaultProperties "
             f"{'set' if ok_vault else 'missing'}): set encryption.key_source "
             '"Microsoft.Keyvault" with key_vault_properties (key_name, key_vault_uri) of the '
@@ -123,15 +130,16 @@ def _check_azure(account: PolicyResource, report: ReportViolation) -> None:
 
 
 def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args))
     stack = Stack(args.resources)
     guard = UnknownGuard()
-    for bucket in stack.data_buckets():
+    for bucket in stack.buckets():
         with guard.check():
-            if bucket.resource_type == S3_BUCKET:
+            if kind(bucket) == S3_BUCKET:
                 _check_s3(stack, bucket, report)
-            elif bucket.resource_type == GCS_BUCKET:
+            elif kind(bucket) == GCS_BUCKET:
                 _check_gcs(bucket, report)
-            elif bucket.resource_type == AZ_STORAGE_ACCOUNT:
+            elif kind(bucket) == AZ_STORAGE_ACCOUNT:
                 _check_azure(bucket, report)
     guard.raise_first()
 
@@ -139,13 +147,14 @@ def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
 data_encrypted_at_rest = StackValidationPolicy(
     name="data-encrypted-at-rest",
     description=(
-        "Every gpudr data bucket (S3 bucket, GCS bucket, Azure storage account tagged "
-        "gpudr:dr-role data-*) is encrypted with a customer-managed key: SSE-KMS with a key "
-        "other than aws/s3, a Cloud KMS default key, or a Key Vault key."
+        "Every S3 bucket (Bucket or BucketV2), GCS bucket and Azure storage account, tagged "
+        "or not, is encrypted with a customer-managed key: SSE-KMS with a key other than "
+        "aws/s3, a Cloud KMS default key, or a Key Vault key."
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
+    config_schema=SCHEMA,
     remediation_steps=(
         "AWS: declare aws.s3.BucketServerSideEncryptionConfiguration for the bucket with "
         'sse_algorithm "aws:kms" and kms_master_key_id set to the site\'s customer-managed '

@@ -26,13 +26,19 @@ from .common import (
     S3_POLICY,
     Stack,
     UnknownGuard,
+    config_schema,
     describe,
+    exempting,
     get,
     is_true,
     items,
     json_document,
+    kind,
+    policy_config,
     same,
 )
+
+SCHEMA = config_schema()
 
 ACCEPTED_TLS = ("TLS1_2", "TLS1_3")
 
@@ -74,7 +80,7 @@ def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> 
         else "no BucketPolicy refers to it"
     )
     report(
-        f"{describe(bucket)} holds gpudr data and accepts plain HTTP: {found}. Add to an "
+        f"{describe(bucket)} accepts plain HTTP: {found}. Add to an "
         'aws.s3.BucketPolicy for it the statement {"Sid": "DenyInsecureTransport", "Effect": '
         '"Deny", "Principal": "*", "Action": "s3:*", "Resource": [<bucket ARN>, '
         '<bucket ARN>/*], "Condition": {"Bool": {"aws:SecureTransport": "false"}}}.',
@@ -97,10 +103,11 @@ def _check_azure(account: PolicyResource, report: ReportViolation) -> None:
 
 
 def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args))
     stack = Stack(args.resources)
     guard = UnknownGuard()
-    for bucket in stack.data_buckets():
-        if bucket.resource_type == S3_BUCKET:
+    for bucket in stack.buckets():
+        if kind(bucket) == S3_BUCKET:
             with guard.check():
                 _check_s3(stack, bucket, report)
         # gcp:storage/bucket:Bucket: Cloud Storage is HTTPS-only by design; nothing to set.
@@ -114,15 +121,16 @@ def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
 encryption_in_transit = StackValidationPolicy(
     name="encryption-in-transit",
     description=(
-        "DR data is reachable only over TLS: S3 data buckets have a bucket policy denying "
-        "aws:SecureTransport false; Azure storage accounts require TLS 1.2 and HTTPS only. "
-        "(Cloud Storage is HTTPS-only by design.)"
+        "Storage is reachable only over TLS, gpudr-tagged or not: S3 buckets have a bucket "
+        "policy denying aws:SecureTransport false; Azure storage accounts require TLS 1.2 "
+        "and HTTPS only. (Cloud Storage is HTTPS-only by design.)"
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.HIGH,
+    config_schema=SCHEMA,
     remediation_steps=(
-        "AWS: attach an aws.s3.BucketPolicy to each data bucket with a Deny of s3:* on the "
+        "AWS: attach an aws.s3.BucketPolicy to each bucket with a Deny of s3:* on the "
         "bucket and bucket/* for Principal * when aws:SecureTransport is false (gpudr's "
         'components/aws/bucket.py also denies s3:TlsVersion < 1.2). Azure: minimum_tls_version="'
         'TLS1_2" and enable_https_traffic_only=True on every storage account.'

@@ -33,6 +33,7 @@ from .common import (
     AKS_AGENT_POOL,
     EKS_NODE_GROUP,
     GKE_NODE_POOL,
+    canonical_type,
     get,
     gpudr_tag,
     is_true,
@@ -78,7 +79,7 @@ def bounds(resource_type: str, props: Mapping[str, Any]) -> tuple[float, float] 
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    t, props = args.resource_type, args.props
+    t, props = canonical_type(args.resource_type), args.props
     if t not in (EKS_NODE_GROUP, GKE_NODE_POOL, AKS_AGENT_POOL):
         return
     if not tag_is(t, props, "dr-role", "gpu-pool") or not tag_is(t, props, "site-role", "dr"):

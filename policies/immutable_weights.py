@@ -43,6 +43,7 @@ from .common import (
     gpudr_tag,
     is_true,
     items,
+    kind,
     number,
     policy_config,
     same,
@@ -184,11 +185,11 @@ def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
         with guard.check():
             if not is_weights(bucket):
                 continue
-            if bucket.resource_type == S3_BUCKET:
+            if kind(bucket) == S3_BUCKET:
                 _check_s3(stack, bucket, config, report)
-            elif bucket.resource_type == GCS_BUCKET:
+            elif kind(bucket) == GCS_BUCKET:
                 _check_gcs(bucket, config, report)
-            elif bucket.resource_type == AZ_STORAGE_ACCOUNT:
+            elif kind(bucket) == AZ_STORAGE_ACCOUNT:
                 _check_azure(stack, bucket, config, report)
     guard.raise_first()
 

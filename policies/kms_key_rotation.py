@@ -23,6 +23,7 @@ from .common import (
     AWS_KMS_KEY,
     AZ_VAULT_KEY,
     GCP_CRYPTO_KEY,
+    canonical_type,
     config_number,
     duration_s,
     get,
@@ -78,7 +79,8 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
     max_days = config_number(config, "max_rotation_days")
     props = args.props
     where = f"{args.name} ({args.resource_type})"
-    if args.resource_type == AWS_KMS_KEY:
+    resource_type = canonical_type(args.resource_type)
+    if resource_type == AWS_KMS_KEY:
         spec = props.get("customerMasterKeySpec") or props.get("keySpec")
         if spec not in (None, "SYMMETRIC_DEFAULT"):
             return  # AWS rotates only symmetric encryption keys
@@ -97,7 +99,7 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
                 f"set rotation_period_in_days to {aws_max:g} or less.",
                 None,
             )
-    elif args.resource_type == GCP_CRYPTO_KEY:
+    elif resource_type == GCP_CRYPTO_KEY:
         purpose = props.get("purpose")
         if purpose not in (None, "ENCRYPT_DECRYPT"):
             return  # Cloud KMS rotates only symmetric encryption keys automatically
@@ -109,7 +111,7 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
                 f'rotation_period="{int(max_days * DAY)}s" on the gcp.kms.CryptoKey.',
                 None,
             )
-    elif args.resource_type == AZ_VAULT_KEY:
+    elif resource_type == AZ_VAULT_KEY:
         period_s = _azure_rotation_s(props)
         if period_s is None or period_s > max_days * DAY:
             have = (

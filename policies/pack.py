@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
+from .bucket_versioning import bucket_versioning
 from .deletion_protection import deletion_protection
+from .dr_tags_verified import dr_tags_verified
 from .encryption_at_rest import data_encrypted_at_rest
 from .encryption_in_transit import encryption_in_transit
 from .gpu_standby_sizing import gpu_standby_sizing
 from .immutable_weights import immutable_weights
 from .kms_key_rotation import kms_key_rotation
+from .kubernetes_api_not_public import kubernetes_api_not_public
 from .no_public_access import no_public_access
 from .replication_bandwidth import replication_bandwidth
 from .replication_meets_rpo import replication_meets_rpo
+from .storage_network_restricted import storage_network_restricted
 from .weights_lock import weights_immutability_locked
 
 PACK_NAME = "gpudr"
@@ -22,6 +26,10 @@ POLICIES: list[Policy] = [
     kms_key_rotation,
     encryption_in_transit,
     no_public_access,
+    bucket_versioning,
+    kubernetes_api_not_public,
+    storage_network_restricted,
+    dr_tags_verified,
     replication_meets_rpo,
     replication_bandwidth,
     immutable_weights,

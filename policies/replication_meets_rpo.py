@@ -44,19 +44,25 @@ from .common import (
     DataClass,
     Stack,
     UnknownGuard,
+    config_schema,
     data_class,
     default_quota_mbps,
     describe,
     duration_s,
+    exempting,
     flow_of,
     get,
     items,
+    kind,
     links_to,
+    policy_config,
     rate_expression_s,
     same,
     seconds,
 )
+from .grants import write_grants
 
+SCHEMA = config_schema()
 RTC_LAG_S = sizing.lag_floor_s("crr-rtc") or 0.0
 TURBO_LAG_S = sizing.lag_floor_s("gcs-turbo") or 0.0
 # Storage Transfer Service runs a job every 24 h when its schedule names no repeatInterval.
@@ -300,7 +306,18 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
     mechanism = d.mechanism
     if mechanism == "dual-write":
         # Synchronous: the writer commits only once every copy exists (RPO 0 at the writer).
-        # That is the writer's behaviour; no infrastructure setting can show it.
+        # That behaviour no setting can show; what the stack can show is that the writer may
+        # write this copy. Without that grant the claim is a label on a bucket nobody fills.
+        if not write_grants(stack, bucket):
+            report(
+                f"{describe(bucket)} claims {_target(d)}, but this stack grants no identity "
+                "write access to it, so nothing shows a second copy is written: declare the "
+                "writer's grant on this copy (gpudr's components do: an IAM policy allowing "
+                "s3:PutObject on its objects, a bucket IAM member with roles/storage."
+                "objectCreator, or a Storage Blob Data Contributor role assignment on the "
+                "account), or replicate this class (replication: in the plan).",
+                bucket.urn,
+            )
         return
     if mechanism not in CHECKED_ON:
         report(
@@ -312,7 +329,7 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         )
         return
     role, resource_type = CHECKED_ON[mechanism]
-    if role not in (None, d.role) or bucket.resource_type != resource_type:
+    if role not in (None, d.role) or kind(bucket) != resource_type:
         # The other copy of the class, or a stack that does not hold the mechanism: e.g. the
         # source of a scheduled pull (the job lives in the DR site's stack, checked there).
         return
@@ -332,12 +349,41 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         _check_pull(stack, bucket, d, report)
 
 
+def _check_untagged_replication(stack: Stack, report: ReportViolation) -> None:
+    """S3 replication out of a bucket gpudr does not size: with no RPO to compare, only a
+    time guarantee (RTC) makes it a DR copy anyone can count on."""
+    sized = {b.urn for b in stack.data_buckets()}
+    for config in stack.of_type(S3_REPLICATION):
+        sources = [
+            b for b in stack.of_type(S3_BUCKET) if links_to(config, "bucket", b, ("bucket", "id"))
+        ]
+        if any(b.urn in sized for b in sources):
+            continue  # judged against its RPO above
+        slow = [
+            get(rule, "id") or f"#{i}"
+            for i, rule in enumerate(items(config.props.get("rules")))
+            if same(get(rule, "status"), "Enabled") and not _rtc_rule(rule)
+        ]
+        if slow:
+            report(
+                f"{describe(config)} replicates with no time guarantee (rules "
+                f"{', '.join(map(str, slow))} lack Replication Time Control): no RPO can be "
+                'shown for that copy. Set destination.replication_time={status: "Enabled", '
+                'time: {minutes: 15}} and metrics={status: "Enabled", event_threshold: '
+                "{minutes: 15}} on each rule, or exempt it in the pack config with a reason.",
+                config.urn,
+            )
+
+
 def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args))
     stack = Stack(args.resources)
     guard = UnknownGuard()
     for bucket in stack.data_buckets():
         with guard.check():
             _check(stack, bucket, report)
+    with guard.check():
+        _check_untagged_replication(stack, report)
     guard.raise_first()
 
 
@@ -353,6 +399,7 @@ replication_meets_rpo = StackValidationPolicy(
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
     severity=Severity.CRITICAL,
+    config_schema=SCHEMA,
     remediation_steps=(
         "Let `gpudr plan` pick the mechanism (replication: auto) and `gpudr generate` size it, "
         "then deploy what components/ declares. By hand: S3 replication rules need "

@@ -21,11 +21,20 @@ from pulumi_policy import (
     Severity,
 )
 
-from .common import AZ_STORAGE_ACCOUNT, DATA_ROLES, get, gpudr_tag, is_true, same, tag_is
+from .common import (
+    AZ_STORAGE_ACCOUNT,
+    DATA_ROLES,
+    canonical_type,
+    get,
+    gpudr_tag,
+    is_true,
+    same,
+    tag_is,
+)
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != AZ_STORAGE_ACCOUNT:
+    if canonical_type(args.resource_type) != AZ_STORAGE_ACCOUNT:
         return
     props = args.props
     if not tag_is(args.resource_type, props, "dr-role", *DATA_ROLES):

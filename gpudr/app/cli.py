@@ -270,7 +270,15 @@ def _run_plans(
     help="Write nothing; exit 1 listing the files that differ and the secrets in plain text.",
 )
 @click.option("--force", is_flag=True, help="Also overwrite files without the generated header.")
-def generate(plan_files: tuple[str, ...], root: str, check: bool, force: bool) -> None:
+@click.option(
+    "--pack-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help="The organisation's policy pack config (approved quotas, RPO floors, exemptions): the "
+    "workflow's `gpudr plan` job judges the plan under it.",
+)
+def generate(
+    plan_files: tuple[str, ...], root: str, check: bool, force: bool, pack_config: str | None
+) -> None:
     """Write, from each plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
     pair, .github/workflows/gpudr-<plan>.yml, and .github/dependabot.yml. Values set with
     `pulumi config set` (the failover switch, copied credentials, secrets) are kept; --check
@@ -285,26 +293,35 @@ def generate(plan_files: tuple[str, ...], root: str, check: bool, force: bool) -
         sys.exit(EXIT_BAD_INPUT)
     base = Path(root)
     plan_paths = {plan_file: plan_path_for(plan_file, base) for plan_file in plan_files}
-    problems = [p for p in map(plan_path_problem, plan_paths.values()) if p is not None]
+    named = list(plan_paths.values())
+    config_path = plan_path_for(pack_config, base) if pack_config else None
+    named += [config_path] if config_path else []
+    problems = [p for p in map(plan_path_problem, named) if p is not None]
     for problem in problems:
         click.echo(f"gpudr: {problem}; nothing was written", err=True)
     if problems:
         sys.exit(EXIT_BAD_INPUT)
     _refuse_shared_stacks(designs)
     codes = [
-        _generate_one(plan_file, plan_paths[plan_file], des, base, check, force)
+        _generate_one(plan_file, plan_paths[plan_file], des, base, check, force, config_path)
         for plan_file, des in zip(plan_files, designs, strict=True)
     ]
     sys.exit(max(codes))
 
 
 def _generate_one(
-    plan_file: str, plan_path: str, des: Design, base: Path, check: bool, force: bool
+    plan_file: str,
+    plan_path: str,
+    des: Design,
+    base: Path,
+    check: bool,
+    force: bool,
+    pack_config: str | None,
 ) -> int:
     """`gpudr generate` of one plan; its exit code."""
     from gpudr.app.generate import plaintext_secrets, reconcile, render_all, write
 
-    files = render_all(des, plan_path)
+    files = render_all(des, plan_path, pack_config)
     outcomes = reconcile(files, base, des.plan)
     secrets = plaintext_secrets(files, base)
     for o in outcomes:

@@ -110,14 +110,15 @@ class Rendered:
     config: Mapping[str, Any] = field(default_factory=dict)
 
 
-def render_all(design: Design, plan_path: str) -> list[Rendered]:
+def render_all(design: Design, plan_path: str, pack_config: str | None = None) -> list[Rendered]:
     """Every file the plan implies, in a stable order. `plan_path` is the plan file relative to
-    the project root, as the commands in the files and the workflow name it."""
+    the project root, as the commands in the files and the workflow name it; `pack_config` the
+    organisation's policy pack config the workflow judges the plan under (same form)."""
     command = command_for(plan_path)
     files = render_stack_files(design, command)
     runbooks = render_runbooks(design, f"<!-- {header_text(command, design.plan.name)} -->")
     files += [Rendered(p, "runbook", text) for p, text in sorted(runbooks.items())]
-    files.append(render_workflow(design, plan_path, [f.path for f in files]))
+    files.append(render_workflow(design, plan_path, [f.path for f in files], pack_config))
     files.append(render_dependabot())
     return files
 
@@ -155,7 +156,9 @@ def _gh(expression: str) -> str:
     return "${{ " + expression + " }}"
 
 
-def render_workflow(design: Design, plan_path: str, generated: Sequence[str]) -> Rendered:
+def render_workflow(
+    design: Design, plan_path: str, generated: Sequence[str], pack_config: str | None = None
+) -> Rendered:
     """The pull-request workflow. `generated` is the paths of the plan's other generated files:
     the workflow runs when one of them (or itself) changes, and on no other plan's files."""
     plan = design.plan
@@ -194,9 +197,13 @@ def render_workflow(design: Design, plan_path: str, generated: Sequence[str]) ->
         environment()
         .get_template("workflow.yml.j2")
         .render(
-            header=header_text(command_for(plan_path), plan.name),
+            header=header_text(
+                command_for(plan_path) + (f" --pack-config {pack_config}" if pack_config else ""),
+                plan.name,
+            ),
             plan_name=plan.name,
             plan_path=plan_path,
+            pack_config=pack_config,
             stacks=stacks,
             paths=[*generated, path],
             gh=_gh,

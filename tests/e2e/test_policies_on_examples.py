@@ -4,6 +4,7 @@ dependencies and property dependencies."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -26,6 +27,7 @@ from policies.common import (
 )
 from policies.pack import POLICIES
 from tests.conftest import ROOT
+from tests.policies.guard_cases import TAMPERS, tampered
 from tests.policies.harness import (
     policy_resources,
     run_resource_records,
@@ -47,16 +49,28 @@ def stacks(example: str) -> list[dict[str, Any]]:
     return run_design(design(load_plan(ROOT / "examples" / f"{example}.yaml")))
 
 
-def evaluate(resources: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
-    """(policy, level, urn, message) of every violation the pack reports on one stack."""
+# The organisation's pack config the examples were approved under: the RTC quota raised for
+# the llm-training account (examples/aws-two-region.yaml asserts 5 Gbps).
+PACK_CONFIG: dict[str, dict[str, Any]] = json.loads(
+    (ROOT / "examples" / "pack-config.json").read_text()
+)
+
+
+def evaluate(
+    resources: list[dict[str, Any]], config: dict[str, dict[str, Any]] | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(policy, level, urn, message) of every violation the pack reports on one stack, under
+    the examples' pack config unless another is given."""
+    config = PACK_CONFIG if config is None else config
     out = []
     for policy in POLICIES:
         level = (policy.enforcement_level or EnforcementLevel.ADVISORY).value
+        own = config.get(policy.name)
         if isinstance(policy, StackValidationPolicy):
-            found = run_stack_records(policy, resources)
+            found = run_stack_records(policy, resources, own)
         else:
             assert isinstance(policy, ResourceValidationPolicy)
-            found = run_resource_records(policy, resources)
+            found = run_resource_records(policy, resources, own)
         out += [(policy.name, level, urn or "", message) for message, urn in found]
     return out
 
@@ -75,8 +89,12 @@ def test_azure_weights_are_reported_unlocked_advisory_until_locked() -> None:
     """Azure creates account immutability unlocked; `gpudr:lock_weights` locks it later."""
     for stack in stacks("azure-two-region"):
         advisory = [v for v in evaluate(stack["resources"]) if v[1] == "advisory"]
-        assert [v[0] for v in advisory] == ["weights-immutability-locked"], advisory
-        assert "weights-account" in advisory[0][2]
+        # Every account also answers every network (advisory: see storage_network_restricted).
+        network = [v for v in advisory if v[0] == "storage-network-restricted"]
+        assert len(network) == 3, advisory
+        locked = [v for v in advisory if v not in network]
+        assert [v[0] for v in locked] == ["weights-immutability-locked"], advisory
+        assert "weights-account" in locked[0][2]
 
 
 @pytest.mark.slow
@@ -112,3 +130,41 @@ def test_needs_recomputed_from_tags_equal_the_planners(example: str) -> None:
             assert need_mbps(facts) == pytest.approx(planner, abs=0.001), resource.urn
             checked += 1
     assert checked >= 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper", list(TAMPERS))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_tamper_of_every_stack_is_refused(example: str, tamper: str) -> None:
+    """Edits that switched the pack off on gpudr's own stacks (quota inflated, sizing zeroed,
+    dual write claimed with replication and grants removed, dr-role stripped, re-typed)."""
+    for stack in stacks(example):
+        mandatory = [
+            v for v in evaluate(tampered(stack["resources"], tamper)) if v[1] == "mandatory"
+        ]
+        assert mandatory, f"{stack['name']}: {tamper} passes the pack"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_retyping_changes_no_verdict(example: str) -> None:
+    """A bucket declared as BucketV2, or an account through an API-version module, is judged
+    exactly as the class gpudr uses: with and without the examples' quota approval."""
+
+    def verdicts(records: list[dict[str, Any]], config: dict[str, Any]) -> list[tuple[str, str]]:
+        return sorted((v[0], v[2].rsplit("::", 1)[-1]) for v in evaluate(records, config))
+
+    for stack in stacks(example):
+        for config in (PACK_CONFIG, {}):
+            retyped = tampered(stack["resources"], "retyped-only")
+            assert verdicts(retyped, config) == verdicts(stack["resources"], config), stack["name"]
+
+
+@pytest.mark.slow
+def test_an_unapproved_quota_is_refused_and_names_the_fix() -> None:
+    """Without the organisation's approval the asserted 5 Gbps RTC quota is bounded by the
+    vendor's default (1 Gbps): fail closed."""
+    for stack in stacks("aws-two-region"):
+        found = [v for v in evaluate(stack["resources"], {}) if v[1] == "mandatory"]
+        assert {v[0] for v in found} == {"dr-tags-verified"}, found
+        assert all("approved_quotas" in v[3] and "1.00 Gbps" in v[3] for v in found), found

@@ -7,15 +7,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpudr.contract import grants
 from gpudr.contract.tags import gcp_labels
 from policies.common import (
     AWS_KMS_KEY,
     AZ_BLOB_CONTAINER,
     AZ_BLOB_SERVICE,
+    AZ_ROLE_ASSIGNMENT,
     AZ_STORAGE_ACCOUNT,
     AZ_VAULT_KEY,
     GCP_CRYPTO_KEY,
     GCS_BUCKET,
+    GCS_IAM_MEMBER,
+    IAM_POLICY,
     S3_BUCKET,
     S3_ENCRYPTION,
     S3_OBJECT_LOCK,
@@ -199,7 +203,53 @@ def s3(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[s
                 "rules": [rtc_rule()],
             },
         ).link("bucket", bucket)
+    if facts.get("mechanism") == "dual-write":
+        out["writer"] = s3_writer(bucket)
     return out
+
+
+def s3_writer(bucket: Res) -> Res:
+    """The dual writer's IAM policy on the copy (components/aws/replication.py)."""
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [grants.S3_PUT_OBJECT],
+                "Resource": [grants.s3_objects_arn(bucket.inputs["bucket"])],
+            }
+        ],
+    }
+    return Res(IAM_POLICY, f"{bucket.name}-writer", {"policy": json.dumps(document)})
+
+
+def gcs_writer(bucket: Res) -> Res:
+    """The dual writer's bucket IAM member on the copy (components/gcp/writer.py)."""
+    return Res(
+        GCS_IAM_MEMBER,
+        f"{bucket.name}-writer",
+        {
+            "bucket": bucket.inputs["name"],
+            "role": grants.GCS_OBJECT_CREATOR,
+            "member": "serviceAccount:weights-writer@p.iam.gserviceaccount.com",
+        },
+    ).link("bucket", bucket)
+
+
+def azure_writer(account: Res) -> Res:
+    """The dual writer's role assignment on the account (components/azure/writer.py)."""
+    role = grants.STORAGE_BLOB_DATA_CONTRIBUTOR
+    return Res(
+        AZ_ROLE_ASSIGNMENT,
+        f"{account.name}-writer",
+        {
+            "scope": f"/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/"
+            f"storageAccounts/{account.inputs['accountName']}",
+            "roleDefinitionId": f"/subscriptions/s/providers/Microsoft.Authorization/"
+            f"roleDefinitions/{role}",
+            "principalId": "00000000-0000-0000-0000-0000000000aa",
+        },
+    ).link("scope", account)
 
 
 def rtc_rule(rtc: bool = True) -> dict[str, Any]:
@@ -247,7 +297,10 @@ def gcs(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[
     if weights:
         inputs["retentionPolicy"] = {"retentionPeriod": str(365 * 86400), "isLocked": True}
     bucket = Res(GCS_BUCKET, f"{name}-bucket", inputs, protect=True).link("encryption", key)
-    return {"bucket": bucket, "key": key}
+    out = {"bucket": bucket, "key": key}
+    if facts.get("mechanism") == "dual-write":
+        out["writer"] = gcs_writer(bucket)
+    return out
 
 
 # --- Azure ----------------------------------------------------------------------------------
@@ -304,4 +357,7 @@ def azure(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dic
         {"accountName": account_name, "containerName": name, "publicAccess": "None"},
         protect=True,
     ).link("accountName", account)
-    return {"account": account, "key": vault_key, "service": service, "container": container}
+    out = {"account": account, "key": vault_key, "service": service, "container": container}
+    if facts.get("mechanism") == "dual-write":
+        out["writer"] = azure_writer(account)
+    return out

