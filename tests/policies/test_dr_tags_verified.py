@@ -1,0 +1,125 @@
+"""dr-tags-verified: sizing tags are verified, quotas bounded by the pack config, RPO floors,
+and every bucket of a gpudr stack carries its dr-role."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policies.dr_tags_verified import dr_tags_verified
+from tests.policies.builders import CHECKPOINTS, WEIGHTS, s3, tags
+from tests.policies.harness import Res, Violations, check, run_stack
+
+APPROVED = {
+    "mechanism": "crr-rtc",
+    "mbps": 5000,
+    "reason": "AWS support case 123: RTC raised to 5 Gbps",
+}
+
+
+def judged(
+    facts: dict[str, str], config: dict[str, Any] | None = None, **changes: str | None
+) -> tuple[Violations, Res]:
+    r = s3("checkpoints", facts)
+    r["bucket"].inputs["tags"] = tags(facts, **changes)
+    return run_stack(dr_tags_verified, list(r.values()), config), r["bucket"]
+
+
+OK_CONFIG = {"approved_quotas": [APPROVED]}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param({}, None, id="as-generated"),
+        pytest.param(
+            {"burst_bytes": "0", "steady_kbps": "0", "steady_mbps": "0"},
+            "move no data",
+            id="zeroed",
+        ),
+        pytest.param({"burst_bytes": "-1"}, "negative", id="negative"),
+        pytest.param({"steady_kbps": "nan"}, "not a finite number", id="nan"),
+        pytest.param({"rpo_s": "inf"}, "not a finite number", id="infinite"),
+        pytest.param({"interval_s": "soon"}, "not a finite number", id="garbage"),
+        pytest.param({"steady_mbps": "1"}, "disagrees", id="kbps-and-mbps-disagree"),
+        pytest.param({"interval_s": "0"}, "no interval-s", id="burst-without-interval"),
+        pytest.param({"rpo_s": "0"}, "only a dual write", id="rpo-zero-replicated"),
+        pytest.param({"quota_mbps": "0"}, "a quota of nothing", id="zero-quota"),
+        pytest.param({"quota_mbps": "1e12"}, "approved_quotas", id="quota-inflated"),
+        pytest.param({"quota_mbps": "5001"}, "5.00 Gbps", id="quota-just-above-approval"),
+        pytest.param({"mechanism": "teleport"}, "no mechanism gpudr knows", id="unknown-mechanism"),
+        pytest.param({"data_class": "secrets"}, "no data class", id="unknown-class"),
+    ],
+)
+def test_sizing_tags(changes: dict[str, str], expected: str | None) -> None:
+    found, bucket = judged(CHECKPOINTS, OK_CONFIG, **changes)
+    check(found, bucket, expected)
+
+
+def test_dual_write_weights_as_generated_pass() -> None:
+    found, bucket = judged(WEIGHTS, OK_CONFIG)
+    check(found, bucket, None)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        pytest.param({}, "vendor's default is 1.00 Gbps", id="no-approval"),
+        pytest.param(APPROVED, None, id="approved"),
+        pytest.param({**APPROVED, "stacks": ["te*"]}, None, id="stack-glob-matches"),
+        pytest.param({**APPROVED, "stacks": ["prod-*"]}, "vendor's default", id="other-stacks"),
+        pytest.param({**APPROVED, "regions": ["us-east-1"]}, None, id="region-matches"),
+        pytest.param({**APPROVED, "regions": ["eu-west-1"]}, "vendor's default", id="other-region"),
+        pytest.param({**APPROVED, "reason": "ok"}, "vendor's default", id="no-real-reason"),
+        pytest.param({**APPROVED, "mechanism": "sts"}, "vendor's default", id="other-mechanism"),
+    ],
+)
+def test_asserted_quota_is_bounded_by_the_pack_config(
+    entry: dict[str, Any], expected: str | None
+) -> None:
+    config = {"approved_quotas": [entry] if entry else []}
+    found, bucket = judged(CHECKPOINTS, config)
+    check(found, bucket, expected)
+
+
+@pytest.mark.parametrize(
+    ("floors", "changes", "expected"),
+    [
+        pytest.param({"checkpoints": 14400}, {}, None, id="at-the-floor"),
+        pytest.param({"checkpoints": 7200}, {}, "floor of 2h", id="weaker"),
+        pytest.param({"checkpoints": 14400}, {"rpo_s": "none"}, "no RPO", id="none"),
+        pytest.param({"weights": 0}, {}, None, id="another-class"),
+    ],
+)
+def test_rpo_floors(
+    floors: dict[str, float], changes: dict[str, str], expected: str | None
+) -> None:
+    found, bucket = judged(CHECKPOINTS, {**OK_CONFIG, "max_rpo_s": floors}, **changes)
+    check(found, bucket, expected)
+
+
+def test_a_bucket_without_dr_role_in_a_gpudr_stack_is_refused() -> None:
+    r = s3("checkpoints", CHECKPOINTS)
+    r["bucket"].inputs["tags"] = {"gpudr:system": "llm-training"}  # dr-role stripped
+    check(run_stack(dr_tags_verified, list(r.values()), OK_CONFIG), r["bucket"], "dr-role")
+
+
+def test_a_data_bucket_components_bucket_must_carry_a_data_role() -> None:
+    component = Res("gpudr:storage:DataBucket", "checkpoints", {})
+    r = s3("checkpoints", CHECKPOINTS)
+    r["bucket"].parent = component.urn
+    r["bucket"].inputs["tags"] = tags(CHECKPOINTS, dr_role="transfer-logs")
+    found = run_stack(dr_tags_verified, [component, *r.values()], OK_CONFIG)
+    check(found, r["bucket"], "no replication check judges it")
+
+
+@pytest.mark.parametrize(
+    ("dr_stacks", "expected"), [([], None), (["te*"], "dr-role"), (["prod-*"], None)]
+)
+def test_dr_stacks_in_the_pack_config_need_tags_on_every_bucket(
+    dr_stacks: list[str], expected: str | None
+) -> None:
+    bucket = Res("aws:s3/bucket:Bucket", "plain", {"bucket": "plain", "tags": {"team": "ml"}})
+    found = run_stack(dr_tags_verified, [bucket], {"dr_stacks": dr_stacks})
+    check(found, bucket, expected)
