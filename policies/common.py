@@ -401,7 +401,7 @@ EXEMPTIONS = {
 }
 
 
-def config_schema(**properties: Mapping[str, Any]) -> PolicyConfigSchema:
+def config_schema(**properties: dict[str, Any]) -> PolicyConfigSchema:
     """A policy's config schema: its own thresholds and the shared `exemptions`."""
     return PolicyConfigSchema(properties={**properties, "exemptions": dict(EXEMPTIONS)})
 

@@ -35,8 +35,11 @@ from gpudr.contract import tags
 from gpudr.core import enums, sizing
 
 from .common import (
+    AZ_STORAGE_ACCOUNT,
     DATA_ROLES,
+    GCS_BUCKET,
     PREFIX,
+    S3_BUCKET,
     Stack,
     UnknownGuard,
     config_schema,
@@ -47,6 +50,7 @@ from .common import (
     gpudr_tag,
     is_data_bucket,
     items,
+    kind,
     mbps,
     number,
     policy_config,
@@ -151,7 +155,33 @@ def _numbers(bucket: PolicyResource) -> Iterator[str]:
             yield f"{tag.key} is negative ({raw})"
 
 
+# Where each mechanism's copies can be: (the bucket types of a source, of a replica, and of
+# a dual-region copy). A claim elsewhere names a mechanism that cannot apply to the bucket,
+# and would send the replication checks to a stack or type that never holds its settings.
+ANY = (S3_BUCKET, GCS_BUCKET, AZ_STORAGE_ACCOUNT)
+FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    enums.Mechanism.CRR_RTC: ((S3_BUCKET,), (S3_BUCKET,), ()),
+    enums.Mechanism.CRR: ((S3_BUCKET,), (S3_BUCKET,), ()),
+    enums.Mechanism.GCS_TURBO: ((), (), (GCS_BUCKET,)),
+    enums.Mechanism.GCS_DUAL_REGION: ((), (), (GCS_BUCKET,)),
+    enums.Mechanism.AZURE_OR: ((AZ_STORAGE_ACCOUNT,), (AZ_STORAGE_ACCOUNT,), ()),
+    enums.Mechanism.STS: (ANY, (GCS_BUCKET,), ()),
+    enums.Mechanism.DATASYNC: (ANY, (S3_BUCKET,), ()),
+    enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
+    enums.Mechanism.NONE: (ANY, ANY, ()),
+}
+ROLE_INDEX = {"data-source": 0, "data-replica": 1, "data-dual-region": 2}
+
+
+def _fits(bucket: PolicyResource, d: tags.BucketTags) -> bool:
+    fits = FITS.get(d.mechanism)
+    index = ROLE_INDEX.get(d.role)
+    return fits is None or index is None or kind(bucket) in fits[index]
+
+
 def _consistency(bucket: PolicyResource, d: tags.BucketTags) -> Iterator[str]:
+    if not _fits(bucket, d):
+        yield (f"mechanism {d.mechanism} cannot hold a {d.role} copy in a {bucket.resource_type}")
     if d.mechanism not in set(enums.Mechanism):
         yield f"{Tag.MECHANISM.key} {d.mechanism!r} is no mechanism gpudr knows"
     if d.data_class not in set(enums.DataClass):

@@ -30,6 +30,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpudr.contract import grants
 from gpudr.core import sizing
 
 from .common import (
@@ -60,7 +61,7 @@ from .common import (
     same,
     seconds,
 )
-from .grants import write_grants
+from .grants import read_grants, write_grants
 
 SCHEMA = config_schema()
 RTC_LAG_S = sizing.lag_floor_s("crr-rtc") or 0.0
@@ -325,6 +326,17 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
             + ("nothing" if mechanism == "none" else f"unknown mechanism {mechanism!r}")
             + ": choose a replication mechanism for this data class in the plan (replication:) "
             "and regenerate the stack.",
+            bucket.urn,
+        )
+        return
+    if grants.needs_read_grant(mechanism, d.role) and not read_grants(stack, bucket):
+        # The job runs at the DR site; here only the reader's grant can show a pull exists.
+        report(
+            f"{describe(bucket)} claims {_target(d)}, but this stack lets no identity read it, "
+            "so no scheduled pull can copy it: declare the DR site's reader grant on this copy "
+            "(gpudr's components do: an IAM policy allowing s3:GetObject on its objects, a "
+            "bucket IAM member with roles/storage.objectViewer, or Storage Blob Data Reader "
+            "on the account), or replicate this class another way.",
             bucket.urn,
         )
         return

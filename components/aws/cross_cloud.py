@@ -12,6 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_gcp as gcp
 
+from gpudr.contract import grants
 from gpudr.contract.site import StsReader
 
 
@@ -74,7 +75,7 @@ class StsReadRole(pulumi.ComponentResource):
 
 
 def _read_policy(buckets: Sequence[str], key_arn: str) -> str:
-    arns = [f"arn:aws:s3:::{b}" for b in buckets]
+    arns = [grants.s3_bucket_arn(b) for b in buckets]
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -84,7 +85,11 @@ def _read_policy(buckets: Sequence[str], key_arn: str) -> str:
                     "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
                     "Resource": arns,
                 },
-                {"Effect": "Allow", "Action": "s3:GetObject", "Resource": [f"{a}/*" for a in arns]},
+                {
+                    "Effect": "Allow",
+                    "Action": grants.S3_GET_OBJECT,
+                    "Resource": [f"{a}/*" for a in arns],
+                },
                 # Read only: the transfer can never write or delete at the primary.
                 {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key_arn},
             ],

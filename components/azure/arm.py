@@ -10,6 +10,8 @@ import uuid
 
 import pulumi
 
+from gpudr.contract import grants
+
 # Built-in role definition ids (the same GUID in every subscription and tenant).
 # Wrap/unwrap with a Key Vault key: what a storage account needs for customer-managed keys.
 KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER = "e147488a-f6f5-4113-8e2d-b22465e65bf6"
@@ -18,8 +20,8 @@ NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 # AKS deploys node pools into a capacity reservation group only with this role on it.
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 # Read and list blobs and containers, nothing else: what a scheduled pull from another cloud
-# needs on a source account. No write, no delete, no key or SAS access.
-STORAGE_BLOB_DATA_READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
+# needs on a source account (gpudr.contract.grants, which the policy pack reads too).
+STORAGE_BLOB_DATA_READER = grants.STORAGE_BLOB_DATA_READER
 
 # Role assignment names are GUIDs; uuid5 over a gpudr-specific namespace keeps them stable
 # from one run to the next, so an assignment is never re-created under a new name.

@@ -16,12 +16,13 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp.bucket import grant_bucket_roles
+from gpudr.contract import grants
 from gpudr.contract.site import DataSyncReader
 
 # Read only: objects (get, list) and the bucket's metadata, which DataSync reads to list the
 # bucket. No role that writes or deletes: the DR site can never change the primary's data.
 READ_ROLES = {
-    "object-viewer": "roles/storage.objectViewer",
+    "object-viewer": grants.GCS_OBJECT_VIEWER,
     "bucket-reader": "roles/storage.legacyBucketReader",
 }
 

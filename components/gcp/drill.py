@@ -23,6 +23,7 @@ import pulumi_gcp as gcp
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import key_path
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
+from gpudr.contract import grants
 from gpudr.contract.drill import (
     DrillConfig,
     drill_clusters,
@@ -35,7 +36,7 @@ from gpudr.contract.drill import (
 from gpudr.contract.site import BucketConfig, ClusterConfig, SiteConfig
 from gpudr.contract.tags import gcp_labels
 
-OBJECT_VIEWER = "roles/storage.objectViewer"  # storage.objects.get and .list, nothing else
+OBJECT_VIEWER = grants.GCS_OBJECT_VIEWER  # storage.objects.get and .list, nothing else
 TOKEN_CREATOR = "roles/iam.serviceAccountTokenCreator"
 
 

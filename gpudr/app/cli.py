@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from gpudr.app.env import POLICY_CONFIG_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
 from gpudr.build.stackconfig import stack_name
 from gpudr.core.design import Design, design
@@ -109,7 +110,10 @@ def main() -> None:
 @click.option(
     "--policy-config",
     type=click.Path(dir_okay=False, exists=True),
-    help="Policy levels and thresholds, as for `pulumi preview --policy-pack-config`.",
+    envvar=POLICY_CONFIG_ENV,
+    show_envvar=True,
+    help="The policy pack config (levels, thresholds, approved quotas, exemptions), as for "
+    "`pulumi preview --policy-pack-config`.",
 )
 @click.option(
     "--no-policy", is_flag=True, help="Do not run the policy pack (faster; verdicts omitted)."
@@ -273,8 +277,10 @@ def _run_plans(
 @click.option(
     "--pack-config",
     type=click.Path(dir_okay=False, exists=True),
+    envvar=POLICY_CONFIG_ENV,
+    show_envvar=True,
     help="The organisation's policy pack config (approved quotas, RPO floors, exemptions): the "
-    "workflow's `gpudr plan` job judges the plan under it.",
+    "workflow's jobs judge the plan under it.",
 )
 def generate(
     plan_files: tuple[str, ...], root: str, check: bool, force: bool, pack_config: str | None
@@ -293,10 +299,10 @@ def generate(
         sys.exit(EXIT_BAD_INPUT)
     base = Path(root)
     plan_paths = {plan_file: plan_path_for(plan_file, base) for plan_file in plan_files}
-    named = list(plan_paths.values())
     config_path = plan_path_for(pack_config, base) if pack_config else None
-    named += [config_path] if config_path else []
-    problems = [p for p in map(plan_path_problem, named) if p is not None]
+    problems = [p for p in map(plan_path_problem, plan_paths.values()) if p is not None]
+    if config_path is not None and (problem := plan_path_problem(config_path, "pack config")):
+        problems.append(f"{problem} (from --pack-config or {POLICY_CONFIG_ENV})")
     for problem in problems:
         click.echo(f"gpudr: {problem}; nothing was written", err=True)
     if problems:

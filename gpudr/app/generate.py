@@ -54,23 +54,24 @@ def command_for(plan_path: str) -> str:
     return f"gpudr generate {plan_path}"
 
 
-def plan_path_problem(plan_path: str) -> str | None:
+def plan_path_problem(plan_path: str, what: str = "plan") -> str | None:
     """What makes `plan_path` (relative to the root, as `plan_path_for` gives it) unfit for the
-    workflow, as one line with the fix; None when it is fine."""
+    workflow, as one line with the fix; None when it is fine. `what` names the file (the plan,
+    the pack config) in that line."""
     parts = plan_path.split("/")
     if not _PLAIN_PATH.fullmatch(plan_path):
         return (
-            f'plan path "{plan_path}" has characters other than letters, digits, ".", "_", "-" '
-            'and "/" (the workflow runs it in shell commands); rename the file'
+            f'{what} path "{plan_path}" has characters other than letters, digits, ".", "_", '
+            '"-" and "/" (the workflow runs it in shell commands); rename the file'
         )
     if ".." in parts or "" in parts:
         return (
-            f'plan path "{plan_path}" is outside the project root (the workflow can only name '
-            "files in the repository); move the plan under --root, or pass the right --root"
+            f'{what} path "{plan_path}" is outside the project root (the workflow can only name '
+            f"files in the repository); move the {what} under --root, or pass the right --root"
         )
     if any(part.startswith("-") for part in parts):
         return (
-            f'plan path "{plan_path}" has a part starting with "-" (read as an option); rename it'
+            f'{what} path "{plan_path}" has a part starting with "-" (read as an option); rename it'
         )
     return None
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from gpudr.app.env import POLICY_CONFIG_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 from gpudr.core.paths import PROJECT_DIR
 from gpudr.docs.diff import DEFAULT_LIMIT, diff_reports
@@ -181,6 +182,10 @@ def _start(side: str, label: str, project: Path, plan: Path, tmp: Path) -> _Run:
         x for x in (str(project), os.environ.get("PYTHONPATH", "")) if x
     )
     env.pop("PYTHONSAFEPATH", None)
+    # Both sides are judged under the pack config of the working tree (the base may not have
+    # the file, or an older one); the runs start elsewhere, so it is made absolute here.
+    if env.get(POLICY_CONFIG_ENV):
+        env[POLICY_CONFIG_ENV] = str(Path(env[POLICY_CONFIG_ENV]).resolve())
     plan_arg = os.path.relpath(plan, project)
     with err.open("wb") as err_file:
         proc = subprocess.Popen(

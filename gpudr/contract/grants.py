@@ -24,7 +24,7 @@ Standard library only: the Pulumi program and the policy pack read this module.
 
 from __future__ import annotations
 
-from gpudr.core.enums import Mechanism
+from gpudr.core.enums import PULLED, Mechanism
 
 # --- AWS: IAM actions (IAM compares them case-insensitively) --------------------------------
 
@@ -81,3 +81,34 @@ def needs_write_grant(mechanism: str) -> bool:
     """Whether every copy of a class with this mechanism needs a write grant declared by the
     stack that owns it: a dual-written class, whose writer writes each copy itself."""
     return mechanism == Mechanism.DUAL_WRITE
+
+
+# --- reads: what a scheduled pull's reader needs on the source copy --------------------------
+#
+# A class pulled on a schedule (Storage Transfer Service into GCS, DataSync into S3) is copied
+# by the DR site's job, which reads the source with an identity the source's stack grants:
+# AWS an IAM policy allowing s3:GetObject (components/aws/cross_cloud.py), GCP a bucket IAM
+# member with objectViewer (components/gcp/cross_cloud.py), Azure Storage Blob Data Reader on
+# the account (components/azure/cross_cloud.py). The pack refuses a source copy that claims a
+# pull while its stack lets nobody read it.
+
+S3_GET_OBJECT = "s3:GetObject"
+S3_READ_ACTIONS = (S3_GET_OBJECT, "s3:*")
+GCS_OBJECT_VIEWER = "roles/storage.objectViewer"
+GCS_READ_ROLES = (
+    GCS_OBJECT_VIEWER,
+    GCS_OBJECT_USER,
+    "roles/storage.objectAdmin",
+    "roles/storage.admin",
+)
+# Read and list blobs and containers, nothing else: no write, no delete, no key or SAS access.
+STORAGE_BLOB_DATA_READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
+AZURE_BLOB_READ_ROLE_IDS = {
+    STORAGE_BLOB_DATA_READER: "Storage Blob Data Reader",
+    **AZURE_BLOB_WRITE_ROLE_IDS,
+}
+
+
+def needs_read_grant(mechanism: str, dr_role: str) -> bool:
+    """Whether this copy needs a read grant declared by its stack: the source of a pull."""
+    return mechanism in PULLED and dr_role == "data-source"

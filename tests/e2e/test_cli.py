@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,8 +145,16 @@ def test_unknown_stack_exits_2() -> None:
     assert 'gpudr: --stack "nope" is not a stack of this plan' in result.output
 
 
-def test_generate_writes_the_stack_files_marked(tmp_path: Path) -> None:
-    result = invoke("generate", str(EXAMPLE), "--root", str(tmp_path))
+def test_generate_writes_the_stack_files_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The workflow names the plan by its path under the root: the plan must be there, and so
+    # must the pack config (none here).
+    monkeypatch.delenv("GPUDR_POLICY_CONFIG")
+    (tmp_path / "examples").mkdir()
+    plan = tmp_path / "examples" / EXAMPLE.name
+    shutil.copy(EXAMPLE, plan)
+    result = invoke("generate", str(plan), "--root", str(tmp_path))
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in (tmp_path / "stacks").iterdir())
     assert names == ["Pulumi.llm-training-use1.yaml", "Pulumi.llm-training-usw2.yaml"]
@@ -206,7 +215,20 @@ def test_a_policy_config_naming_an_unknown_policy_exits_2(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("name", ["config.example.json", "config.bootstrap.json"])
 def test_the_committed_policy_configs_are_accepted(name: str) -> None:
+    """On an example that asserts no raised quota (these configs approve none)."""
+    plan = ROOT / "examples" / "gcp-to-aws.yaml"
     result = CliRunner().invoke(
-        main, ["plan", str(EXAMPLE), "--policy-config", str(ROOT / "policies" / name)]
+        main, ["plan", str(plan), "--policy-config", str(ROOT / "policies" / name)]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_without_the_organisations_approval_the_raised_quota_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fail closed: the example asserts 5 Gbps of S3 RTC; with no pack config naming that
+    approval, the vendor's default (1 Gbps) bounds it, and the message names the fix."""
+    monkeypatch.delenv("GPUDR_POLICY_CONFIG")
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE)])
+    assert result.exit_code == 1, result.output
+    assert "dr-tags-verified" in result.output and "approved_quotas" in result.output

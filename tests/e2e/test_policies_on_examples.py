@@ -4,7 +4,6 @@ dependencies and property dependencies."""
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import Any
 
@@ -26,7 +25,7 @@ from policies.common import (
     number,
 )
 from policies.pack import POLICIES
-from tests.conftest import ROOT
+from tests.conftest import PACK_CONFIG, ROOT
 from tests.policies.guard_cases import TAMPERS, tampered
 from tests.policies.harness import (
     policy_resources,
@@ -47,13 +46,6 @@ EXAMPLES = [
 @cache
 def stacks(example: str) -> list[dict[str, Any]]:
     return run_design(design(load_plan(ROOT / "examples" / f"{example}.yaml")))
-
-
-# The organisation's pack config the examples were approved under: the RTC quota raised for
-# the llm-training account (examples/aws-two-region.yaml asserts 5 Gbps).
-PACK_CONFIG: dict[str, dict[str, Any]] = json.loads(
-    (ROOT / "examples" / "pack-config.json").read_text()
-)
 
 
 def evaluate(

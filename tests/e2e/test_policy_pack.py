@@ -20,7 +20,7 @@ from gpudr.app.offline.plan import run_design
 from gpudr.app.offline.policy import Violation, evaluate
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan, parse_plan
-from tests.conftest import ROOT
+from tests.conftest import PACK_CONFIG, ROOT
 
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
 
@@ -54,7 +54,7 @@ def _mandatory(found: dict[str, list[Violation]]) -> list[Violation]:
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_passes_the_pack(example: str) -> None:
-    found = evaluate(_stacks(example))
+    found = evaluate(_stacks(example), PACK_CONFIG)
     assert set(found) == {s["name"] for s in _stacks(example)}
     assert _mandatory(found) == [], f"{example}: {_mandatory(found)}"
 
@@ -158,7 +158,7 @@ def test_a_broken_variant_fails_with_the_right_policy_and_urn(
 ) -> None:
     stacks = _copy(_stacks("aws-two-region.yaml"))
     urn = brake(stacks)
-    found = _mandatory(evaluate(stacks))
+    found = _mandatory(evaluate(stacks, PACK_CONFIG))
     hits = [v for v in found if v.policy == policy]
     assert hits, f"{brake.__name__}: no {policy} violation; got {found}"
     assert urn in {v.urn for v in hits}, f"{brake.__name__}: {policy} not on {urn}: {hits}"
@@ -166,12 +166,14 @@ def test_a_broken_variant_fails_with_the_right_policy_and_urn(
 
 def test_an_undersized_direct_connect_link_fails_replication_bandwidth() -> None:
     stacks = _copy(_dx_stacks())
-    assert _mandatory(evaluate(stacks)) == []
+    assert _mandatory(evaluate(stacks, PACK_CONFIG)) == []
     dr = next(s for s in stacks if s["name"] == DR)
     ports = [r for r in dr["resources"] if r["type"] == "aws:directconnect/connection:Connection"]
     assert ports, "the DX variant registers no Direct Connect connection"
     for port in ports:
         port["inputs"]["bandwidth"] = "50Mbps"
-    found = [v for v in _mandatory(evaluate(stacks)) if v.policy == "replication-bandwidth"]
+    found = [
+        v for v in _mandatory(evaluate(stacks, PACK_CONFIG)) if v.policy == "replication-bandwidth"
+    ]
     assert found, "50 Mbps ports carry the dual-written weights: no violation"
     assert all(v.urn.startswith("urn:pulumi:") for v in found), found

@@ -17,7 +17,7 @@ from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackPro
 from gpudr.app.offline.portfolio import PlanRunError, Workers, choose_plan
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
-from tests.conftest import EXAMPLE, ROOT
+from tests.conftest import EXAMPLE, PACK_CONFIG, ROOT
 
 GCP = ROOT / "examples" / "gcp-two-region.yaml"
 AZURE = ROOT / "examples" / "azure-two-region.yaml"
@@ -191,14 +191,14 @@ def test_choose_plan_keeps_each_sdk_in_one_worker(
 
 def test_pack_session_answers_as_the_pack_does(singles: dict[str, dict[str, Any]]) -> None:
     stacks = singles[str(EXAMPLE)]["stacks"]
-    with PolicyPackProcess() as pack:
+    with PolicyPackProcess(config=PACK_CONFIG) as pack:
         # One Analyze at a time, waiting for each answer: what evaluate_stack pipelines.
         expected = {}
         for s in stacks:
             pack.configure_stack(s["name"])
             found = [v for r in s["resources"] if r["custom"] for v in pack.analyze(r)]
             expected[s["name"]] = found + pack.analyze_stack(s["resources"])
-    with PackSession() as session:
+    with PackSession(PACK_CONFIG) as session:
         got = session.submit(stacks).result()
     assert got == expected
     assert [v.as_dict() for v in got[stacks[0]["name"]]] == stacks[0]["policy"]["violations"]

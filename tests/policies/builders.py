@@ -252,6 +252,27 @@ def azure_writer(account: Res) -> Res:
     ).link("scope", account)
 
 
+def readers(r: dict[str, Res]) -> dict[str, Res]:
+    """The DR site's reader grant on a pull's source copy (components/*/cross_cloud.py), one
+    per cloud: an IAM policy with s3:GetObject, objectViewer, Storage Blob Data Reader."""
+    if "account" in r:
+        grant = azure_writer(r["account"])
+        role = grants.STORAGE_BLOB_DATA_READER
+        grant.inputs["roleDefinitionId"] = (
+            grant.inputs["roleDefinitionId"].rsplit("/", 1)[0] + f"/{role}"
+        )
+    elif r["bucket"].type == GCS_BUCKET:
+        grant = gcs_writer(r["bucket"])
+        grant.inputs["role"] = grants.GCS_OBJECT_VIEWER
+    else:
+        grant = s3_writer(r["bucket"])
+        document = json.loads(grant.inputs["policy"])
+        document["Statement"][0]["Action"] = [grants.S3_GET_OBJECT]
+        grant.inputs["policy"] = json.dumps(document)
+    grant.name = grant.name.replace("-writer", "-reader")
+    return {**r, "reader": grant}
+
+
 def rtc_rule(rtc: bool = True) -> dict[str, Any]:
     destination: dict[str, Any] = {
         "bucket": "arn:aws:s3:::llm-usw2-checkpoints-def456",

@@ -302,6 +302,14 @@ def sizing_zeroed(records: Records) -> Records:
     return records
 
 
+GRANTS = (
+    "aws:iam/policy:Policy",
+    "aws:iam/rolePolicy:RolePolicy",
+    "gcp:storage/bucketIAMMember:BucketIAMMember",
+    "azure-native:authorization:RoleAssignment",
+)
+
+
 def relabelled_dual_write(records: Records) -> Records:
     """Every class claims dual write; every replication, pull and write grant is deleted."""
     for r in _data_buckets(records):
@@ -309,13 +317,17 @@ def relabelled_dual_write(records: Records) -> Records:
         _set(r, "rpo-s", "0")
         r["inputs"].pop("customPlacementConfig", None)  # a dual-region bucket made single
         r["inputs"].pop("rpo", None)
-    grants = (
-        "aws:iam/policy:Policy",
-        "aws:iam/rolePolicy:RolePolicy",
-        "gcp:storage/bucketIAMMember:BucketIAMMember",
-        "azure-native:authorization:RoleAssignment",
-    )
-    return [r for r in records if r["type"] not in (*REPLICATION, *grants)]
+    return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
+
+
+def relabelled_pull(records: Records) -> Records:
+    """Every class claims a scheduled pull (whose job lives in another stack); every
+    replication, pull and grant is deleted."""
+    for r in _data_buckets(records):
+        _set(r, "mechanism", "sts")
+        r["inputs"].pop("customPlacementConfig", None)
+        r["inputs"].pop("rpo", None)
+    return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
 
 
 def tags_stripped(records: Records) -> Records:
@@ -358,6 +370,7 @@ TAMPERS: dict[str, Callable[[Records], Records]] = {
     "quota-inflated": quota_inflated,
     "sizing-zeroed": sizing_zeroed,
     "relabelled-dual-write-replication-removed": relabelled_dual_write,
+    "relabelled-pull-replication-removed": relabelled_pull,
     "dr-role-stripped": tags_stripped,
     "retyped-and-zeroed": retyped,
 }

@@ -123,3 +123,21 @@ def test_dr_stacks_in_the_pack_config_need_tags_on_every_bucket(
     bucket = Res("aws:s3/bucket:Bucket", "plain", {"bucket": "plain", "tags": {"team": "ml"}})
     found = run_stack(dr_tags_verified, [bucket], {"dr_stacks": dr_stacks})
     check(found, bucket, expected)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        pytest.param({"mechanism": "sts", "dr_role": "data-replica"}, "cannot hold", id="sts-s3"),
+        pytest.param(
+            {"mechanism": "gcs-turbo", "dr_role": "data-dual-region"}, "cannot hold", id="turbo-s3"
+        ),
+        pytest.param({"mechanism": "azure-or"}, "cannot hold", id="azure-or-s3"),
+        pytest.param({"mechanism": "datasync", "dr_role": "data-replica"}, None, id="datasync-s3"),
+        pytest.param({"mechanism": "sts", "dr_role": "data-source"}, None, id="sts-source-s3"),
+    ],
+)
+def test_the_mechanism_must_fit_the_copy(changes: dict[str, str], expected: str | None) -> None:
+    """A claim no bucket of this type can hold would send the replication checks elsewhere."""
+    found, bucket = judged(CHECKPOINTS, OK_CONFIG, quota_mbps="none", **changes)
+    check(found, bucket, expected)

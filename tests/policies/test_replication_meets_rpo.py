@@ -22,6 +22,7 @@ from tests.policies.builders import (
     azure,
     gcs,
     labels,
+    readers,
     rtc_rule,
     s3,
     tags,
@@ -208,7 +209,8 @@ def test_sts_run_time_counts_at_the_asserted_rate() -> None:
 
 
 def test_sts_source_bucket_is_checked_in_the_dr_stack_not_here() -> None:
-    r = s3("checkpoints", {**CHECKPOINTS, "mechanism": "sts"})
+    """The job and its schedule live at the DR site; here only the reader's grant counts."""
+    r = readers(s3("checkpoints", {**CHECKPOINTS, "mechanism": "sts"}))
     r.pop("replication", None)
     assert run_stack(replication_meets_rpo, list(r.values())) == []
 
@@ -292,3 +294,47 @@ def test_azure(changes: dict[str, str], expected: str | None) -> None:
         {"rules": [{"sourceContainer": "checkpoints", "destinationContainer": "checkpoints"}]},
     )
     check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)
+
+
+# --- a dual-write claim needs a write grant on the copy, on every cloud -----------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "target"),
+    [
+        pytest.param(lambda: s3("weights", WEIGHTS), "bucket", id="s3"),
+        pytest.param(
+            lambda: gcs("weights", {**WEIGHTS, "dr-role": "data-replica"}), "bucket", id="gcs"
+        ),
+        pytest.param(lambda: azure("weights", {**WEIGHTS}), "account", id="azure"),
+    ],
+)
+def test_dual_write_without_a_write_grant_is_refused(
+    build: Callable[[], dict[str, Res]], target: str
+) -> None:
+    r = build()
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+    r.pop("writer")
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    check(found, r[target], "grants no identity write access")
+
+
+# --- the source of a scheduled pull: its stack must let the puller read it ---------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "mechanism", "target"),
+    [
+        pytest.param(s3, "sts", "bucket", id="s3-to-gcs-sts"),
+        pytest.param(gcs, "datasync", "bucket", id="gcs-to-s3-datasync"),
+        pytest.param(azure, "sts", "account", id="azure-to-gcs-sts"),
+    ],
+)
+def test_a_pull_source_without_a_read_grant_is_refused(
+    build: Callable[[str, dict[str, str]], dict[str, Res]], mechanism: str, target: str
+) -> None:
+    facts = {**CHECKPOINTS, "mechanism": mechanism, "dr-role": "data-source"}
+    r = readers(build("checkpoints", facts))
+    assert run_stack(replication_meets_rpo, list(r.values())) == []
+    r.pop("reader")
+    check(run_stack(replication_meets_rpo, list(r.values())), r[target], "lets no identity read")

