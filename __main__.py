@@ -52,6 +52,10 @@ def site(stack: StackConfig) -> None:
     # to pull from this site (copy with `pulumi config set`, secrets with --secret; README,
     # "Cross-cloud credentials"). Empty where nothing crosses clouds.
     pulumi.export("transfer_credentials", getattr(component, "transfer_credentials", {}))
+    if hasattr(component, "writer_role_arns"):
+        # AWS: {data class: ARN of the role its dual writer's pods assume here}, for the
+        # writer's EKS Pod Identity association.
+        pulumi.export("writer_role_arns", component.writer_role_arns)
 
 
 def drill(stack: StackConfig, config: DrillConfig) -> None:

@@ -1,12 +1,13 @@
 """Replication out of a site: the S3 replication role, one replication configuration per source
 bucket with Replication Time Control where the RPO needs it, the CloudWatch alarms that page when
-replication falls behind, and the writer policy for data classes that are dual-written."""
+replication falls behind, and for data classes that are dual-written the writer policy and the
+role it is attached to (the identity the writer's pods assume through EKS Pod Identity)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -24,6 +25,18 @@ class SourceBucket:
 
 
 @dataclass(frozen=True)
+class WriterIdentity:
+    """Who holds a dual-written class's write grant at a site: the IAM role its writer's pods
+    assume (gpudr.contract.naming.writer_role_name), from the site's own EKS clusters."""
+
+    role_name: str
+    # The names of the site's EKS clusters, as an IAM pattern:
+    # gpudr.contract.naming.cluster_name(system, site, "*").
+    clusters: str
+    tags: dict[str, str]
+
+
+@dataclass(frozen=True)
 class SiteReplicationArgs:
     region: pulumi.Input[str]
     account_id: pulumi.Input[str]
@@ -31,6 +44,8 @@ class SiteReplicationArgs:
     key_arn: pulumi.Input[str]
     sources: Sequence[SourceBucket]
     tags: pulumi.Input[dict[str, str]]
+    # data class -> its writer's role, for every dual-written source bucket.
+    writers: Mapping[str, WriterIdentity] = field(default_factory=dict)
 
 
 def kms_alias_arn(region: str, account: str, alias: str) -> str:
@@ -40,6 +55,8 @@ def kms_alias_arn(region: str, account: str, alias: str) -> str:
 class SiteReplication(pulumi.ComponentResource):
     role_arn: pulumi.Output[str]
     rule_ids: pulumi.Output[list[str]]
+    # data class -> the ARN of the role its writer assumes (dual-written classes only)
+    writer_role_arns: dict[str, pulumi.Output[str]]
 
     def __init__(
         self, name: str, args: SiteReplicationArgs, opts: pulumi.ResourceOptions | None = None
@@ -93,10 +110,11 @@ class SiteReplication(pulumi.ComponentResource):
             for target in cfg.replication:
                 rule_ids.append(target.rule_id)
                 _alarms(self, f"{name}-{target.rule_id}", cfg, target, args)
+        self.writer_role_arns = {}
         for source in args.sources:
             cfg = source.config
             if cfg.dual_write_buckets:
-                writer_policy(
+                policy = writer_policy(
                     self,
                     f"{name}-{cfg.data_class}-writer",
                     cfg=cfg,
@@ -104,6 +122,13 @@ class SiteReplication(pulumi.ComponentResource):
                     account_id=args.account_id,
                     tags=args.tags,
                 )
+                writer = writer_role(
+                    self,
+                    f"{name}-{cfg.data_class}-writer",
+                    policy=policy,
+                    identity=args.writers[cfg.data_class],
+                )
+                self.writer_role_arns[cfg.data_class] = writer.arn
         self.role_arn = role.arn
         self.rule_ids = pulumi.Output.from_input(rule_ids)
         self.register_outputs({"role_arn": self.role_arn, "rule_ids": self.rule_ids})
@@ -236,9 +261,10 @@ def writer_policy(
     policy_name: str | None = None,
 ) -> aws.iam.Policy:
     """Dual write holds RPO 0 only if the writer (the model registry's publish job) writes
-    every copy before it reports success; attach this policy to that job's role. `buckets` are
-    the S3 copies it may write, this one first; each stack that owns a copy declares one (a DR
-    site's writer attaches its own after failover). The name is `gpudr-<name>` unless given."""
+    every copy before it reports success; `writer_role` attaches it to the role that job
+    assumes. `buckets` are the S3 copies it may write, this one first; each stack that owns a
+    copy declares one (a DR site's writer assumes its own role after failover). The name is
+    `gpudr-<name>` unless given."""
     return aws.iam.Policy(
         name,
         name=policy_name or f"gpudr-{name}"[:128],
@@ -271,6 +297,56 @@ def writer_policy(
         tags=tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )
+
+
+def pod_identity_trust(clusters: str) -> str:
+    """The trust policy EKS Pod Identity needs (Amazon EKS User Guide, "Create IAM role with
+    trust policy required by EKS Pod Identity",
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html): the service principal
+    pods.eks.amazonaws.com may sts:AssumeRole, and sts:TagSession to pass the session tags it
+    adds (the cluster's name among them). The condition on that tag, as the same page shows for
+    namespaces and service accounts, keeps the role to pods of the site's own clusters: no other
+    cluster's Pod Identity association can hand it out."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "pods.eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    "Condition": {"StringLike": {"aws:RequestTag/eks-cluster-name": clusters}},
+                }
+            ],
+        }
+    )
+
+
+def writer_role(
+    parent: pulumi.Resource,
+    name: str,
+    *,
+    policy: aws.iam.Policy,
+    identity: WriterIdentity,
+) -> aws.iam.Role:
+    """The role a writer policy is attached to: a policy attached to nothing lets nobody
+    write. The writer's pods assume it through EKS Pod Identity (`pod_identity_trust`); the
+    attachment names the policy by its ARN output, so it is created after the policy and the
+    policy pack sees which policy reaches the role."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        f"{name}-role",
+        name=identity.role_name,
+        description="gpudr: the dual writer (EKS Pod Identity) writes every copy of its class",
+        assume_role_policy=pod_identity_trust(identity.clusters),
+        tags=identity.tags,
+        opts=opts,
+    )
+    aws.iam.RolePolicyAttachment(
+        f"{name}-attachment", role=role.name, policy_arn=policy.arn, opts=opts
+    )
+    return role
 
 
 def _role_policy(

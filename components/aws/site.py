@@ -34,15 +34,19 @@ from components.aws.replication import (
     SiteReplication,
     SiteReplicationArgs,
     SourceBucket,
+    WriterIdentity,
     writer_policy,
+    writer_role,
 )
 from components.config import TransferCredentials
 from gpudr.contract.grants import needs_write_grant
 from gpudr.contract.naming import (
+    cluster_name,
     datasync_role_name,
     datasync_task_prefix,
     stack_name,
     writer_name,
+    writer_role_name,
 )
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
@@ -78,6 +82,9 @@ class AwsSite(pulumi.ComponentResource):
     # What a DR site on another cloud needs to pull from this one ({dr site: {config key:
     # value}}). An AWS primary needs none: GCP reads S3 by federation, with no key to hand over.
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
+    # {data class: ARN of the role its dual writer assumes here}, for the writer's Pod Identity
+    # association; empty where nothing is dual-written.
+    writer_role_arns: pulumi.Output[dict[str, str]]
 
     def __init__(
         self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -109,8 +116,8 @@ class AwsSite(pulumi.ComponentResource):
         )
         network = self._network()
         buckets = self._buckets(key, cross_account_role)
-        self._replication(buckets, key, account_id)
-        self._writers(account_id)
+        writer_role_arns = self._replication(buckets, key, account_id)
+        writer_role_arns.update(self._writers(account_id))
         clusters = self._clusters(network, key, args.failover)
         for link in cfg.links:
             self._link(link, network)
@@ -125,6 +132,11 @@ class AwsSite(pulumi.ComponentResource):
         self.key_id = key.key_arn
         self.dual_write_endpoint = network.s3_interface_endpoint_dns
         self.transfer_credentials = pulumi.Output.from_input({})
+        self.writer_role_arns = (
+            pulumi.Output.all(**writer_role_arns)
+            if writer_role_arns
+            else pulumi.Output.from_input({})
+        )
         self.register_outputs(
             {
                 "buckets": self.buckets,
@@ -133,7 +145,18 @@ class AwsSite(pulumi.ComponentResource):
                 "key_arn": self.key_arn,
                 "dual_write_endpoint": self.dual_write_endpoint,
                 "transfer_credentials": self.transfer_credentials,
+                "writer_role_arns": self.writer_role_arns,
             }
+        )
+
+    def _writer_identity(self, data_class: str) -> WriterIdentity:
+        """The role a dual-written class's writer assumes at this site, from this site's own
+        EKS clusters."""
+        cfg = self._cfg
+        return WriterIdentity(
+            role_name=writer_role_name(cfg.system, cfg.site, data_class),
+            clusters=cluster_name(cfg.system, cfg.site, "*"),
+            tags=site_tags(cfg, DrRole.WRITER, data_class=data_class),
         )
 
     def _network(self) -> SiteNetwork:
@@ -173,9 +196,9 @@ class AwsSite(pulumi.ComponentResource):
 
     def _replication(
         self, buckets: dict[str, DataBucket], key: DataKey, account_id: pulumi.Input[str]
-    ) -> None:
+    ) -> dict[str, pulumi.Output[str]]:
         """The source buckets' pushes (S3 replication) and dual-write grants, after the buckets'
-        own settings exist."""
+        own settings exist; returns the writers' role ARNs by data class."""
         cfg = self._cfg
         sources = [
             SourceBucket(
@@ -188,8 +211,8 @@ class AwsSite(pulumi.ComponentResource):
             if b.role == "source" and (b.replication or b.dual_write_buckets)
         ]
         if not sources:
-            return
-        SiteReplication(
+            return {}
+        replication = SiteReplication(
             f"{self._name}-replication",
             SiteReplicationArgs(
                 region=cfg.region,
@@ -198,32 +221,45 @@ class AwsSite(pulumi.ComponentResource):
                 key_arn=key.key_arn,
                 sources=sources,
                 tags=site_tags(cfg, "replication"),
+                writers={
+                    s.config.data_class: self._writer_identity(s.config.data_class)
+                    for s in sources
+                    if s.config.dual_write_buckets
+                },
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[buckets[s.config.data_class] for s in sources]
             ),
         )
+        return dict(replication.writer_role_arns)
 
-    def _writers(self, account_id: pulumi.Input[str]) -> None:
+    def _writers(self, account_id: pulumi.Input[str]) -> dict[str, pulumi.Output[str]]:
         """The write grant on each other copy of a dual-written class at this site (a DR
-        copy): the policy this site's writer attaches after failover to keep writing every
-        copy. A source copy's grant, naming every copy, is its replication's (SiteReplication).
-        The other copies are named only when they are S3 buckets too."""
-        cfg = self._cfg
+        copy), attached to the role this site's writer assumes after failover to keep writing
+        every copy. A source copy's grant, naming every copy, is its replication's
+        (SiteReplication). The other copies are named only when they are S3 buckets too.
+        Returns the writers' role ARNs by data class."""
+        cfg, out = self._cfg, {}
         primaries_on_s3 = all(p.cloud == "aws" for p in cfg.peers if p.role == "primary")
         for b in cfg.buckets:
             if not needs_write_grant(b.mechanism) or (b.role == "source" and b.dual_write_buckets):
                 continue
             others = b.dual_write_buckets if primaries_on_s3 else ()
-            writer_policy(
+            writer = f"{self._name}-{b.data_class}-writer"
+            policy = writer_policy(
                 self,
-                f"{self._name}-{b.data_class}-writer",
+                writer,
                 cfg=b,
                 buckets=[b.name, *others],
                 account_id=account_id,
                 tags=site_tags(cfg, DrRole.WRITER, data_class=b.data_class),
                 policy_name=writer_name(cfg.system, cfg.site, b.data_class),
             )
+            role = writer_role(
+                self, writer, policy=policy, identity=self._writer_identity(b.data_class)
+            )
+            out[b.data_class] = role.arn
+        return out
 
     def _clusters(
         self, network: SiteNetwork, key: DataKey, failover: bool

@@ -122,6 +122,16 @@ def writer_name(system: str, site: str, data_class: str) -> str:
     return f"gpudr-{system}-{site}-{data_class}-writer"[:128]
 
 
+def writer_role_name(system: str, site: str, data_class: str) -> str:
+    """AWS: the IAM role (1-64 characters) a dual-written class's writer assumes at a site, which
+    the writer policy is attached to. `writer_name` when it fits; otherwise its first 51
+    characters and a digest, so that two long names never truncate to the same role."""
+    name = writer_name(system, site, data_class)
+    if len(name) <= 64:
+        return name
+    return f"{name[:51]}-{_digest(system, site, data_class, 'writer-role')[:12]}"
+
+
 def writer_account_id(system: str, site: str, data_class: str) -> str:
     """GCP: the writer's service account id (`GCP_ACCOUNT_ID`), readable by its class: the class
     in lower case letters, digits and hyphens, at most 11 of them, then a digest that keeps the

@@ -3,10 +3,15 @@ CLI's choosing, with nothing but what policies/requirements.txt installs in a fr
 
 The publish and enable steps need the Pulumi CLI and Pulumi Cloud, which the tests do not have.
 What they can prove is the rest: that the folder runs outside this repository. The slow test
-builds the gpudr wheel from this checkout, creates the pack's virtualenv as the CLI does
-(`python -m venv venv`, `pip install --upgrade pip setuptools wheel`, `pip install -r
-requirements.txt`, with the wheel offered through --find-links), starts the copied pack as the
-CLI does, with no PYTHONPATH, and analyzes two stacks over gRPC.
+gathers the pack's wheels in one folder as `make pack-dist` does (every pin but gpudr downloaded
+from the index by its exact pin, then the gpudr wheel built from this checkout), creates the
+pack's virtualenv as the CLI does (`python -m venv venv`, `pip install --upgrade pip setuptools
+wheel`, `pip install -r requirements.txt`), starts the copied pack as the CLI does, with no
+PYTHONPATH, and analyzes two stacks over gRPC.
+
+The installs read that folder alone (--no-index --find-links): gpudr is not a PyPI project, and
+pip offered an index beside the folder would take whichever `gpudr` it ranks highest there, one
+that anybody may register (dependency confusion), in every `make test`.
 """
 
 from __future__ import annotations
@@ -108,10 +113,44 @@ def _clean_env(venv: Path | None = None) -> dict[str, str]:
     return env
 
 
-def _build_gpudr_wheel(workdir: Path) -> Path:
-    """The gpudr wheel, built from a copy of its sources: in the checkout, setuptools would write
-    build/ and reuse a stale one (with modules deleted since) as `make pack-dist` avoids too."""
-    src, wheels = workdir / "src", workdir / "wheels"
+def _download_public_pins(workdir: Path, wheels: Path) -> None:
+    """Every pin of requirements.txt but gpudr, and the pip, setuptools and wheel the CLI
+    upgrades first, downloaded into `wheels` as wheels by exact name: the one step that reads
+    an index, and it never asks it for gpudr."""
+    pins = _pins(REQUIREMENTS.read_text())
+    third_party = workdir / "third-party.txt"
+    third_party.write_text("".join(f"{n}=={v}\n" for n, v in pins.items() if n != "gpudr"))
+    _run(
+        "download the public pins (requirements.txt without gpudr)",
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--progress-bar",
+            "off",
+            "--dest",
+            wheels,
+            "-r",
+            third_party,
+            "pip",
+            "setuptools",
+            "wheel",
+        ],
+        cwd=workdir,
+        env=_clean_env(),
+        timeout=INSTALL_TIMEOUT_S,
+    )
+    assert not list(wheels.glob("gpudr-*")), "the index was asked for gpudr"
+
+
+def _build_gpudr_wheel(workdir: Path, wheels: Path) -> None:
+    """The gpudr wheel, built into `wheels` from a copy of its sources: in the checkout,
+    setuptools would write build/ and reuse a stale one (with modules deleted since) as `make
+    pack-dist` avoids too."""
+    src = workdir / "src"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     src.mkdir()
     shutil.copy2(ROOT / "pyproject.toml", src)
@@ -124,9 +163,8 @@ def _build_gpudr_wheel(workdir: Path) -> Path:
         env=_clean_env(),
         timeout=BUILD_TIMEOUT_S,
     )
-    built = sorted(wheels.glob("gpudr-*.whl"))
+    built = sorted(wheels.glob("gpudr-*"))
     assert len(built) == 1, built
-    return wheels
 
 
 # --- quick checks of the files --------------------------------------------------------------
@@ -161,7 +199,9 @@ def test_the_pack_builds_its_virtualenv_inside_itself_and_does_not_publish_it() 
 @pytest.mark.slow
 def test_pack_runs_from_its_requirements_alone_outside_the_repository(tmp_path: Path) -> None:
     started = time.monotonic()
-    wheels = _build_gpudr_wheel(tmp_path)
+    wheels = tmp_path / "wheels"
+    _download_public_pins(tmp_path, wheels)
+    _build_gpudr_wheel(tmp_path, wheels)
 
     # Another name than `policies`, as the CLI installs a published pack in a versioned folder.
     pack = tmp_path / "gpudr-0.1.0"
@@ -175,7 +215,9 @@ def test_pack_runs_from_its_requirements_alone_outside_the_repository(tmp_path: 
         env=_clean_env(),
         timeout=120,
     )
-    pip = [python, "-m", "pip", "install", "--progress-bar", "off"]
+    # No index: every file comes from `wheels`, and this checkout's wheel is the only gpudr.
+    pip = [python, "-m", "pip", "install", "--progress-bar", "off", "--no-index"]
+    pip += ["--find-links", wheels]
     _run(
         "upgrade pip, setuptools and wheel as the Pulumi CLI does first",
         [*pip, "--upgrade", "pip", "setuptools", "wheel"],
@@ -185,7 +227,7 @@ def test_pack_runs_from_its_requirements_alone_outside_the_repository(tmp_path: 
     )
     _run(
         "install policies/requirements.txt",
-        [*pip, "--find-links", wheels, "-r", "requirements.txt"],
+        [*pip, "-r", "requirements.txt"],
         cwd=pack,
         env=_clean_env(venv),
         timeout=INSTALL_TIMEOUT_S,

@@ -1,8 +1,9 @@
 """The dual writer's grant on every S3 copy of a dual-written class: the source's (with its
-replication) and the DR copy's (the policy the DR site's writer attaches after failover), each
-declared by the stack that owns the copy. Two hand-built sites run through the real program
-under the mocks: a primary in us-east-1 and its DR site in us-west-2, weights dual-written and
-checkpoints replicated by S3."""
+replication) and the DR copy's (the policy the DR site's writer holds after failover), each
+declared by the stack that owns the copy and attached to the role the site's writer assumes
+(EKS Pod Identity): a policy attached to nothing lets nobody write. Two hand-built sites run
+through the real program under the mocks: a primary in us-east-1 and its DR site in us-west-2,
+weights dual-written and checkpoints replicated by S3."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.contract.grants import S3_WRITE_ACTIONS, s3_objects_arn
+from gpudr.contract.naming import cluster_name, writer_role_name
 from gpudr.contract.site import BucketConfig, Lifecycle, PeerConfig, ReplicationTarget, SiteConfig
 from gpudr.contract.tags import DrRole, Tag
 
@@ -176,3 +178,75 @@ def test_a_replicated_class_gets_no_write_grant(site: str) -> None:
 def test_a_dr_copy_whose_other_copies_are_not_s3_names_only_itself() -> None:
     ((_, document),) = policies(site_run("usw2", primary_cloud="gcp"))
     assert writes(document) == {s3_objects_arn(name("usw2", "weights"))}
+
+
+# --- the identity that holds the grant -------------------------------------------------------
+
+ROLE = "aws:iam/role:Role"
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+
+
+def own_policy(r: StackRun, site: str) -> Registration:
+    """The writer policy that grants this site's copy of weights."""
+    own = s3_objects_arn(name(site, "weights"))
+    return next(p for p, d in policies(r) if own in writes(d))
+
+
+def holders(r: StackRun, policy: Registration) -> list[Registration]:
+    """The roles a policy reaches: attached by a RolePolicyAttachment whose policyArn is the
+    policy's own ARN output (recorded as a property dependency, as the policy pack reads it)."""
+    attached = [
+        a
+        for a in r.resources
+        if a.type == ATTACHMENT and policy.urn in a.property_dependencies.get("policyArn", [])
+    ]
+    return [
+        role
+        for a in attached
+        for role in r.resources
+        if role.type == ROLE and role.urn in a.property_dependencies.get("role", [])
+    ]
+
+
+@pytest.mark.parametrize("site", ["use1", "usw2"])
+def test_each_copys_write_grant_reaches_a_role_the_sites_pods_assume(site: str) -> None:
+    r = site_run(site)
+    policy = own_policy(r, site)
+    (role,) = holders(r, policy)
+    assert role.inputs["name"] == writer_role_name(SYSTEM, site, "weights")
+    assert role.parent == policy.parent, role.urn
+    tags = role.inputs["tags"]
+    assert tags[Tag.DR_ROLE.key] == DrRole.WRITER and tags[Tag.DATA_CLASS.key] == "weights"
+    assert tags[Tag.SITE.key] == site
+    # EKS Pod Identity's trust, kept to pods of this site's own clusters
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Effect"] == "Allow"
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    clusters = statement["Condition"]["StringLike"]["aws:RequestTag/eks-cluster-name"]
+    assert clusters == cluster_name(SYSTEM, site, "*")
+
+
+@pytest.mark.parametrize("site", ["use1", "usw2"])
+def test_the_attachment_names_the_writer_policy_by_its_arn(site: str) -> None:
+    r = site_run(site)
+    policy = own_policy(r, site)
+    (attachment,) = (a for a in r.resources if a.type == ATTACHMENT and "writer" in a.name)
+    assert attachment.property_dependencies["policyArn"] == [policy.urn]
+    assert attachment.inputs["policyArn"] == policy.outputs["arn"]
+    assert attachment.name == f"{policy.name}-attachment" and attachment.parent == policy.parent
+
+
+@pytest.mark.parametrize("site", ["use1", "usw2"])
+def test_the_stack_exports_the_writers_role(site: str) -> None:
+    r = site_run(site)
+    (role,) = holders(r, own_policy(r, site))
+    assert r.outputs["writer_role_arns"] == {"weights": role.outputs["arn"]}
+
+
+@pytest.mark.parametrize("site", ["use1", "usw2"])
+def test_a_replicated_class_gets_no_writer_role(site: str) -> None:
+    roles = [x for x in site_run(site).resources if x.type == ROLE]
+    assert [x.name for x in roles if "writer" in x.name] == [
+        "use1-replication-weights-writer-role" if site == "use1" else "usw2-weights-writer-role"
+    ]

@@ -9,6 +9,7 @@ from gpudr.contract.naming import (
     datasync_reader_id,
     writer_account_id,
     writer_name,
+    writer_role_name,
 )
 
 CLASSES = ["weights", "checkpoints", "datasets", "Model_Weights.v2", "x", "-", "a" * 60]
@@ -37,3 +38,10 @@ def test_the_rule_refuses_what_gcp_refuses() -> None:
 def test_writer_names_fit_iam_and_azure_limits() -> None:
     assert writer_name("llm", "usw2", "weights") == "gpudr-llm-usw2-weights-writer"
     assert len(writer_name("s" * 200, "site", "weights")) == 128
+
+
+def test_writer_role_names_fit_iams_role_limit_and_stay_distinct() -> None:
+    assert writer_role_name("llm", "usw2", "weights") == writer_name("llm", "usw2", "weights")
+    long_names = {writer_role_name("s" * 60, "site", c) for c in ("weights-a", "weights-b")}
+    assert len(long_names) == 2
+    assert all(len(n) == 64 and n.startswith("gpudr-" + "s" * 45) for n in long_names)
