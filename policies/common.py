@@ -69,6 +69,10 @@ AZ_VNET_PEERING = "azure-native:network:VirtualNetworkPeering"
 AZ_VPN_GATEWAY = "azure-native:network:VirtualNetworkGateway"
 AKS_AGENT_POOL = "azure-native:containerservice:AgentPool"
 AKS_CLUSTER = "azure-native:containerservice:ManagedCluster"
+AWS_KMS_EXTERNAL_KEY = "aws:kms/externalKey:ExternalKey"
+AWS_KMS_REPLICA_KEY = "aws:kms/replicaKey:ReplicaKey"
+AZ_MANAGED_HSM = "azure-native:keyvault:ManagedHsm"
+AZ_MANAGED_HSM_KEY = "azure-native:keyvault:ManagedHsmKey"
 AZ_ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
@@ -385,8 +389,9 @@ EXEMPTIONS = {
     "type": "array",
     "default": [],
     "description": (
-        "Resources this policy does not judge: each {resource: a name or URN (glob), stack: a "
-        "stack name (glob, optional), reason: why (required, at least 10 characters)}."
+        "Resources this policy does not judge: each {resource: a resource name, or a URN when "
+        "it starts with urn: (glob, with at least one literal character), stack: a stack name "
+        "or project/stack (glob, optional), reason: why (required, at least 10 characters)}."
     ),
     "items": {
         "type": "object",
@@ -401,9 +406,10 @@ EXEMPTIONS = {
 }
 
 
-def config_schema(**properties: dict[str, Any]) -> PolicyConfigSchema:
+def config_schema(**properties: Mapping[str, Any]) -> PolicyConfigSchema:
     """A policy's config schema: its own thresholds and the shared `exemptions`."""
-    return PolicyConfigSchema(properties={**properties, "exemptions": dict(EXEMPTIONS)})
+    merged = {key: dict(spec) for key, spec in properties.items()}
+    return PolicyConfigSchema(properties={**merged, "exemptions": dict(EXEMPTIONS)})
 
 
 def stack_of(urn: str) -> str:
@@ -411,20 +417,35 @@ def stack_of(urn: str) -> str:
     return urn.split("::", 1)[0].rsplit(":", 1)[-1]
 
 
+_WILDCARDS = set("*?[]!")
+
+
+def _names_something(pattern: str) -> bool:
+    """A pattern with at least one literal character: `*` alone exempts everything."""
+    return bool(set(pattern) - _WILDCARDS - {":", "/"})
+
+
 def exemption(config: Mapping[str, Any], urn: str) -> str | None:
-    """The reason this resource is exempt from the policy, or None."""
+    """The reason this resource is exempt from the policy, or None. `resource` is matched
+    against the resource's name, or against its whole URN when it starts with `urn:` (so a
+    name pattern cannot reach into the stack, project or type); `stack` against the stack
+    name, or `project/stack` when it holds a `/`."""
     name = urn.rsplit("::", 1)[-1]
+    project = urn.split("::", 2)[1] if urn.count("::") >= 2 else ""
     for entry in items(config.get("exemptions")):
         if not isinstance(entry, Mapping):
             continue
         reason, pattern, stack = entry.get("reason"), entry.get("resource"), entry.get("stack")
         if not isinstance(reason, str) or len(reason.strip()) < 10:
             continue
-        if not isinstance(pattern, str) or not pattern:
+        if not isinstance(pattern, str) or not _names_something(pattern):
             continue
-        if isinstance(stack, str) and not fnmatchcase(stack_of(urn), stack):
-            continue
-        if fnmatchcase(urn, pattern) or fnmatchcase(name, pattern):
+        if isinstance(stack, str):
+            where = f"{project}/{stack_of(urn)}" if "/" in stack else stack_of(urn)
+            if not fnmatchcase(where, stack):
+                continue
+        target = urn if pattern.startswith("urn:") else name
+        if fnmatchcase(target, pattern):
             return reason
     return None
 

@@ -20,9 +20,13 @@ from pulumi_policy import (
 )
 
 from .common import (
+    AWS_KMS_EXTERNAL_KEY,
     AWS_KMS_KEY,
+    AWS_KMS_REPLICA_KEY,
     AZ_BLOB_CONTAINER,
     AZ_KEY_VAULT,
+    AZ_MANAGED_HSM,
+    AZ_MANAGED_HSM_KEY,
     AZ_STORAGE_ACCOUNT,
     AZ_VAULT_KEY,
     DATA_ROLES,
@@ -42,6 +46,10 @@ from .common import (
 SCHEMA = config_schema()
 
 DATA_BEARING = (
+    AWS_KMS_EXTERNAL_KEY,
+    AWS_KMS_REPLICA_KEY,
+    AZ_MANAGED_HSM,
+    AZ_MANAGED_HSM_KEY,
     S3_BUCKET,
     GCS_BUCKET,
     AZ_STORAGE_ACCOUNT,
@@ -75,7 +83,7 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
             "set force_destroy=False.",
             None,
         )
-    if resource_type == AZ_KEY_VAULT and not is_true(
+    if resource_type in (AZ_KEY_VAULT, AZ_MANAGED_HSM) and not is_true(
         get(args.props, "properties", "enablePurgeProtection")
     ):
         report(

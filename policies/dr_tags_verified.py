@@ -19,6 +19,7 @@ The bounds live in the pack's config, which the organisation sets and a stack ca
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -105,6 +106,16 @@ SCHEMA = config_schema(
             "data bucket of that class with a weaker RPO, or none, is refused."
         ),
     },
+    site_roles={
+        "type": "object",
+        "default": {},
+        "additionalProperties": {"type": "string", "enum": ["primary", "dr"]},
+        "description": (
+            'Stack name glob -> the role of the site it deploys ({"*-use1": "primary"}): its '
+            "gpudr:site-role tags must say so, and so must its data buckets' roles. Without it "
+            "the roles are only checked against each other."
+        ),
+    },
     dr_stacks={
         "type": "array",
         "default": [],
@@ -124,6 +135,40 @@ def _is_gpudr_stack(stack: Stack, config: Mapping[str, Any]) -> bool:
         return True
     names = {stack_of(r.urn) for r in stack.resources}
     return any(fnmatchcase(n, g) for n in names for g in items(config.get("dr_stacks")))
+
+
+# The site a copy lives at, by its role: a source at the primary, a replica or the one
+# dual-region bucket at the DR site (whose stack owns it).
+SITE_OF_ROLE = {"data-source": "primary", "data-replica": "dr", "data-dual-region": "dr"}
+
+
+def _site_role(stack: Stack, config: Mapping[str, Any]) -> tuple[str | None, list[str]]:
+    """The stack's site role and what contradicts it: every gpudr:site-role tag in one stack
+    names one site, and the pack config's `site_roles` (the organisation's) overrules tags."""
+    found = {
+        str(v)
+        for r in stack.resources
+        if (v := gpudr_tag(r.resource_type, r.props, Tag.SITE_ROLE)) is not None
+    }
+    problems = []
+    if len(found) > 1:
+        problems.append(f"its resources name {len(found)} site roles ({', '.join(sorted(found))})")
+    names = {stack_of(r.urn) for r in stack.resources}
+    roles = config.get("site_roles")
+    declared = {
+        str(role)
+        for name in names
+        for glob, role in (roles.items() if isinstance(roles, Mapping) else [])
+        if fnmatchcase(name, str(glob))
+    }
+    if len(declared) > 1:
+        problems.append(f"the pack config's site_roles give it {', '.join(sorted(declared))}")
+    role = next(iter(declared)) if len(declared) == 1 else None
+    if role is not None and found and found != {role}:
+        problems.append(
+            f"the pack config's site_roles say {role}, its tags {', '.join(sorted(found))}"
+        )
+    return role or (next(iter(found)) if len(found) == 1 else None), problems
 
 
 def _role_problem(bucket: PolicyResource, gpudr_stack: bool) -> str | None:
@@ -250,10 +295,25 @@ def _bounds(bucket: PolicyResource, d: tags.BucketTags, config: Mapping[str, Any
         )
 
 
+@dataclass(frozen=True)
+class _Site:
+    """What the whole stack says about its site."""
+
+    gpudr: bool  # a gpudr stack: every bucket must carry its dr-role
+    role: str | None  # primary | dr, from the pack config or the stack's tags
+    problems: list[str]
+
+
+def _placement(d: tags.BucketTags, site: _Site) -> Iterator[str]:
+    expected = SITE_OF_ROLE.get(d.role)
+    if expected is not None and site.role is not None and site.role != expected:
+        yield f"a {d.role} copy cannot live at a {site.role} site (its source is elsewhere)"
+
+
 def _check(
-    bucket: PolicyResource, gpudr_stack: bool, config: Mapping[str, Any], report: ReportViolation
+    bucket: PolicyResource, site: _Site, config: Mapping[str, Any], report: ReportViolation
 ) -> None:
-    role = _role_problem(bucket, gpudr_stack)
+    role = _role_problem(bucket, site.gpudr)
     if role:
         report(f"{describe(bucket)} {role}.", bucket.urn)
     if not is_data_bucket(bucket):
@@ -262,6 +322,7 @@ def _check(
     if isinstance(d, str):
         return  # replication-meets-rpo names the missing tags
     problems = [*_numbers(bucket), *_consistency(bucket, d), *_bounds(bucket, d, config)]
+    problems += [*site.problems, *_placement(d, site)]
     if problems:
         report(
             f"{describe(bucket)} has gpudr tags that cannot be trusted: {'; '.join(problems)}. "
@@ -274,11 +335,11 @@ def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
     config = policy_config(SCHEMA, args)
     report = exempting(report, config)
     stack = Stack(args.resources)
-    gpudr_stack = _is_gpudr_stack(stack, config)
+    site = _Site(_is_gpudr_stack(stack, config), *_site_role(stack, config))
     guard = UnknownGuard()
     for bucket in stack.buckets():
         with guard.check():
-            _check(bucket, gpudr_stack, config, report)
+            _check(bucket, site, config, report)
     guard.raise_first()
 
 

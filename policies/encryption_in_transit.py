@@ -58,8 +58,17 @@ def _denies_insecure_transport(statement: Any) -> bool:
     actions = items(statement.get("Action"))
     if not any(a in ("s3:*", "*") for a in actions):
         return False
-    condition = get(statement, "Condition", "Bool", "aws:SecureTransport")
-    if not _condition_false(condition):
+    # Exactly `Bool: {aws:SecureTransport: false}`: any other operator or key is ANDed with it
+    # and narrows the Deny (`IpAddress` would leave plain HTTP open from everywhere else).
+    condition = statement.get("Condition")
+    if not isinstance(condition, Mapping) or list(condition) != ["Bool"]:
+        return False
+    operator = condition["Bool"]
+    if not isinstance(operator, Mapping) or list(operator) != ["aws:SecureTransport"]:
+        return False
+    if not _condition_false(operator["aws:SecureTransport"]):
+        return False
+    if statement.get("NotPrincipal") or statement.get("NotAction") or statement.get("NotResource"):
         return False
     # Both the bucket and its objects: a Deny on the bucket ARN alone leaves GetObject open.
     resources = items(statement.get("Resource"))

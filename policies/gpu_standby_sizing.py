@@ -34,15 +34,20 @@ from .common import (
     EKS_NODE_GROUP,
     GKE_NODE_POOL,
     canonical_type,
+    config_schema,
+    exempting,
     get,
     gpudr_tag,
     is_true,
     items,
     number,
+    policy_config,
     tag_is,
 )
 
 DEFAULT_WARM_FRACTION = sizing.default_warm_fraction()
+
+SCHEMA = config_schema()
 
 
 def bounds(resource_type: str, props: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -79,6 +84,7 @@ def bounds(resource_type: str, props: Mapping[str, Any]) -> tuple[float, float] 
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args), args.urn)
     t, props = canonical_type(args.resource_type), args.props
     if t not in (EKS_NODE_GROUP, GKE_NODE_POOL, AKS_AGENT_POOL):
         return
@@ -143,6 +149,7 @@ gpu_standby_sizing = ResourceValidationPolicy(
         "light, ceil(nodes x warm fraction) for warm standby, full size for active-active."
     ),
     validate=_validate,
+    config_schema=SCHEMA,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.MEDIUM,
     remediation_steps=(

@@ -10,6 +10,7 @@ role, or an Azure role assignment scoped to the storage account. A helper, not a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,27 @@ from .common import (
     same,
 )
 
+GUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# Who a Cloud Storage IAM member can name (not allUsers / allAuthenticatedUsers: no one in
+# particular, and refused by no-public-access anyway).
+GCP_PRINCIPALS = (
+    "serviceAccount:",
+    "user:",
+    "group:",
+    "domain:",
+    "principal:",
+    "principalSet:",
+    "projectEditor:",
+    "projectOwner:",
+    "projectViewer:",
+)
+IAM_ATTACHMENTS = (
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment",
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+    "aws:iam/policyAttachment:PolicyAttachment",
+)
+
 
 @dataclass(frozen=True)
 class Access:
@@ -57,12 +79,37 @@ READ = Access(
 )
 
 
-def _allows(statement: Any, objects_arn: str, access: Access) -> bool:
-    if not isinstance(statement, Mapping) or not same(statement.get("Effect"), "Allow"):
-        return False
+def _matches(statement: Mapping[str, Any], objects_arn: str, access: Access) -> bool:
+    """The statement names one of the access's actions (or `*`) on the objects (or `*`)."""
     actions = {str(a).lower() for a in items(statement.get("Action"))}
-    resources = [str(r) for r in items(statement.get("Resource"))]
-    return bool(actions & access.s3_actions) and objects_arn in resources
+    resources = {str(r) for r in items(statement.get("Resource"))}
+    return bool(actions & (access.s3_actions | {"*"})) and bool(resources & {objects_arn, "*"})
+
+
+def _allows(document: Mapping[str, Any], objects_arn: str, access: Access) -> bool:
+    """An Allow of the access on the objects, and no Deny of it in the same document. A
+    statement with a Condition does not count as a grant: it may never hold."""
+    statements = [s for s in items(document.get("Statement")) if isinstance(s, Mapping)]
+    if any(same(s.get("Effect"), "Deny") and _matches(s, objects_arn, access) for s in statements):
+        return False
+    return any(
+        same(s.get("Effect"), "Allow")
+        and not s.get("Condition")
+        and _matches(s, objects_arn, access)
+        for s in statements
+    )
+
+
+def _reaches_an_identity(stack: Stack, policy: PolicyResource) -> bool:
+    """An inline role policy on a named role, or a managed policy attached to something: a
+    managed policy attached to nothing grants nobody anything."""
+    if kind(policy) == IAM_ROLE_POLICY:
+        role = policy.props.get("role")
+        return bool(role) or bool(policy.property_dependencies.get("role"))
+    return any(
+        links_to(attachment, "policyArn", policy, ("arn",))
+        for attachment in stack.of_type(*IAM_ATTACHMENTS)
+    )
 
 
 def _s3(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyResource]:
@@ -70,13 +117,20 @@ def _s3(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyReso
     if not isinstance(name, str) or not name:
         return []
     objects_arn = grants.s3_objects_arn(name)
-    out = []
-    for policy in stack.of_type(IAM_POLICY, IAM_ROLE_POLICY):
-        document = json_document(policy.props.get("policy"))
-        statements = items(document.get("Statement")) if document else []
-        if any(_allows(s, objects_arn, access) for s in statements):
-            out.append(policy)
-    return out
+    return [
+        policy
+        for policy in stack.of_type(IAM_POLICY, IAM_ROLE_POLICY)
+        if (document := json_document(policy.props.get("policy"))) is not None
+        and _allows(document, objects_arn, access)
+        and _reaches_an_identity(stack, policy)
+    ]
+
+
+def _named_members(grant: PolicyResource) -> bool:
+    """Who the grant names: at least one principal, and no condition that may never hold."""
+    members = [grant.props.get("member"), *items(grant.props.get("members"))]
+    named = [m for m in members if isinstance(m, str) and m.startswith(GCP_PRINCIPALS)]
+    return bool(named) and not grant.props.get("condition")
 
 
 def _gcs(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyResource]:
@@ -84,25 +138,49 @@ def _gcs(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyRes
         grant
         for grant in stack.of_type(GCS_IAM_MEMBER, GCS_IAM_BINDING)
         if grant.props.get("role") in access.gcs_roles
+        and _named_members(grant)
         and links_to(grant, "bucket", bucket, ("name", "id"))
     ]
 
 
+def _scope_is(assignment: PolicyResource, account: PolicyResource) -> bool:
+    """The assignment's scope is this account: computed from it (a property dependency), or
+    its full resource id, resource group included."""
+    if assignment.property_dependencies.get("scope"):
+        return links_to(assignment, "scope", account, ("id",))
+    scope, name = assignment.props.get("scope"), account.props.get("accountName")
+    group = account.props.get("resourceGroupName")
+    if not all(isinstance(v, str) and v for v in (scope, name, group)):
+        return False
+    return bool(
+        re.fullmatch(
+            rf"/subscriptions/{GUID}/resourceGroups/{re.escape(str(group))}/providers/"
+            rf"Microsoft\.Storage/storageAccounts/{re.escape(str(name))}/?",
+            str(scope),
+            re.IGNORECASE,
+        )
+    )
+
+
+def _has_principal(assignment: PolicyResource) -> bool:
+    """A principal computed in the stack (an identity's id) or a literal, non-nil object id."""
+    if assignment.property_dependencies.get("principalId"):
+        return True
+    principal = assignment.props.get("principalId")
+    return (
+        isinstance(principal, str)
+        and re.fullmatch(GUID, principal) is not None
+        and principal.strip("0-") != ""
+    )
+
+
 def _azure(stack: Stack, account: PolicyResource, access: Access) -> list[PolicyResource]:
-    name = account.props.get("accountName")
     out = []
     for assignment in stack.of_type(AZ_ROLE_ASSIGNMENT):
         role = assignment.props.get("roleDefinitionId")
         if not isinstance(role, str) or grants.azure_role_guid(role) not in access.azure_role_ids:
             continue
-        scope = assignment.props.get("scope")
-        by_id = (
-            isinstance(scope, str)
-            and isinstance(name, str)
-            and bool(name)
-            and scope.rstrip("/").lower().endswith(f"/storageaccounts/{name.lower()}")
-        )
-        if by_id or links_to(assignment, "scope", account, ("id",)):
+        if _has_principal(assignment) and _scope_is(assignment, account):
             out.append(assignment)
     return out
 

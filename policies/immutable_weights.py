@@ -20,7 +20,6 @@ from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     Severity,
@@ -38,7 +37,9 @@ from .common import (
     Stack,
     UnknownGuard,
     config_number,
+    config_schema,
     describe,
+    exempting,
     get,
     gpudr_tag,
     is_true,
@@ -49,24 +50,22 @@ from .common import (
     same,
 )
 
-SCHEMA = PolicyConfigSchema(
-    properties={
-        "min_retention_days": {
-            "type": "number",
-            "minimum": 1,
-            "default": 30,
-            "description": "Each weights version stays immutable at least this many days.",
-        },
-        "allowed_modes": {
-            "type": "array",
-            "items": {"type": "string", "enum": ["COMPLIANCE", "GOVERNANCE"]},
-            "default": ["COMPLIANCE"],
-            "description": (
-                "S3 Object Lock modes accepted. GOVERNANCE can be bypassed by anyone with "
-                "s3:BypassGovernanceRetention."
-            ),
-        },
-    }
+SCHEMA = config_schema(
+    min_retention_days={
+        "type": "number",
+        "minimum": 1,
+        "default": 30,
+        "description": "Each weights version stays immutable at least this many days.",
+    },
+    allowed_modes={
+        "type": "array",
+        "items": {"type": "string", "enum": ["COMPLIANCE", "GOVERNANCE"]},
+        "default": ["COMPLIANCE"],
+        "description": (
+            "S3 Object Lock modes accepted. GOVERNANCE can be bypassed by anyone with "
+            "s3:BypassGovernanceRetention."
+        ),
+    },
 )
 
 
@@ -179,6 +178,7 @@ def _check_azure(
 
 def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
     config = policy_config(SCHEMA, args)
+    report = exempting(report, config)
     stack = Stack(args.resources)
     guard = UnknownGuard()
     for bucket in stack.data_buckets():

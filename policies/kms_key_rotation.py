@@ -12,7 +12,6 @@ from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
-    PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -20,12 +19,16 @@ from pulumi_policy import (
 )
 
 from .common import (
+    AWS_KMS_EXTERNAL_KEY,
     AWS_KMS_KEY,
+    AZ_MANAGED_HSM_KEY,
     AZ_VAULT_KEY,
     GCP_CRYPTO_KEY,
     canonical_type,
     config_number,
+    config_schema,
     duration_s,
+    exempting,
     get,
     is_true,
     items,
@@ -36,24 +39,22 @@ from .common import (
 
 DAY = 86400.0
 
-SCHEMA = PolicyConfigSchema(
-    properties={
-        "max_rotation_days": {
-            "type": "number",
-            "minimum": 1,
-            "default": 90,
-            "description": "Cloud KMS and Key Vault keys rotate at least this often (days).",
-        },
-        "aws_max_rotation_days": {
-            "type": "number",
-            "minimum": 90,
-            "default": 365,
-            "description": (
-                "AWS KMS keys with rotation_period_in_days set rotate at least this often "
-                "(AWS accepts 90-2560; its default period is 365)."
-            ),
-        },
-    }
+SCHEMA = config_schema(
+    max_rotation_days={
+        "type": "number",
+        "minimum": 1,
+        "default": 90,
+        "description": "Cloud KMS and Key Vault keys rotate at least this often (days).",
+    },
+    aws_max_rotation_days={
+        "type": "number",
+        "minimum": 90,
+        "default": 365,
+        "description": (
+            "AWS KMS keys with rotation_period_in_days set rotate at least this often "
+            "(AWS accepts 90-2560; its default period is 365)."
+        ),
+    },
 )
 
 
@@ -76,6 +77,7 @@ def _azure_rotation_s(props: Any) -> float | None:
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
     config = policy_config(SCHEMA, args)
+    report = exempting(report, config, args.urn)
     max_days = config_number(config, "max_rotation_days")
     props = args.props
     where = f"{args.name} ({args.resource_type})"
@@ -111,7 +113,15 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
                 f'rotation_period="{int(max_days * DAY)}s" on the gcp.kms.CryptoKey.',
                 None,
             )
-    elif resource_type == AZ_VAULT_KEY:
+    elif resource_type == AWS_KMS_EXTERNAL_KEY:
+        # Imported key material never rotates on its own: rotation is a manual re-import.
+        report(
+            f"{where} holds imported key material, which AWS KMS cannot rotate: use an "
+            "aws.kms.Key with enable_key_rotation=True, or exempt it in the pack config with "
+            "the manual rotation procedure as the reason.",
+            None,
+        )
+    elif resource_type in (AZ_VAULT_KEY, AZ_MANAGED_HSM_KEY):
         period_s = _azure_rotation_s(props)
         if period_s is None or period_s > max_days * DAY:
             have = (

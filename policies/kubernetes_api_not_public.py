@@ -36,6 +36,7 @@ from .common import (
     policy_config,
 )
 
+IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 SCHEMA = config_schema(
     min_prefix_v4={
         "type": "integer",
@@ -64,7 +65,12 @@ def _too_wide(cidrs: list[Any], config: Mapping[str, Any]) -> list[str]:
         except ValueError:
             out.append(f"{cidr!r} (not a CIDR range)")
             continue
-        if network.prefixlen < limits[network.version]:
+        if isinstance(network, ipaddress.IPv6Network) and network.subnet_of(IPV4_MAPPED):
+            # ::ffff:a.b.c.d/N is the IPv4 range a.b.c.d/(N-96): judge it as that.
+            prefix, version = network.prefixlen - 96, 4
+        else:
+            prefix, version = network.prefixlen, network.version
+        if prefix < limits[version]:
             out.append(str(network))
     return out
 
@@ -84,6 +90,14 @@ def _eks(props: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
 
 
 def _gke(props: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    # The DNS endpoint is a second way in, reachable from the internet when it allows external
+    # traffic, whatever the IP endpoint's settings.
+    if is_true(
+        get(props, "controlPlaneEndpointsConfig", "dnsEndpointConfig", "allowExternalTraffic")
+    ):
+        return (
+            "its DNS endpoint allows external traffic (dns_endpoint_config.allow_external_traffic)"
+        )
     if is_true(get(props, "privateClusterConfig", "enablePrivateEndpoint")):
         return None
     networks = props.get("masterAuthorizedNetworksConfig")

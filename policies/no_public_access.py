@@ -72,8 +72,12 @@ def _all_blocked(block: PolicyResource) -> bool:
 
 
 def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
-    # An account-wide block with all four flags covers every bucket of the account.
-    if any(_all_blocked(b) for b in stack.of_type(S3_ACCOUNT_PUBLIC_ACCESS_BLOCK)):
+    # An account-wide block with all four flags covers every bucket of the account: the stack
+    # provider's account, so only a block that names no other account counts.
+    if any(
+        _all_blocked(b) and not b.props.get("accountId")
+        for b in stack.of_type(S3_ACCOUNT_PUBLIC_ACCESS_BLOCK)
+    ):
         return
     blocks = stack.linked(bucket, S3_PUBLIC_ACCESS_BLOCK, "bucket", ("bucket", "id"))
     if any(_all_blocked(b) for b in blocks):
@@ -100,6 +104,12 @@ def _public_acl(owner: PolicyResource) -> str | None:
         uri = get(grant, "grantee", "uri")
         if isinstance(uri, str) and uri in PUBLIC_GRANTEES:
             return f"a {get(grant, 'permission')} grant to {uri.rsplit('/', 1)[-1]}"
+    # A bucket's deprecated inline `grants` (type Group, uri, permissions).
+    for grant in items(owner.props.get("grants")):
+        uri = get(grant, "uri")
+        if isinstance(uri, str) and uri in PUBLIC_GRANTEES:
+            permissions = ", ".join(map(str, items(get(grant, "permissions"))))
+            return f"an inline {permissions} grant to {uri.rsplit('/', 1)[-1]}"
     return None
 
 

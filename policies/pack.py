@@ -10,6 +10,7 @@ from .dr_tags_verified import dr_tags_verified
 from .encryption_at_rest import data_encrypted_at_rest
 from .encryption_in_transit import encryption_in_transit
 from .gpu_standby_sizing import gpu_standby_sizing
+from .guarded_class_supported import guarded_class_supported
 from .immutable_weights import immutable_weights
 from .kms_key_rotation import kms_key_rotation
 from .kubernetes_api_not_public import kubernetes_api_not_public
@@ -30,6 +31,7 @@ POLICIES: list[Policy] = [
     kubernetes_api_not_public,
     storage_network_restricted,
     dr_tags_verified,
+    guarded_class_supported,
     replication_meets_rpo,
     replication_bandwidth,
     immutable_weights,

@@ -30,7 +30,6 @@ from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     Severity,
@@ -55,9 +54,11 @@ from .common import (
     Stack,
     UnknownGuard,
     config_number,
+    config_schema,
     data_class,
     default_quota_mbps,
     describe,
+    exempting,
     get,
     mbps,
     need_mbps,
@@ -65,37 +66,35 @@ from .common import (
     policy_config,
 )
 
-SCHEMA = PolicyConfigSchema(
-    properties={
-        "headroom": {
-            "type": "number",
-            "minimum": 1,
-            "default": sizing.default_headroom(),
-            "description": "Factor applied to the summed need before comparing with capacity.",
-        },
-        "tgw_peering_gbps": {
-            "type": "number",
-            "minimum": 0.001,
-            "default": sizing.default_tgw_peering_gbps(),
-            "description": "Capacity of one transit gateway peering attachment (Gbps).",
-        },
-        "vpn_tunnel_gbps": {
-            "type": "number",
-            "minimum": 0.001,
-            "default": sizing.ha_vpn_tunnel_gbps(),
-            "description": (
-                "Capacity of one AWS <-> GCP VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps "
-                "per tunnel, the slower end. Azure <-> GCP tunnels run at the Azure gateway "
-                "SKU's per-tunnel rate."
-            ),
-        },
-        "azure_vpn_gateway_gbps": {
-            "type": "object",
-            "additionalProperties": {"type": "number"},
-            "default": sizing.azure_vpn_skus(),
-            "description": "Aggregate throughput of an Azure VPN gateway by SKU name (Gbps).",
-        },
-    }
+SCHEMA = config_schema(
+    headroom={
+        "type": "number",
+        "minimum": 1,
+        "default": sizing.default_headroom(),
+        "description": "Factor applied to the summed need before comparing with capacity.",
+    },
+    tgw_peering_gbps={
+        "type": "number",
+        "minimum": 0.001,
+        "default": sizing.default_tgw_peering_gbps(),
+        "description": "Capacity of one transit gateway peering attachment (Gbps).",
+    },
+    vpn_tunnel_gbps={
+        "type": "number",
+        "minimum": 0.001,
+        "default": sizing.ha_vpn_tunnel_gbps(),
+        "description": (
+            "Capacity of one AWS <-> GCP VPN tunnel (Gbps): AWS site-to-site VPN's 1.25 Gbps "
+            "per tunnel, the slower end. Azure <-> GCP tunnels run at the Azure gateway "
+            "SKU's per-tunnel rate."
+        ),
+    },
+    azure_vpn_gateway_gbps={
+        "type": "object",
+        "additionalProperties": {"type": "number"},
+        "default": sizing.azure_vpn_skus(),
+        "description": "Aggregate throughput of an Azure VPN gateway by SKU name (Gbps).",
+    },
 )
 
 # Quota-bound mechanisms are checked where they run: S3 RTC replication is configured on the
@@ -237,6 +236,7 @@ def _check_link(
 
 def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
     config = policy_config(SCHEMA, args)
+    report = exempting(report, config)
     headroom = config_number(config, "headroom")
     stack = Stack(args.resources)
     guard = UnknownGuard()

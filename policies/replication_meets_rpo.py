@@ -34,6 +34,7 @@ from gpudr.contract import grants
 from gpudr.core import sizing
 
 from .common import (
+    AZ_OBJECT_REPLICATION,
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
@@ -83,7 +84,8 @@ PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
 
 
 def _target(d: DataClass) -> str:
-    return f"its RPO of {seconds(d.rpo_s or 0.0)} ({d.data_class}, mechanism {d.mechanism})"
+    rpo = "a DR copy (no RPO)" if d.rpo_s is None else f"its RPO of {seconds(d.rpo_s)}"
+    return f"{rpo} ({d.data_class}, mechanism {d.mechanism})"
 
 
 # --- S3 cross-region replication (source's stack) -----------------------------------------
@@ -102,7 +104,9 @@ def _check_s3_crr(
     stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
 ) -> None:
     configs = stack.linked(bucket, S3_REPLICATION, "bucket", ("bucket", "id"))
-    rules = [r for c in configs for r in items(c.props.get("rules"))]
+    rules = [r for c in configs for r in items(c.props.get("rules"))] + _inline_rules(bucket)
+    if d.rpo_s is None and any(same(get(r, "status"), "Enabled") for r in rules):
+        return  # replicated; with no RPO there is no time to guarantee
     if not any(_rtc_rule(r) for r in rules):
         found = (
             "its replication rules have no Replication Time Control (replication_time and "
@@ -138,7 +142,8 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
     dual = len(locations) == 2 or (
         isinstance(location, str) and location.upper() in PREDEFINED_DUAL_REGIONS
     )
-    turbo = same(bucket.props.get("rpo"), "ASYNC_TURBO")
+    # With no RPO a dual-region is replicated enough: turbo only guarantees a time.
+    turbo = same(bucket.props.get("rpo"), "ASYNC_TURBO") or (d.rpo_s is None and dual)
     if not dual or not turbo:
         problems = []
         if not dual:
@@ -302,8 +307,9 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
     if isinstance(d, str):
         report(d, bucket.urn)
         return
-    if d.rpo_s is None:
-        return  # no target
+    # No RPO (`none`) skips no check: the mechanism's settings must exist all the same, only
+    # the time comparisons pass (`sizing.within` of no target). Else `rpo-s=none` would be a
+    # switch that turns replication checking off.
     mechanism = d.mechanism
     if mechanism == "dual-write":
         # Synchronous: the writer commits only once every copy exists (RPO 0 at the writer).
@@ -349,6 +355,14 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         _check_s3_crr(stack, bucket, d, report)
     elif mechanism in ("gcs-turbo", "gcs-dual-region"):
         _check_gcs_dual_region(bucket, d, report)
+    elif mechanism == "azure-or" and d.rpo_s is None:
+        if not stack.linked(bucket, AZ_OBJECT_REPLICATION, "accountName", ("accountName",)):
+            report(
+                f"{describe(bucket)} claims {_target(d)}, but no ObjectReplicationPolicy of "
+                "this stack replicates it: declare the policy pair (gpudr's "
+                "components/azure/replication.py does) or regenerate the stack.",
+                bucket.urn,
+            )
     elif mechanism == "azure-or":
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: Azure object replication "
@@ -361,6 +375,25 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         _check_pull(stack, bucket, d, report)
 
 
+def _inline_rules(bucket: PolicyResource) -> list[object]:
+    """Replication rules declared on the bucket itself (the deprecated inline
+    `replication_configuration` of `Bucket` / `BucketV2`)."""
+    return [
+        r
+        for c in items(bucket.props.get("replicationConfiguration"))
+        for r in items(get(c, "rules"))
+    ]
+
+
+def _slow_rules(rules: list[object]) -> list[str]:
+    """The enabled rules without Replication Time Control, by id (or position)."""
+    return [
+        str(get(rule, "id") or f"#{i}")
+        for i, rule in enumerate(rules)
+        if same(get(rule, "status"), "Enabled") and not _rtc_rule(rule)
+    ]
+
+
 def _check_untagged_replication(stack: Stack, report: ReportViolation) -> None:
     """S3 replication out of a bucket gpudr does not size: with no RPO to compare, only a
     time guarantee (RTC) makes it a DR copy anyone can count on."""
@@ -371,11 +404,7 @@ def _check_untagged_replication(stack: Stack, report: ReportViolation) -> None:
         ]
         if any(b.urn in sized for b in sources):
             continue  # judged against its RPO above
-        slow = [
-            get(rule, "id") or f"#{i}"
-            for i, rule in enumerate(items(config.props.get("rules")))
-            if same(get(rule, "status"), "Enabled") and not _rtc_rule(rule)
-        ]
+        slow = _slow_rules(items(config.props.get("rules")))
         if slow:
             report(
                 f"{describe(config)} replicates with no time guarantee (rules "
@@ -384,6 +413,16 @@ def _check_untagged_replication(stack: Stack, report: ReportViolation) -> None:
                 'time: {minutes: 15}} and metrics={status: "Enabled", event_threshold: '
                 "{minutes: 15}} on each rule, or exempt it in the pack config with a reason.",
                 config.urn,
+            )
+    for bucket in stack.of_type(S3_BUCKET):
+        slow = _slow_rules(_inline_rules(bucket)) if bucket.urn not in sized else []
+        if slow:
+            report(
+                f"{describe(bucket)} replicates (inline replication_configuration) with no "
+                f"time guarantee (rules {', '.join(slow)} lack Replication Time Control): no "
+                "RPO can be shown for that copy. Declare aws.s3.BucketReplicationConfig with "
+                "replication_time and metrics Enabled, or exempt it in the pack config.",
+                bucket.urn,
             )
 
 

@@ -25,15 +25,21 @@ from .common import (
     AZ_STORAGE_ACCOUNT,
     DATA_ROLES,
     canonical_type,
+    config_schema,
+    exempting,
     get,
     gpudr_tag,
     is_true,
+    policy_config,
     same,
     tag_is,
 )
 
+SCHEMA = config_schema()
+
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    report = exempting(report, policy_config(SCHEMA, args), args.urn)
     if canonical_type(args.resource_type) != AZ_STORAGE_ACCOUNT:
         return
     props = args.props
@@ -64,6 +70,7 @@ weights_immutability_locked = ResourceValidationPolicy(
         "so that nobody can shorten or disable it."
     ),
     validate=_validate,
+    config_schema=SCHEMA,
     enforcement_level=EnforcementLevel.ADVISORY,
     severity=Severity.HIGH,
     remediation_steps=(

@@ -19,7 +19,7 @@ from policies.common import (
     GCP_CRYPTO_KEY,
     GCS_BUCKET,
     GCS_IAM_MEMBER,
-    IAM_POLICY,
+    IAM_ROLE_POLICY,
     S3_BUCKET,
     S3_ENCRYPTION,
     S3_OBJECT_LOCK,
@@ -30,6 +30,7 @@ from policies.common import (
 )
 from tests.policies.harness import Res
 
+SUBSCRIPTION = "00000000-0000-0000-0000-0000000000a1"
 KEY_ARN = "arn:aws:kms:us-east-1:123456789012:key/mrk-0123456789"
 GCP_KEY = "projects/p/locations/us-east4/keyRings/r/cryptoKeys/data"
 
@@ -209,7 +210,9 @@ def s3(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dict[s
 
 
 def s3_writer(bucket: Res) -> Res:
-    """The dual writer's IAM policy on the copy (components/aws/replication.py)."""
+    """The dual writer's grant on the copy: an IAM policy on the writer's role (gpudr's
+    components attach a managed policy to the role; tests/policies/test_grants.py covers
+    attachments)."""
     document = {
         "Version": "2012-10-17",
         "Statement": [
@@ -220,7 +223,11 @@ def s3_writer(bucket: Res) -> Res:
             }
         ],
     }
-    return Res(IAM_POLICY, f"{bucket.name}-writer", {"policy": json.dumps(document)})
+    return Res(
+        IAM_ROLE_POLICY,
+        f"{bucket.name}-writer",
+        {"role": "llm-use1-weights-writer", "policy": json.dumps(document)},
+    )
 
 
 def gcs_writer(bucket: Res) -> Res:
@@ -243,7 +250,7 @@ def azure_writer(account: Res) -> Res:
         AZ_ROLE_ASSIGNMENT,
         f"{account.name}-writer",
         {
-            "scope": f"/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/"
+            "scope": f"/subscriptions/{SUBSCRIPTION}/resourceGroups/g/providers/Microsoft.Storage/"
             f"storageAccounts/{account.inputs['accountName']}",
             "roleDefinitionId": f"/subscriptions/s/providers/Microsoft.Authorization/"
             f"roleDefinitions/{role}",

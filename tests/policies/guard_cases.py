@@ -246,7 +246,126 @@ def _azure() -> list[Unsafe]:
     ]
 
 
-UNSAFE = [*_aws(), *_gcp(), *_azure()]
+def _subtle() -> list[Unsafe]:
+    """What a first review of the guard found passing: narrowed denies, inline settings,
+    another account's block, IPv4-mapped ranges, second endpoints, other providers."""
+    tls = _s3("aws:s3/bucket:Bucket", "narrow", forceDestroy=False)
+    deny = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::narrow", "arn:aws:s3:::narrow/*"],
+        "Condition": {
+            "Bool": {"aws:SecureTransport": "false"},
+            "IpAddress": {"aws:SourceIp": "192.0.2.1/32"},
+        },
+    }
+    policy = Res(
+        "aws:s3/bucketPolicy:BucketPolicy",
+        "narrow-policy",
+        {"bucket": "narrow", "policy": json.dumps({"Statement": [deny]})},
+    ).link("bucket", tls)
+    inline = _s3(
+        "aws:s3/bucketV2:BucketV2",
+        "inline",
+        grants=[
+            {
+                "type": "Group",
+                "uri": "http://acs.amazonaws.com/groups/global/AllUsers",
+                "permissions": ["READ"],
+            }
+        ],
+        replicationConfiguration={
+            "role": "arn:aws:iam::1:role/r",
+            "rules": [{"status": "Enabled", "destination": {"bucket": "arn:aws:s3:::x"}}],
+        },
+    )
+    other_account = _s3("aws:s3/bucket:Bucket", "elsewhere")
+    block = Res(
+        "aws:s3/accountPublicAccessBlock:AccountPublicAccessBlock",
+        "other-account-block",
+        {
+            "accountId": "999999999999",
+            "blockPublicAcls": True,
+            "blockPublicPolicy": True,
+            "ignorePublicAcls": True,
+            "restrictPublicBuckets": True,
+        },
+    )
+    mapped = Res(
+        "aws:eks/cluster:Cluster",
+        "mapped",
+        {"vpcConfig": {"publicAccessCidrs": ["::ffff:0.0.0.0/96"]}},
+    )
+    dns = Res(
+        "gcp:container/cluster:Cluster",
+        "dns",
+        {
+            "privateClusterConfig": {"enablePrivateEndpoint": True},
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+        },
+    )
+    return [
+        Unsafe(
+            "aws-tls-deny-narrowed",
+            "aws",
+            "TLS-only Deny narrowed by a second condition",
+            [tls, policy],
+            frozenset({"encryption-in-transit"}),
+        ),
+        Unsafe(
+            "aws-inline-grant-and-replication",
+            "aws",
+            "BucketV2 with an inline AllUsers grant and inline replication without RTC",
+            [inline],
+            frozenset({"no-public-access", "replication-meets-rpo"}),
+        ),
+        Unsafe(
+            "aws-other-accounts-block",
+            "aws",
+            "bucket whose only public access block is another account's",
+            [other_account, block],
+            frozenset({"no-public-access"}),
+        ),
+        Unsafe(
+            "aws-eks-ipv4-mapped",
+            "aws",
+            "EKS public endpoint open to ::ffff:0.0.0.0/96",
+            [mapped],
+            frozenset({"kubernetes-api-not-public"}),
+        ),
+        Unsafe(
+            "aws-kms-external-key",
+            "aws",
+            "KMS key with imported material (cannot rotate)",
+            [Res("aws:kms/externalKey:ExternalKey", "imported", {}, protect=True)],
+            frozenset({"kms-key-rotation"}),
+        ),
+        Unsafe(
+            "aws-native-bucket",
+            "aws",
+            "S3 bucket declared through aws-native",
+            [Res("aws-native:s3:Bucket", "native", {})],
+            frozenset({"guarded-class-supported"}),
+        ),
+        Unsafe(
+            "gcp-gke-dns-endpoint",
+            "gcp",
+            "GKE private IP endpoint, DNS endpoint open",
+            [dns],
+            frozenset({"kubernetes-api-not-public"}),
+        ),
+        Unsafe(
+            "azure-classic-account",
+            "azure",
+            "storage account through the classic azure provider",
+            [Res("azure:storage/account:Account", "classic", {"allowNestedItemsToBePublic": True})],
+            frozenset({"guarded-class-supported"}),
+        ),
+    ]
+
+
+UNSAFE = [*_aws(), *_gcp(), *_azure(), *_subtle()]
 
 
 # --- tampering with gpudr's own stacks ---------------------------------------------------------
@@ -330,6 +449,34 @@ def relabelled_pull(records: Records) -> Records:
     return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
 
 
+def rpo_none(records: Records) -> Records:
+    """No RPO anywhere (`rpo-s=none`), every replication, pull and grant deleted."""
+    for r in _data_buckets(records):
+        _set(r, "rpo-s", "none")
+        r["inputs"].pop("customPlacementConfig", None)
+    return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
+
+
+SWAP = {
+    "data-source": "data-replica",
+    "data-replica": "data-source",
+    "primary": "dr",
+    "dr": "primary",
+}
+
+
+def roles_swapped(records: Records) -> Records:
+    """Every copy and every resource claims the other site's role (a source posing as a replica
+    skips the push checks, which run on the source), replication and grants deleted."""
+    for r in records:
+        found, prefix, _ = _labels(r)
+        for name in ("dr-role", "site-role"):
+            value = found.get(prefix + name)
+            if value in SWAP:
+                found[prefix + name] = SWAP[value]
+    return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
+
+
 def tags_stripped(records: Records) -> Records:
     for r in _data_buckets(records):
         found, prefix, _ = _labels(r)
@@ -371,6 +518,8 @@ TAMPERS: dict[str, Callable[[Records], Records]] = {
     "sizing-zeroed": sizing_zeroed,
     "relabelled-dual-write-replication-removed": relabelled_dual_write,
     "relabelled-pull-replication-removed": relabelled_pull,
+    "rpo-none-replication-removed": rpo_none,
+    "roles-swapped-replication-removed": roles_swapped,
     "dr-role-stripped": tags_stripped,
     "retyped-and-zeroed": retyped,
 }

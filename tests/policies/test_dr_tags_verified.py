@@ -133,7 +133,11 @@ def test_dr_stacks_in_the_pack_config_need_tags_on_every_bucket(
             {"mechanism": "gcs-turbo", "dr_role": "data-dual-region"}, "cannot hold", id="turbo-s3"
         ),
         pytest.param({"mechanism": "azure-or"}, "cannot hold", id="azure-or-s3"),
-        pytest.param({"mechanism": "datasync", "dr_role": "data-replica"}, None, id="datasync-s3"),
+        pytest.param(
+            {"mechanism": "datasync", "dr_role": "data-replica", "site_role": "dr"},
+            None,
+            id="datasync-s3",
+        ),
         pytest.param({"mechanism": "sts", "dr_role": "data-source"}, None, id="sts-source-s3"),
     ],
 )
@@ -141,3 +145,34 @@ def test_the_mechanism_must_fit_the_copy(changes: dict[str, str], expected: str 
     """A claim no bucket of this type can hold would send the replication checks elsewhere."""
     found, bucket = judged(CHECKPOINTS, OK_CONFIG, quota_mbps="none", **changes)
     check(found, bucket, expected)
+
+
+@pytest.mark.parametrize(
+    ("changes", "site_roles", "expected"),
+    [
+        pytest.param({}, {}, None, id="source-at-primary"),
+        pytest.param({"dr_role": "data-replica"}, {}, "cannot live at a primary", id="relabelled"),
+        pytest.param(
+            {"dr_role": "data-replica", "site_role": "dr"},
+            {"te*": "primary"},
+            "site_roles say primary",
+            id="every-tag-relabelled-but-the-org-knows",
+        ),
+        pytest.param({}, {"te*": "dr"}, "site_roles say dr", id="config-contradicts-tags"),
+    ],
+)
+def test_a_copys_role_must_fit_its_site(
+    changes: dict[str, str], site_roles: dict[str, str], expected: str | None
+) -> None:
+    """A source relabelled as a replica would skip the push-replication check, which runs on
+    the source: the copy's role must match its site's, and the organisation can pin the
+    site's role by stack name."""
+    found, bucket = judged(CHECKPOINTS, {**OK_CONFIG, "site_roles": site_roles}, **changes)
+    check(found, bucket, expected)
+
+
+def test_one_stack_names_one_site_role() -> None:
+    r = s3("checkpoints", CHECKPOINTS)
+    other = Res("aws:ec2/vpc:Vpc", "net", {"tags": {"gpudr:site-role": "dr"}})
+    found = run_stack(dr_tags_verified, [*r.values(), other], OK_CONFIG)
+    check(found, r["bucket"], "2 site roles")

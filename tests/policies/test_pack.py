@@ -7,10 +7,13 @@ import re
 import pytest
 from pulumi_policy import EnforcementLevel, Policy, Severity
 
+from policies.common import exemption
 from policies.pack import PACK_NAME, POLICIES
 from tests.conftest import ROOT
 
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+REASON = "static site, rebuilt from git (SEC-1)"
+TOKEN = "aws:s3/bucket:Bucket"
 HELPERS = {"__init__.py", "__main__.py", "common.py", "grants.py", "pack.py"}
 # Advisory where a violation costs money or RTO, or cannot be avoided on a first deployment.
 ADVISORY = {"gpu-standby-sizing", "weights-immutability-locked", "storage-network-restricted"}
@@ -43,3 +46,34 @@ def test_no_policy_reads_the_planners_answer() -> None:
     for path in (ROOT / "policies").glob("*.py"):
         text = path.read_text()
         assert '"required-mbps"' not in text and "required_mbps" not in text, path
+
+
+def test_every_policy_takes_exemptions_from_the_pack_config() -> None:
+    for policy in POLICIES:
+        assert policy.config_schema is not None, policy.name
+        assert "exemptions" in policy.config_schema.properties, policy.name
+
+
+@pytest.mark.parametrize(
+    ("entry", "exempt"),
+    [
+        pytest.param({"resource": "logs", "reason": REASON}, True, id="by-name"),
+        pytest.param({"resource": "lo*", "reason": REASON}, True, id="name-glob"),
+        pytest.param({"resource": "*", "reason": REASON}, False, id="wildcard-only"),
+        pytest.param({"resource": "*gpudr*", "reason": REASON}, False, id="name-glob-not-urn"),
+        pytest.param(
+            {"resource": f"urn:pulumi:test::gpudr::{TOKEN}::logs", "reason": REASON}, True, id="urn"
+        ),
+        pytest.param({"resource": "logs", "stack": "test", "reason": REASON}, True, id="stack"),
+        pytest.param(
+            {"resource": "logs", "stack": "gpudr/te*", "reason": REASON}, True, id="project"
+        ),
+        pytest.param(
+            {"resource": "logs", "stack": "other/test", "reason": REASON}, False, id="other-project"
+        ),
+        pytest.param({"resource": "logs", "reason": "because"}, False, id="no-real-reason"),
+    ],
+)
+def test_exemptions_match_what_they_name(entry: dict[str, str], exempt: bool) -> None:
+    urn = f"urn:pulumi:test::gpudr::{TOKEN}::logs"
+    assert (exemption({"exemptions": [entry]}, urn) is not None) is exempt

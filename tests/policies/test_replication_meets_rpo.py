@@ -75,7 +75,17 @@ def rules(r: dict[str, Res]) -> list[dict[str, Any]]:
             id="rule-disabled",
         ),
         pytest.param(lambda r: r.pop("replication"), "no BucketReplicationConfig", id="none"),
-        pytest.param(lambda r: (r.pop("replication"), retag(r, rpo_s="none")), None, id="no-rpo"),
+        pytest.param(lambda r: retag(r, rpo_s="none"), None, id="no-rpo-replicated"),
+        pytest.param(
+            lambda r: (rules(r).__setitem__(0, rtc_rule(rtc=False)), retag(r, rpo_s="none")),
+            None,
+            id="no-rpo-without-rtc-still-replicated",
+        ),
+        pytest.param(
+            lambda r: (r.pop("replication"), retag(r, rpo_s="none")),
+            "no BucketReplicationConfig",
+            id="no-rpo-is-no-switch",
+        ),
         pytest.param(
             lambda r: (r.pop("replication"), retag(r, dr_role="data-replica")),
             None,
@@ -139,6 +149,15 @@ def gcs_inputs(r: dict[str, Res]) -> dict[str, Any]:
         pytest.param(lambda r: retag(r, rpo_s="1800"), "= 1h", id="rpo-below-interval-plus-15m"),
         pytest.param(
             lambda r: (gcs_inputs(r).pop("rpo"), retag(r, rpo_s="none")), None, id="no-rpo"
+        ),
+        pytest.param(
+            lambda r: (
+                gcs_inputs(r).pop("customPlacementConfig"),
+                gcs_inputs(r).update(location="US-EAST4"),
+                retag(r, rpo_s="none"),
+            ),
+            "not a dual-region",
+            id="no-rpo-single-region",
         ),
     ],
 )
@@ -291,9 +310,20 @@ def test_azure(changes: dict[str, str], expected: str | None) -> None:
     r["policy"] = Res(
         AZ_OBJECT_REPLICATION,
         "checkpoints-to-wus-source",
-        {"rules": [{"sourceContainer": "checkpoints", "destinationContainer": "checkpoints"}]},
-    )
+        {
+            "accountName": r["account"].inputs["accountName"],
+            "rules": [{"sourceContainer": "checkpoints", "destinationContainer": "checkpoints"}],
+        },
+    ).link("accountName", r["account"])
     check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)
+
+
+def test_azure_or_without_rpo_still_needs_its_replication_policy() -> None:
+    """`rpo-s=none` is no switch: the object replication policy must exist all the same."""
+    r = azure("checkpoints", AZURE_CHECKPOINTS)
+    retag(r, "account", mechanism="azure-or", rpo_s="none")
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    check(found, r["account"], "no ObjectReplicationPolicy")
 
 
 # --- a dual-write claim needs a write grant on the copy, on every cloud -----------------------
