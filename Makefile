@@ -69,11 +69,12 @@ bench: setup
 # policies/requirements.txt, and the pip, setuptools and wheel that the Pulumi CLI upgrades first
 # in a pack's virtualenv. Wheels for this machine's platform and Python.
 # build/ goes first: setuptools would reuse it, modules deleted since included. gpudr's line is
-# left out of the download so that pip never asks the public index for that name.
+# left out of the download so that pip never asks the public index for that name, however the
+# line is spelled (pip reads names case-insensitively, with spaces, extras or any specifier).
 pack-dist: setup
 	rm -rf build dist
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
-	grep -v '^gpudr==' policies/requirements.txt > dist/third-party.txt
+	grep -viE '^[[:space:]]*gpudr[[:space:]]*([[;=<>!~@]|$$)' policies/requirements.txt > dist/third-party.txt
 	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --dest dist \
 		-r dist/third-party.txt pip setuptools wheel
 	rm dist/third-party.txt

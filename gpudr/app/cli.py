@@ -371,7 +371,9 @@ def _check(plan_file: str, outcomes: list[Outcome], secrets: list[str]) -> int:
         )
     if secrets:
         click.echo(
-            f"gpudr: {len(secrets)} secret(s) in plain text in {plan_file}'s stacks", err=True
+            f"gpudr: {len(secrets)} secret(s) in plain text, or keys that could hide one, in "
+            f"{plan_file}'s stacks",
+            err=True,
         )
     if differing or secrets:
         return EXIT_NOT_MET

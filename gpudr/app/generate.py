@@ -17,6 +17,8 @@ plan, says when one has a new release.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -347,6 +349,9 @@ def _reconcile_stack(f: Rendered, current: str) -> Outcome:
         return Outcome(f.path, "updated", f.content, f"not valid YAML ({exc})")
     if not isinstance(existing, Mapping):
         return Outcome(f.path, "updated", f.content, "not a YAML mapping")
+    if isinstance(existing.get("config"), Mapping):
+        # `gpudr:config:mode` is `gpudr:mode` to the Pulumi CLI: compared, and kept, as such.
+        existing = {**existing, "config": _canonical_config(existing["config"])}
     # The plan's values with the existing file's operator-set ones in place: an operator
     # key replaces a default (gpudr:mode) where it is, or is appended.
     top, ops = _carried_over(existing)
@@ -370,29 +375,152 @@ def _reconcile_stack(f: Rendered, current: str) -> Outcome:
     return Outcome(f.path, "updated", content, f"differs at {shown}", note)
 
 
+def config_key(key: object) -> object:
+    """A stack file's config key as the Pulumi CLI reads it: `<ns>:config:<name>`, the legacy
+    spelling its key parser still accepts (sdk/go/common/resource/config/key.go), is
+    `<ns>:<name>`. Anything else is returned as it is."""
+    if isinstance(key, str) and (m := _LEGACY_KEY.fullmatch(key)):
+        return f"{m[1]}:{m[2]}"
+    return key
+
+
+_LEGACY_KEY = re.compile(r"([^:]+):config:([^:]+)")
+
+
+def _canonical_config(config: Mapping[Any, Any]) -> dict[Any, Any]:
+    """`config` with each key in its canonical spelling (`config_key`). Where two spellings name
+    one key, the canonical one wins here; `plaintext_secrets` reports the pair."""
+    out: dict[Any, Any] = {}
+    for key, value in config.items():
+        canonical = config_key(key)
+        if canonical not in out or canonical == key:
+            out[canonical] = value
+    return out
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A YAML mapping that names one key twice."""
+
+    def __init__(self, key: object, mark: yaml.Mark | None) -> None:
+        super().__init__(None, None, f"the key {key} appears twice", mark)
+        self.key = key
+        self.line = mark.line + 1 if mark is not None else 0
+
+
+class _StackLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that names a key twice. PyYAML keeps the last
+    value, so `gpudr:gcs_hmac_secret: PLAINTEXT` followed by the same key `{secure: ...}` would
+    look encrypted while the plain text is committed. A `<<` merge overridden by an explicit
+    key counts too: the merged value is in the file all the same."""
+
+
+def _construct_unique_mapping(
+    loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    loader.flatten_mapping(node)  # `<<` merges first, as construct_mapping would
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue  # unhashable: construct_mapping says so
+        if duplicate:
+            raise DuplicateKeyError(key, key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StackLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
+
+
 def plaintext_secrets(files: Iterable[Rendered], root: Path) -> list[str]:
-    """One line per secret key (`SECRET_KEYS`) that a stack file under `root` holds in plain
-    text, with the fix. `reconcile` keeps operator keys as they are, so it cannot see these."""
+    """One line per way a stack file under `root` may hold a secret key (`SECRET_KEYS`) in plain
+    text, with the fix: a plain value (or one that is not the secrets provider's ciphertext), a
+    key written twice (YAML keeps one value, the file keeps both), or one key in its two
+    spellings (`gpudr:config:<name>` is `gpudr:<name>`). `reconcile` keeps operator keys as
+    they are, so it cannot see these."""
     found = []
     for f in files:
         path = root / f.path
         if f.kind != "stack" or not path.exists():
             continue
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            # _StackLoader is a SafeLoader: no arbitrary objects.
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StackLoader)
+        except DuplicateKeyError as exc:
+            found.append(
+                f"{f.path}: line {exc.line}: the key {exc.key} appears twice (YAML keeps only "
+                "one value, the file and git history keep both); keep one, and if the other was "
+                "a secret in plain text, rotate it"
+            )
+            continue
         except yaml.YAMLError:
             continue  # `reconcile` reports the file
         config = data.get("config") if isinstance(data, Mapping) else None
         if not isinstance(config, Mapping):
             continue
-        for key in SECRET_KEYS:
-            value = config.get(key)
-            if value is not None and not _is_secure(value):
+        spelled: dict[object, object] = {}
+        for raw in config:
+            canonical = config_key(raw)
+            if canonical in spelled:
                 found.append(
-                    f"{f.path}: {key} is in plain text; encrypt it with `pulumi config set "
-                    f"--secret {key} -s {f.stack}` and rotate it (git history keeps the value)"
+                    f"{f.path}: {spelled[canonical]} and {raw} are the same key to the Pulumi "
+                    f"CLI; keep one, spelled {canonical}, and if the other was a secret in plain "
+                    "text, rotate it"
+                )
+            spelled[canonical] = raw
+        for raw, value in config.items():
+            key = config_key(raw)
+            if key in SECRET_KEYS and not _is_secure(value):
+                spelling = f" (as {raw})" if raw != key else ""
+                found.append(
+                    f"{f.path}: {key}{spelling} is in plain text; encrypt it with `pulumi config "
+                    f"set --secret {key} -s {f.stack}` and rotate it (git history keeps the value)"
                 )
     return found
+
+
+# A secret's value as the Pulumi CLI writes it: `{secure: <ciphertext>}`, where the ciphertext
+# is one of two forms (pulumi/pulumi):
+# - `v1:<nonce>:<sealed>`, from the passphrase secrets provider and the cloud ones (awskms,
+#   gcpkms, azurekeyvault, hashivault), which all encrypt with AES-256-GCM under the stack's data
+#   key (sdk/go/common/resource/config/crypt.go): both parts standard base64, the nonce 12 bytes,
+#   the sealed value the plain text plus a 16-byte tag, so at least 16 bytes;
+# - standard base64 of the Pulumi Cloud secrets provider's ciphertext (pkg/secrets/service/
+#   manager.go). Its bytes are the service's own and undocumented; those in public stack files
+#   start 00 00 01 00 and are a 4-byte header, 12-byte nonce and 16-byte tag around the plain
+#   text, never under 32 bytes. Only that floor is checked (not the header, which the service may
+#   change): it refuses a GCS HMAC secret (40 characters of base64, 30 bytes) pasted under
+#   `secure:` by hand. A value must decode exactly (padding included), as Go's StdEncoding does.
+# Neither check proves the value decrypts; they refuse plain text that merely sits under
+# `secure:` (`{secure: hunter2}`).
+_GCM_NONCE_BYTES = 12
+_GCM_TAG_BYTES = 16
+_SERVICE_MIN_BYTES = 32
+
+
+def _b64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _is_ciphertext(text: str) -> bool:
+    parts = text.split(":")
+    if len(parts) == 3 and parts[0] == "v1":
+        nonce, sealed = _b64(parts[1]), _b64(parts[2])
+        return (
+            nonce is not None
+            and len(nonce) == _GCM_NONCE_BYTES
+            and sealed is not None
+            and len(sealed) >= _GCM_TAG_BYTES
+        )
+    decoded = _b64(text)
+    return decoded is not None and len(decoded) >= _SERVICE_MIN_BYTES
 
 
 def _is_secure(value: object) -> bool:
@@ -401,7 +529,7 @@ def _is_secure(value: object) -> bool:
         isinstance(value, Mapping)
         and list(value) == ["secure"]
         and isinstance(value["secure"], str)
-        and bool(value["secure"])
+        and _is_ciphertext(value["secure"])
     )
 
 

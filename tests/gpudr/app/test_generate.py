@@ -41,6 +41,12 @@ def _no_pack_config_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 # `uses: owner/name@<full commit> # <version>`, as gpudr/app/actions.py pins every action.
+# Ciphertexts of the two forms the Pulumi CLI writes under `secure:` (gpudr/app/generate.py):
+# the passphrase / cloud KMS providers' `v1:<12-byte nonce>:<sealed, tag included>`, and the
+# Pulumi Cloud provider's base64 (its 00 00 01 00 header, then at least 28 bytes).
+V1_CIPHERTEXT = "v1:bm9uY2UtMTJieXRl:ZmFrZS1jaXBoZXJ0ZXh0KzE2LWJ5dGUtdGFn"
+SERVICE_CIPHERTEXT = "AAABAHNlcnZpY2Utbm9uY2UrY2lwaGVydGV4dCt0YWc="
+
 PINNED = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # (v\d+(?:\.\d+)*)$")
 
 
@@ -189,7 +195,7 @@ def test_values_set_with_pulumi_config_set_survive_check_and_regeneration(
 ) -> None:
     assert generate(tmp_path).exit_code == 0
     dr = tmp_path / "stacks" / "Pulumi.llm-training-usw2.yaml"
-    secret = {"secure": "v1:4H5tJc0qxRnS:ZmFrZS1jaXBoZXJ0ZXh0"}
+    secret = {"secure": V1_CIPHERTEXT}
     _pulumi_rewrite(
         dr,
         {"gpudr:mode": "failover", "gpudr:gcs_hmac_secret": secret},
@@ -275,9 +281,14 @@ def _actionlint(*paths: Path) -> list[dict[str, object]]:
     return found
 
 
-def _workflow(example: str) -> Rendered:
+def _workflow(example: str, pack_config: str | None = None) -> Rendered:
+    """The example's workflow; with `pack_config`, as the committed ones (`make generate`)."""
     plan = load_plan(ROOT / "examples" / example)
-    return next(f for f in render_all(design(plan), f"examples/{example}") if f.kind == "workflow")
+    return next(
+        f
+        for f in render_all(design(plan), f"examples/{example}", pack_config)
+        if f.kind == "workflow"
+    )
 
 
 def _at_major(text: str) -> str:
@@ -287,13 +298,16 @@ def _at_major(text: str) -> str:
 
 
 def test_every_examples_workflow_passes_actionlint(tmp_path: Path) -> None:
+    """Without and with a pack config (the committed workflows: its base-branch copy)."""
     paths = []
     for example in EXAMPLES:
-        wf = _workflow(example)
-        pinned, major = tmp_path / Path(wf.path).name, tmp_path / f"major-{Path(wf.path).name}"
-        pinned.write_text(wf.content)
-        major.write_text(_at_major(wf.content))
-        paths += [pinned, major]
+        for tag, pack_config in (("", None), ("config-", "examples/pack-config.json")):
+            wf = _workflow(example, pack_config)
+            name = tag + Path(wf.path).name
+            pinned, major = tmp_path / name, tmp_path / f"major-{name}"
+            pinned.write_text(wf.content)
+            major.write_text(_at_major(wf.content))
+            paths += [pinned, major]
     assert _actionlint(*paths) == []
 
 
@@ -383,7 +397,8 @@ def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--pack-config` (or GPUDR_POLICY_CONFIG) becomes the workflow's GPUDR_POLICY_CONFIG, which
-    the plan, check and diff jobs read, and the previews' policyPackConfigs."""
+    the check job reads, and the file whose base-branch copy the plan and diff jobs and the
+    previews judge under (test_plan_diff_and_previews_judge_under_the_base_branchs_pack_config)."""
     (tmp_path / "examples").mkdir()
     shutil.copy(ROOT / "examples" / "aws-two-region.yaml", tmp_path / "examples")
     shutil.copy(PACK_CONFIG, tmp_path / "org.json")
@@ -395,7 +410,7 @@ def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(
     )
     text = (tmp_path / ".github" / "workflows" / "gpudr-llm-training.yml").read_text()
     assert "\nenv:\n" in text and 'GPUDR_POLICY_CONFIG: "org.json"' in text
-    assert "policyPackConfigs: org.json" in text and "            org.json\n" in text
+    assert 'CONFIG: "org.json"' in text and "            org.json\n" in text
     monkeypatch.setenv("GPUDR_POLICY_CONFIG", str(tmp_path / "org.json"))
     assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 0
     monkeypatch.delenv("GPUDR_POLICY_CONFIG")
@@ -411,8 +426,10 @@ def test_the_workflow_judges_the_plan_under_the_organisations_pack_config(
 # --- the gated pull-request loop ----------------------------------------------------------------
 
 
-def _jobs(example: str) -> dict[str, dict[str, object]]:
-    jobs: dict[str, dict[str, object]] = yaml.safe_load(_workflow(example).content)["jobs"]
+def _jobs(example: str, pack_config: str | None = None) -> dict[str, dict[str, object]]:
+    jobs: dict[str, dict[str, object]] = yaml.safe_load(_workflow(example, pack_config).content)[
+        "jobs"
+    ]
     return jobs
 
 
@@ -446,7 +463,7 @@ def test_the_plan_step_exits_with_gpudrs_code_and_passes_the_path_as_one_word(
     """The step as GitHub runs it (`bash --noprofile --norc -eo pipefail`), with a stand-in
     `gpudr` that exits `code`: the pull request fails on 1, and the path is never shell code."""
     step = next(
-        s for s in _steps(_jobs("aws-two-region.yaml")["plan"]) if "run" in s and "env" in s
+        s for s in _steps(_jobs("aws-two-region.yaml")["plan"]) if s.get("name") == "gpudr plan"
     )
     fake = tmp_path / ".venv" / "bin" / "gpudr"
     fake.parent.mkdir(parents=True)
@@ -469,17 +486,24 @@ def test_the_plan_step_exits_with_gpudrs_code_and_passes_the_path_as_one_word(
     assert not (tmp_path / "X").exists()
 
 
+# A double-quoted shell word, escapes included (`\``).
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+@pytest.mark.parametrize("pack_config", [None, "examples/pack-config.json"])
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_run_steps_take_values_through_env_quoted(example: str) -> None:
-    for name, job in _jobs(example).items():
+def test_run_steps_take_values_through_env_quoted(example: str, pack_config: str | None) -> None:
+    for name, job in _jobs(example, pack_config).items():
         for step in _steps(job):
             run = str(step.get("run", ""))
             assert "${{" not in run, (name, run)
             assert f"examples/{example}" not in run, (name, run)
+            assert "pack-config.json" not in run.replace("base-pack-config.json", ""), run
             env = step.get("env", {})
             assert isinstance(env, dict)
+            unquoted = _DOUBLE_QUOTED.sub("", run)
             for var in env:
-                assert run.count(f"${var}") == run.count(f'"${var}"'), (name, var, run)
+                assert f"${var}" not in unquoted and f"${{{var}}}" not in unquoted, (name, var)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -598,11 +622,22 @@ def test_a_plan_path_that_could_reach_a_shell_is_refused(
 @pytest.mark.parametrize(
     ("value", "plain"),
     [
-        ({"secure": "v1:4H5tJc0qxRnS:ZmFrZS1jaXBoZXJ0ZXh0"}, False),
+        ({"secure": V1_CIPHERTEXT}, False),
+        ({"secure": SERVICE_CIPHERTEXT}, False),
         ("hunter2-hmac-secret", True),
         (12345, True),
         ({"secure": ""}, True),
-        ({"secure": "v1:4H5tJc0qxRnS:ZmFr", "value": "hunter2-hmac-secret"}, True),
+        ({"secure": V1_CIPHERTEXT, "value": "hunter2-hmac-secret"}, True),
+        # Plain text under `secure:`, which the Pulumi CLI never writes.
+        ({"secure": "hunter2-hmac-secret"}, True),
+        ({"secure": "v1:hunter2:hunter2"}, True),
+        ({"secure": "v1:hunter22:aHVudGVyMmh1bnRlcjJodW50ZXIy"}, True),  # nonce not 12 bytes
+        ({"secure": "v1:bm9uY2UtMTJieXRl:aHVudGVyMg=="}, True),  # sealed shorter than a tag
+        ({"secure": "aHVudGVyMg=="}, True),  # base64, too short for any ciphertext
+        # A GCS HMAC secret is itself 40 characters of base64: pasted as it is, it is refused.
+        ({"secure": "R09PRy1obWFjLXNlY3JldC0zMC1ieXRlcy1sb25n"}, True),
+        ({"secure": "AAABAHNlcnZpY2Utbm9uY2UrY2lwaGVydGV4dCt0YWc"}, True),  # padding cut
+        ({"secure": ["v1:bm9uY2UtMTJieXRl:ZmFrZS1jaXBoZXJ0ZXh0KzE2LWJ5dGUtdGFn"]}, True),
     ],
 )
 def test_check_fails_on_a_secret_key_in_plain_text(
@@ -725,11 +760,10 @@ def test_the_changes_job_decides_with_git_whether_the_plan_is_touched(
     )
     assert proc.returncode == 0, proc.stderr
     assert output.read_text() == f"touched={str(touched).lower()}\n"
-    # Every other job waits for it, and runs only when the plan is touched.
-    for name, job in jobs.items():
-        if name in ("plan", "check", "diff"):
-            assert job["needs"] == "changes", name
-            assert job["if"] == "needs.changes.outputs.touched == 'true'", name
+    # Every other job waits for it; test_a_failed_changes_job_skips_no_required_check says
+    # when each runs.
+    for name in ("plan", "check", "diff"):
+        assert jobs[name]["needs"] == "changes", name
 
 
 def test_each_plans_required_check_has_its_own_name() -> None:
@@ -737,3 +771,308 @@ def test_each_plans_required_check_has_its_own_name() -> None:
     names = [str(_jobs(example)["plan"]["name"]) for example in EXAMPLES]
     assert len(set(names)) == len(EXAMPLES)
     assert all(name.startswith("gpudr plan ") for name in names)
+
+
+# --- a pull request cannot pass its own required check -----------------------------------------
+
+
+def _job_runs(condition: object, changes: str, touched: str) -> bool:
+    """Whether GitHub starts a job that `needs: changes`, given how `changes` ended and its
+    `touched` output ("" when it failed): the job's `if:`, with GitHub's implicit `success() &&`
+    in front when it calls no status function. Enough of the expression language for these."""
+    expr = str(condition) if condition is not None else "success()"
+    if not re.search(r"\b(success|failure|always|cancelled)\(\)", expr):
+        expr = f"success() && ({expr})"
+    python = (
+        expr.replace("!cancelled()", "True")  # the run was not cancelled
+        .replace("cancelled()", "False")
+        .replace("always()", "True")
+        .replace("success()", str(changes == "success"))
+        .replace("failure()", str(changes == "failure"))
+        .replace("needs.changes.outputs.touched", repr(touched))
+        .replace("&&", " and ")
+        .replace("||", " or ")
+    )
+    assert re.fullmatch(r"[\w\s()'!=]*", python), python
+    return bool(eval(re.sub(r"!(?!=)", " not ", python)))
+
+
+@pytest.mark.parametrize(
+    ("changes", "touched", "runs"),
+    [
+        ("success", "true", True),
+        ("success", "false", False),
+        # `changes` failed (git, the runner): no answer, so the required checks run. Skipped,
+        # they would report success and the pull request could merge unjudged.
+        ("failure", "", True),
+    ],
+)
+@pytest.mark.parametrize("job", ["plan", "check"])
+def test_a_failed_changes_job_skips_no_required_check(
+    job: str, changes: str, touched: str, runs: bool
+) -> None:
+    for example in EXAMPLES:
+        assert _job_runs(_jobs(example)[job].get("if"), changes, touched) is runs, example
+    # The evaluator reads GitHub's rule: the old condition was skipped when `changes` failed.
+    assert not _job_runs("needs.changes.outputs.touched == 'true'", "failure", "")
+
+
+PACK = "examples/pack-config.json"
+BASE_PACK_CONFIG = "${{ runner.temp }}/base-pack-config.json"
+BASE_STEP = "the base branch's pack config"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_plan_diff_and_previews_judge_under_the_base_branchs_pack_config(example: str) -> None:
+    """A pull request that adds an approval or an exemption to the pack config must not turn
+    its own check green: the jobs that judge read the base branch's copy, never the PR's."""
+    jobs = _jobs(example, PACK)
+    judging = ["plan", "diff", *(n for n in jobs if n.startswith("preview-"))]
+    for name in judging:
+        steps = _steps(jobs[name])
+        with_ = steps[0]["with"]
+        assert isinstance(with_, dict)
+        # The merge commit and its first parent, the base.
+        assert with_.get("fetch-depth") in (0, 2), name
+        names = [s.get("name") for s in steps]
+        assert names.count(BASE_STEP) == 1, name
+        base = steps[names.index(BASE_STEP)]
+        assert base["env"] == {"CONFIG": PACK, "BASE_CONFIG": BASE_PACK_CONFIG}, name
+        assert base["shell"] == "bash"
+        if name.startswith("preview-"):
+            [judge] = [s for s in steps if str(s.get("uses", "")).startswith("pulumi/actions@")]
+            with_ = judge["with"]
+            assert isinstance(with_, dict) and with_["policyPackConfigs"] == BASE_PACK_CONFIG
+        else:
+            [judge] = [s for s in steps if s.get("name") == f"gpudr {name}"]
+            env = judge["env"]
+            assert isinstance(env, dict) and env["GPUDR_POLICY_CONFIG"] == BASE_PACK_CONFIG
+        assert names.index(BASE_STEP) < steps.index(judge), name
+    # The PR's copy is named only where it is a path, not read as the rules: the workflow's env
+    # (for `generate --check`, which renders the path), `changes`' paths, the steps above.
+    text = _workflow(example, PACK).content
+    assert f"policyPackConfigs: {PACK}" not in text
+    assert yaml.safe_load(text)["env"] == {"GPUDR_POLICY_CONFIG": PACK}
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _merge_commit(repo: Path, base: dict[str, str], head: dict[str, str]) -> None:
+    """A pull request's checkout: the merge commit of `head` (files changed on a branch) into
+    `base`, with the base as its first parent."""
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    for path, text in base.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    base_sha = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-qb", "pr")
+    for path, text in head.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "pr")
+    _git(repo, "checkout", "-q", base_sha)
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge", "pr")
+
+
+APPROVED = '{"dr-tags-verified": {"approved_quotas": []}}\n'
+SELF_APPROVED = '{"dr-tags-verified": {"approved_quotas": [{"mbps": 99999}]}}\n'
+
+
+@pytest.mark.parametrize(
+    ("base", "expected", "says"),
+    [
+        # The PR raises its own quota: judged under the base's file all the same.
+        ({"README.md": "x\n", PACK: APPROVED}, APPROVED, f"the base branch's `{PACK}`"),
+        # The PR adds the file: the base has none, so the vendor defaults, not the PR's copy.
+        ({"README.md": "x\n"}, "{}\n", f"the base branch has no `{PACK}`"),
+    ],
+)
+def test_the_base_config_step_copies_the_base_branchs_file_never_the_prs(
+    tmp_path: Path, base: dict[str, str], expected: str, says: str
+) -> None:
+    if shutil.which("git") is None:
+        pytest.fail("needs git")
+    step = next(
+        s for s in _steps(_jobs("aws-two-region.yaml", PACK)["plan"]) if s.get("name") == BASE_STEP
+    )
+    env = step["env"]
+    assert isinstance(env, dict)
+    repo = tmp_path / "repo"
+    _merge_commit(repo, base, {PACK: SELF_APPROVED})
+    assert (repo / PACK).read_text() == SELF_APPROVED  # the checkout has the PR's copy
+    out, summary = tmp_path / "base-pack-config.json", tmp_path / "summary.md"
+    script = tmp_path / "step.sh"
+    script.write_text(str(step["run"]))
+
+    def run(cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=cwd,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "CONFIG": env["CONFIG"],
+                "BASE_CONFIG": str(out),
+                "GITHUB_STEP_SUMMARY": str(summary),
+            },
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    proc = run(repo)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == expected
+    assert says in summary.read_text() and "this pull request's copy" in summary.read_text()
+    # No base commit in the checkout (fetch-depth 1): the step fails, it does not guess.
+    out.unlink()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    _git(lone, "init", "-q")
+    (lone / "README.md").write_text("x\n")
+    _git(lone, "add", ".")
+    _git(lone, "commit", "-qm", "only")
+    proc = run(lone)
+    assert proc.returncode != 0 and "no base commit" in proc.stdout
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("pack_config", [None, PACK])
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_previews_install_the_pack_from_pack_dist_alone(
+    example: str, pack_config: str | None
+) -> None:
+    """policies/requirements.txt pins gpudr, which is not on PyPI: the Pulumi CLI's pip, in a
+    job holding cloud credentials, must not look for it on any index."""
+    previews = {n: j for n, j in _jobs(example, pack_config).items() if n.startswith("preview-")}
+    assert previews
+    for name, job in previews.items():
+        steps = _steps(job)
+        runs = [s.get("run") for s in steps]
+        [pulumi] = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/")]
+        assert "make pack-dist" in runs and runs.index("make pack-dist") < pulumi, name
+        env = steps[pulumi]["env"]
+        assert isinstance(env, dict)
+        assert env["PIP_NO_INDEX"] == "1", name
+        assert env["PIP_FIND_LINKS"] == "${{ github.workspace }}/dist", name
+
+
+def test_make_pack_dist_never_asks_an_index_for_gpudr(tmp_path: Path) -> None:
+    """`make pack-dist` downloads every pin of policies/requirements.txt but gpudr's (built from
+    the checkout): its filter drops gpudr's line however it is spelled."""
+    if shutil.which("make") is None:
+        pytest.fail("needs make")
+    dry = subprocess.run(
+        ["make", "-n", "pack-dist"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    [keep] = [line for line in dry if "policies/requirements.txt" in line]
+    assert any("pip download" in line for line in dry)
+    assert "dist/third-party.txt" in keep
+    pins = (ROOT / "policies" / "requirements.txt").read_text()
+    spellings = [
+        "GPUDR==0.1.0",
+        "gpudr == 0.1.0",
+        "  gpudr>=0.1",
+        "gpudr[pulumi]==0.1.0",
+        "gpudr ; python_version >= '3.11'",
+        "gpudr @ https://example.com/gpudr-0.1.0-py3-none-any.whl",
+        "gpudr",
+    ]
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "policies" / "requirements.txt").write_text(
+        pins + "\n".join(spellings) + "\ngpudr-extra==1.0\n"
+    )
+    subprocess.run(["bash", "-c", keep], cwd=tmp_path, check=True)
+    kept = (tmp_path / "dist" / "third-party.txt").read_text().splitlines()
+    names = [
+        m[1].lower()
+        for line in kept
+        if (m := re.match(r"\s*([A-Za-z0-9._-]+)", line)) and not line.lstrip().startswith("#")
+    ]
+    assert "gpudr" not in names
+    assert "gpudr-extra" in names and "pulumi-policy" in names and "pyyaml" in names
+
+
+# --- plain-text secrets that hide from a YAML parser ---------------------------------------------
+
+
+SECRET = "gpudr:gcs_hmac_secret"
+
+
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        # PyYAML keeps the last value: the plain text above it would pass as encrypted.
+        (
+            [f"  {SECRET}: hunter2-hmac-secret", f"  {SECRET}:", f"    secure: {V1_CIPHERTEXT}"],
+            f"line {{second}}: the key {SECRET} appears twice",
+        ),
+        # The same through a merge key, which the explicit key overrides.
+        (
+            [
+                "  <<: {" + SECRET + ": hunter2-hmac-secret}",
+                f"  {SECRET}:",
+                f"    secure: {V1_CIPHERTEXT}",
+            ],
+            f"the key {SECRET} appears twice",
+        ),
+        # `<ns>:config:<key>` is `<ns>:<key>` to the Pulumi CLI.
+        (
+            ["  gpudr:config:gcs_hmac_secret: hunter2-hmac-secret"],
+            f"{SECRET} (as gpudr:config:gcs_hmac_secret) is in plain text",
+        ),
+        (
+            [
+                f"  {SECRET}:",
+                f"    secure: {V1_CIPHERTEXT}",
+                "  gpudr:config:gcs_hmac_secret: hunter2-hmac-secret",
+            ],
+            f"{SECRET} and gpudr:config:gcs_hmac_secret are the same key",
+        ),
+    ],
+)
+def test_check_finds_a_plain_text_secret_behind_a_second_key(
+    tmp_path: Path, lines: list[str], says: str
+) -> None:
+    assert generate(tmp_path).exit_code == 0
+    path = "stacks/Pulumi.llm-training-usw2.yaml"
+    stack = tmp_path / path
+    text = stack.read_text()
+    assert text.rstrip().splitlines()[-1].startswith("  gpudr:")  # `config:` is last
+    stack.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
+    check = generate(tmp_path, "--check")
+    assert check.exit_code == 1, check.output
+    found = [line for line in check.output.splitlines() if line.startswith(f"gpudr: {path}")]
+    # The line of the key's second appearance, in the file as it now is.
+    second = len(text.rstrip("\n").splitlines()) + 2
+    assert found and says.format(second=second) in found[0], check.output
+    assert "hunter2" not in check.output
+    # The last value alone, as PyYAML reads it, is encrypted: without these checks, rc 0.
+    result = generate(tmp_path)
+    assert result.exit_code == 0 and f"warning: {path}" in result.output
+    # Generating leaves the operator's lines for them to fix.
+    assert stack.read_text().endswith("\n".join(lines) + "\n")
+
+
+def test_a_legacy_spelling_of_an_operator_key_is_that_key(tmp_path: Path) -> None:
+    """`gpudr:config:mode` is `gpudr:mode`: kept, compared as it, never reported as drift."""
+    assert generate(tmp_path).exit_code == 0
+    stack = tmp_path / "stacks" / "Pulumi.llm-training-usw2.yaml"
+    text = stack.read_text().replace("  gpudr:mode: standby\n", "  gpudr:config:mode: failover\n")
+    text += f"  gpudr:config:gcs_hmac_secret:\n    secure: {SERVICE_CIPHERTEXT}\n"
+    stack.write_text(text)
+    check = generate(tmp_path, "--check")
+    assert check.exit_code == 0, check.output
+    assert "in failover" in check.output
