@@ -302,6 +302,64 @@ def _check_pull(
 # --- the policy -----------------------------------------------------------------------------
 
 
+WRITE_GRANTS = (
+    "an IAM policy allowing s3:PutObject on its objects, attached to the writer's role, a bucket "
+    "IAM member with roles/storage.objectCreator, or a Storage Blob Data Contributor role "
+    "assignment on the account"
+)
+READ_GRANTS = (
+    "an IAM policy allowing s3:GetObject on its objects on the reader's role, a bucket IAM "
+    "member with roles/storage.objectViewer, or Storage Blob Data Reader on the account"
+)
+
+
+def _unbacked(stack: Stack, bucket: PolicyResource, d: DataClass) -> str | None:
+    """What the stack lacks to back the copy's claim, when the claim has no settings of its
+    own to inspect: a dual write (RPO 0 at the writer, which no setting can show, so the
+    writer's grant on this copy is what the stack can show) or the source of a pull (the job
+    runs at the DR site, so the reader's grant is). Also a copy replicated by nothing."""
+    if d.mechanism == "dual-write" and not write_grants(stack, bucket):
+        return (
+            f"claims {_target(d)}, but this stack grants no identity write access to it, so "
+            f"nothing shows a second copy is written: declare the writer's grant on this copy "
+            f"(gpudr's components do: {WRITE_GRANTS}), or replicate this class (replication: "
+            "in the plan)"
+        )
+    if d.mechanism not in CHECKED_ON and d.mechanism != "dual-write":
+        what = "nothing" if d.mechanism == "none" else f"unknown mechanism {d.mechanism!r}"
+        return (
+            f"has {_target(d)} but is replicated by {what}: choose a replication mechanism "
+            "for this data class in the plan (replication:) and regenerate the stack"
+        )
+    if grants.needs_read_grant(d.mechanism, d.role) and not read_grants(stack, bucket):
+        return (
+            f"claims {_target(d)}, but this stack lets no identity read it, so no scheduled "
+            f"pull can copy it: declare the DR site's reader grant on this copy (gpudr's "
+            f"components do: {READ_GRANTS}), or replicate this class another way"
+        )
+    return None
+
+
+def _check_azure_or(
+    stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
+) -> None:
+    if d.rpo_s is not None:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: Azure object replication "
+            "(standard mode) has no replication-time SLA, and priority mode (15 min) cannot "
+            "be set through azure-native and is void above 1 Gbps of ingress. Dual-write "
+            "this class (replication: dual-write), or relax its RPO to none.",
+            bucket.urn,
+        )
+    elif not stack.linked(bucket, AZ_OBJECT_REPLICATION, "accountName", ("accountName",)):
+        report(
+            f"{describe(bucket)} claims {_target(d)}, but no ObjectReplicationPolicy of this "
+            "stack replicates it: declare the policy pair (gpudr's "
+            "components/azure/replication.py does) or regenerate the stack.",
+            bucket.urn,
+        )
+
+
 def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
     d = data_class(bucket)
     if isinstance(d, str):
@@ -310,68 +368,24 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
     # No RPO (`none`) skips no check: the mechanism's settings must exist all the same, only
     # the time comparisons pass (`sizing.within` of no target). Else `rpo-s=none` would be a
     # switch that turns replication checking off.
-    mechanism = d.mechanism
-    if mechanism == "dual-write":
-        # Synchronous: the writer commits only once every copy exists (RPO 0 at the writer).
-        # That behaviour no setting can show; what the stack can show is that the writer may
-        # write this copy. Without that grant the claim is a label on a bucket nobody fills.
-        if not write_grants(stack, bucket):
-            report(
-                f"{describe(bucket)} claims {_target(d)}, but this stack grants no identity "
-                "write access to it, so nothing shows a second copy is written: declare the "
-                "writer's grant on this copy (gpudr's components do: an IAM policy allowing "
-                "s3:PutObject on its objects, a bucket IAM member with roles/storage."
-                "objectCreator, or a Storage Blob Data Contributor role assignment on the "
-                "account), or replicate this class (replication: in the plan).",
-                bucket.urn,
-            )
+    unbacked = _unbacked(stack, bucket, d)
+    if unbacked is not None:
+        report(f"{describe(bucket)} {unbacked}.", bucket.urn)
         return
-    if mechanism not in CHECKED_ON:
-        report(
-            f"{describe(bucket)} has {_target(d)} but is replicated by "
-            + ("nothing" if mechanism == "none" else f"unknown mechanism {mechanism!r}")
-            + ": choose a replication mechanism for this data class in the plan (replication:) "
-            "and regenerate the stack.",
-            bucket.urn,
-        )
+    if d.mechanism == "dual-write":
         return
-    if grants.needs_read_grant(mechanism, d.role) and not read_grants(stack, bucket):
-        # The job runs at the DR site; here only the reader's grant can show a pull exists.
-        report(
-            f"{describe(bucket)} claims {_target(d)}, but this stack lets no identity read it, "
-            "so no scheduled pull can copy it: declare the DR site's reader grant on this copy "
-            "(gpudr's components do: an IAM policy allowing s3:GetObject on its objects, a "
-            "bucket IAM member with roles/storage.objectViewer, or Storage Blob Data Reader "
-            "on the account), or replicate this class another way.",
-            bucket.urn,
-        )
-        return
-    role, resource_type = CHECKED_ON[mechanism]
+    role, resource_type = CHECKED_ON[d.mechanism]
     if role not in (None, d.role) or kind(bucket) != resource_type:
         # The other copy of the class, or a stack that does not hold the mechanism: e.g. the
         # source of a scheduled pull (the job lives in the DR site's stack, checked there).
         return
-    if mechanism in ("crr-rtc", "crr"):
+    if d.mechanism in ("crr-rtc", "crr"):
         _check_s3_crr(stack, bucket, d, report)
-    elif mechanism in ("gcs-turbo", "gcs-dual-region"):
+    elif d.mechanism in ("gcs-turbo", "gcs-dual-region"):
         _check_gcs_dual_region(bucket, d, report)
-    elif mechanism == "azure-or" and d.rpo_s is None:
-        if not stack.linked(bucket, AZ_OBJECT_REPLICATION, "accountName", ("accountName",)):
-            report(
-                f"{describe(bucket)} claims {_target(d)}, but no ObjectReplicationPolicy of "
-                "this stack replicates it: declare the policy pair (gpudr's "
-                "components/azure/replication.py does) or regenerate the stack.",
-                bucket.urn,
-            )
-    elif mechanism == "azure-or":
-        report(
-            f"{describe(bucket)} cannot meet {_target(d)}: Azure object replication "
-            "(standard mode) has no replication-time SLA, and priority mode (15 min) cannot "
-            "be set through azure-native and is void above 1 Gbps of ingress. Dual-write "
-            "this class (replication: dual-write), or relax its RPO to none.",
-            bucket.urn,
-        )
-    elif mechanism in PULLED:
+    elif d.mechanism == "azure-or":
+        _check_azure_or(stack, bucket, d, report)
+    elif d.mechanism in PULLED:
         _check_pull(stack, bucket, d, report)
 
 

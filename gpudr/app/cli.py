@@ -309,7 +309,15 @@ def generate(
         sys.exit(EXIT_BAD_INPUT)
     _refuse_shared_stacks(designs)
     codes = [
-        _generate_one(plan_file, plan_paths[plan_file], des, base, check, force, config_path)
+        _generate_one(
+            plan_file,
+            plan_paths[plan_file],
+            des,
+            base=base,
+            check=check,
+            force=force,
+            pack_config=config_path,
+        )
         for plan_file, des in zip(plan_files, designs, strict=True)
     ]
     sys.exit(max(codes))
@@ -319,6 +327,7 @@ def _generate_one(
     plan_file: str,
     plan_path: str,
     des: Design,
+    *,
     base: Path,
     check: bool,
     force: bool,
