@@ -389,9 +389,10 @@ EXEMPTIONS = {
     "type": "array",
     "default": [],
     "description": (
-        "Resources this policy does not judge: each {resource: a resource name, or a URN when "
-        "it starts with urn: (glob, with at least one literal character), stack: a stack name "
-        "or project/stack (glob, optional), reason: why (required, at least 10 characters)}."
+        "Resources this policy does not judge: each {resource: a URN whose project, stack and "
+        "type are spelt out (the name may be a glob), or a resource name glob with at least 3 "
+        "literal characters together with stack: a stack name or project/stack glob; reason: "
+        "why (required, at least 10 characters)}."
     ),
     "items": {
         "type": "object",
@@ -420,16 +421,27 @@ def stack_of(urn: str) -> str:
 _WILDCARDS = set("*?[]!")
 
 
-def _names_something(pattern: str) -> bool:
-    """A pattern with at least one literal character: `*` alone exempts everything."""
-    return bool(set(pattern) - _WILDCARDS - {":", "/"})
+def _literal(pattern: str) -> str:
+    """What a glob says outright: its characters outside wildcards and brackets."""
+    return re.sub(r"\[[^\]]*\]|[*?]", "", pattern)
+
+
+def _names_something(pattern: str, stack: Any) -> bool:
+    """A URN pattern whose project, stack and type are spelt out (only the name may be a
+    glob); or a name pattern of at least 3 literal characters, scoped to a stack that is
+    spelt out in part. `urn:*`, `*a*` or a name valid in every stack exempt too much."""
+    if pattern.startswith("urn:"):
+        head = pattern.rsplit("::", 1)[0]
+        return "::" in pattern and _literal(head) == head
+    literal_stack = isinstance(stack, str) and len(_literal(stack).strip("/")) >= 3
+    return len(_literal(pattern)) >= 3 and literal_stack
 
 
 def exemption(config: Mapping[str, Any], urn: str) -> str | None:
     """The reason this resource is exempt from the policy, or None. `resource` is matched
     against the resource's name, or against its whole URN when it starts with `urn:` (so a
     name pattern cannot reach into the stack, project or type); `stack` against the stack
-    name, or `project/stack` when it holds a `/`."""
+    name, or `project/stack` when it holds a `/`. A name pattern needs a stack."""
     name = urn.rsplit("::", 1)[-1]
     project = urn.split("::", 2)[1] if urn.count("::") >= 2 else ""
     for entry in items(config.get("exemptions")):
@@ -438,7 +450,7 @@ def exemption(config: Mapping[str, Any], urn: str) -> str | None:
         reason, pattern, stack = entry.get("reason"), entry.get("resource"), entry.get("stack")
         if not isinstance(reason, str) or len(reason.strip()) < 10:
             continue
-        if not isinstance(pattern, str) or not _names_something(pattern):
+        if not isinstance(pattern, str) or not _names_something(pattern, stack):
             continue
         if isinstance(stack, str):
             where = f"{project}/{stack_of(urn)}" if "/" in stack else stack_of(urn)

@@ -106,6 +106,23 @@ SCHEMA = config_schema(
             "data bucket of that class with a weaker RPO, or none, is refused."
         ),
     },
+    default_max_rpo_s={
+        "type": "number",
+        "minimum": 0,
+        "default": 7 * 86400,
+        "description": (
+            "The longest RPO a data class without its own max_rpo_s entry may state, in "
+            "seconds (default 7 days): a stated RPO of years is a switch, not a target."
+        ),
+    },
+    require_site_roles={
+        "type": "boolean",
+        "default": False,
+        "description": (
+            "Refuse a gpudr stack that no site_roles entry names: every DR stack's role is then "
+            "the organisation's word, not its tags' (recommended once site_roles lists them)."
+        ),
+    },
     site_roles={
         "type": "object",
         "default": {},
@@ -164,6 +181,8 @@ def _site_role(stack: Stack, config: Mapping[str, Any]) -> tuple[str | None, lis
     if len(declared) > 1:
         problems.append(f"the pack config's site_roles give it {', '.join(sorted(declared))}")
     role = next(iter(declared)) if len(declared) == 1 else None
+    if role is None and not declared and config.get("require_site_roles") is True:
+        problems.append("no site_roles entry in the pack config names its stack")
     if role is not None and found and found != {role}:
         problems.append(
             f"the pack config's site_roles say {role}, its tags {', '.join(sorted(found))}"
@@ -287,6 +306,13 @@ def _bounds(bucket: PolicyResource, d: tags.BucketTags, config: Mapping[str, Any
             )
     floors = config.get("max_rpo_s")
     floor = number(floors.get(d.data_class)) if isinstance(floors, Mapping) else None
+    ceiling = number(config.get("default_max_rpo_s"))
+    if floor is None and ceiling is not None and d.rpo_s is not None and d.rpo_s > ceiling:
+        yield (
+            f"it has an RPO of {seconds(d.rpo_s)}, longer than any DR copy is allowed "
+            f"({seconds(ceiling)}, default_max_rpo_s): tighten recovery in the plan, or set a "
+            "floor for this class in max_rpo_s"
+        )
     if floor is not None and (d.rpo_s is None or d.rpo_s > floor):
         have = "no RPO" if d.rpo_s is None else f"an RPO of {seconds(d.rpo_s)}"
         yield (

@@ -28,6 +28,7 @@ from .common import (
     IAM_POLICY,
     IAM_ROLE_POLICY,
     S3_BUCKET,
+    S3_POLICY,
     Stack,
     items,
     json_document,
@@ -50,6 +51,8 @@ GCP_PRINCIPALS = (
     "projectOwner:",
     "projectViewer:",
 )
+# The properties of an attachment that name who gets the policy.
+PRINCIPAL_PROPS = ("role", "user", "group", "roles", "users", "groups")
 IAM_ATTACHMENTS = (
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
     "aws:iam/userPolicyAttachment:UserPolicyAttachment",
@@ -86,11 +89,20 @@ def _matches(statement: Mapping[str, Any], objects_arn: str, access: Access) -> 
     return bool(actions & (access.s3_actions | {"*"})) and bool(resources & {objects_arn, "*"})
 
 
+def _may_deny(statement: Mapping[str, Any], objects_arn: str, access: Access) -> bool:
+    """A Deny that names the access, or whose Not* elements leave that open (fail closed)."""
+    if not same(statement.get("Effect"), "Deny"):
+        return False
+    if any(statement.get(k) for k in ("NotAction", "NotResource", "NotPrincipal")):
+        return True
+    return _matches(statement, objects_arn, access)
+
+
 def _allows(document: Mapping[str, Any], objects_arn: str, access: Access) -> bool:
     """An Allow of the access on the objects, and no Deny of it in the same document. A
     statement with a Condition does not count as a grant: it may never hold."""
     statements = [s for s in items(document.get("Statement")) if isinstance(s, Mapping)]
-    if any(same(s.get("Effect"), "Deny") and _matches(s, objects_arn, access) for s in statements):
+    if any(_may_deny(s, objects_arn, access) for s in statements):
         return False
     return any(
         same(s.get("Effect"), "Allow")
@@ -104,12 +116,36 @@ def _reaches_an_identity(stack: Stack, policy: PolicyResource) -> bool:
     """An inline role policy on a named role, or a managed policy attached to something: a
     managed policy attached to nothing grants nobody anything."""
     if kind(policy) == IAM_ROLE_POLICY:
-        role = policy.props.get("role")
-        return bool(role) or bool(policy.property_dependencies.get("role"))
+        return _names_principals(policy, "role")
     return any(
         links_to(attachment, "policyArn", policy, ("arn",))
+        and _names_principals(attachment, *PRINCIPAL_PROPS)
         for attachment in stack.of_type(*IAM_ATTACHMENTS)
     )
+
+
+def _names_principals(resource: PolicyResource, *props: str) -> bool:
+    """The attachment (or inline policy) names a role, user or group, as a value or an Output."""
+    return any(
+        bool([v for v in items(resource.props.get(p)) if v])
+        or bool(resource.property_dependencies.get(p))
+        for p in props
+    )
+
+
+def _bucket_denies(stack: Stack, bucket: PolicyResource, access: Access) -> bool:
+    """The bucket's own policy denies the access to everyone, with no condition."""
+    objects_arn = grants.s3_objects_arn(str(bucket.props.get("bucket")))
+    for policy in stack.linked(bucket, S3_POLICY, "bucket", ("bucket", "id")):
+        document = json_document(policy.props.get("policy"))
+        for statement in items(document.get("Statement")) if document else []:
+            if (
+                isinstance(statement, Mapping)
+                and not statement.get("Condition")
+                and _may_deny(statement, objects_arn, access)
+            ):
+                return True
+    return False
 
 
 def _s3(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyResource]:
@@ -117,6 +153,8 @@ def _s3(stack: Stack, bucket: PolicyResource, access: Access) -> list[PolicyReso
     if not isinstance(name, str) or not name:
         return []
     objects_arn = grants.s3_objects_arn(name)
+    if _bucket_denies(stack, bucket, access):
+        return []
     return [
         policy
         for policy in stack.of_type(IAM_POLICY, IAM_ROLE_POLICY)
@@ -180,6 +218,8 @@ def _azure(stack: Stack, account: PolicyResource, access: Access) -> list[Policy
         role = assignment.props.get("roleDefinitionId")
         if not isinstance(role, str) or grants.azure_role_guid(role) not in access.azure_role_ids:
             continue
+        if assignment.props.get("condition"):
+            continue  # an ABAC condition may never hold
         if _has_principal(assignment) and _scope_is(assignment, account):
             out.append(assignment)
     return out

@@ -91,13 +91,31 @@ def _target(d: DataClass) -> str:
 # --- S3 cross-region replication (source's stack) -----------------------------------------
 
 
+def _whole_bucket(rule: object) -> bool:
+    """The rule covers every object: no filter, or an empty prefix and no tag. A rule scoped to
+    a prefix or a tag replicates what happens to match it, which says nothing of the class."""
+    scope = get(rule, "filter")
+    if scope is None:
+        return not get(rule, "prefix")
+    if get(scope, "tag") is not None or get(scope, "and") is not None:
+        return False
+    return not get(scope, "prefix")
+
+
 def _rtc_rule(rule: object) -> bool:
     destination = get(rule, "destination")
     return (
         same(get(rule, "status"), "Enabled")
+        and _whole_bucket(rule)
         and same(get(destination, "replicationTime", "status"), "Enabled")
         and same(get(destination, "metrics", "status"), "Enabled")
     )
+
+
+def _partial_job(job: PolicyResource) -> bool:
+    """A pull that copies part of the bucket (object conditions) or stops (an end date)."""
+    conditions = get(job.props, "transferSpec", "objectConditions")
+    return bool(conditions) or get(job.props, "schedule", "scheduleEndDate") is not None
 
 
 def _check_s3_crr(
@@ -105,15 +123,22 @@ def _check_s3_crr(
 ) -> None:
     configs = stack.linked(bucket, S3_REPLICATION, "bucket", ("bucket", "id"))
     rules = [r for c in configs for r in items(c.props.get("rules"))] + _inline_rules(bucket)
-    if d.rpo_s is None and any(same(get(r, "status"), "Enabled") for r in rules):
+    whole = [r for r in rules if same(get(r, "status"), "Enabled") and _whole_bucket(r)]
+    if d.rpo_s is None and whole:
         return  # replicated; with no RPO there is no time to guarantee
     if not any(_rtc_rule(r) for r in rules):
-        found = (
-            "its replication rules have no Replication Time Control (replication_time and "
-            "metrics both Enabled), and without RTC S3 guarantees no replication time"
-            if rules
-            else "no BucketReplicationConfig replicates it"
-        )
+        if not rules:
+            found = "no BucketReplicationConfig replicates it"
+        elif not whole:
+            found = (
+                "no enabled replication rule covers the whole bucket (a prefix or tag filter "
+                "replicates only what happens to match it)"
+            )
+        else:
+            found = (
+                "its replication rules have no Replication Time Control (replication_time and "
+                "metrics both Enabled), and without RTC S3 guarantees no replication time"
+            )
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: {found}. Declare "
             "aws.s3.BucketReplicationConfig for it with an Enabled rule whose destination has "
@@ -219,6 +244,8 @@ def _sts_schedules(
             continue  # the bucket is this job's source (a pull out of it), not its sink
         if same(job.props.get("status"), "DISABLED") or same(job.props.get("status"), "DELETED"):
             continue
+        if _partial_job(job):
+            continue  # copies part of the bucket, or stops: not this class's pull
         schedule = job.props.get("schedule")
         if schedule is None:
             out.append((job, None))
@@ -247,6 +274,8 @@ def _datasync_schedules(
             continue
         if same(get(task.props, "schedule", "status"), "DISABLED"):
             continue
+        if items(task.props.get("includes")) or items(task.props.get("excludes")):
+            continue  # a filtered task copies part of the bucket: not this class's pull
         out.append((task, rate_expression_s(get(task.props, "schedule", "scheduleExpression"))))
     return out
 
@@ -269,7 +298,8 @@ def _check_pull(
     if not jobs:
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: no enabled {kind} in this stack "
-            f"pulls into it. {fix} so that interval + one run + checkpoint interval stays "
+            f"pulls the whole source into it (a filtered job, or one with an end date, does not "
+            f"count). {fix} so that interval + one run + checkpoint interval stays "
             "within the RPO.",
             bucket.urn,
         )
@@ -351,10 +381,14 @@ def _check_azure_or(
             "this class (replication: dual-write), or relax its RPO to none.",
             bucket.urn,
         )
-    elif not stack.linked(bucket, AZ_OBJECT_REPLICATION, "accountName", ("accountName",)):
+    elif not any(
+        any(not get(rule, "filters") for rule in items(policy.props.get("rules")))
+        for policy in stack.linked(bucket, AZ_OBJECT_REPLICATION, "accountName", ("accountName",))
+    ):
         report(
             f"{describe(bucket)} claims {_target(d)}, but no ObjectReplicationPolicy of this "
-            "stack replicates it: declare the policy pair (gpudr's "
+            "stack replicates it whole (a rule with filters copies only what matches them): "
+            "declare the policy pair (gpudr's "
             "components/azure/replication.py does) or regenerate the stack.",
             bucket.urn,
         )

@@ -477,6 +477,28 @@ def roles_swapped(records: Records) -> Records:
     return [r for r in records if r["type"] not in (*REPLICATION, *GRANTS)]
 
 
+def replication_scoped(records: Records) -> Records:
+    """Replication that copies nothing: S3 rules and Azure object replication filtered to a
+    prefix nobody writes, Storage Transfer jobs with a prefix condition, DataSync tasks that
+    exclude everything. A stack that holds none of these is left as it is."""
+    nothing = "no-such-prefix/"
+    for r in records:
+        inputs = r["inputs"]
+        if r["type"] == REPLICATION[0]:
+            for rule in inputs.get("rules") or []:
+                rule["filter"] = {"prefix": nothing}
+        elif r["type"] == REPLICATION[1]:
+            for rule in inputs.get("rules") or []:
+                rule["filters"] = {"prefixMatch": [nothing]}
+        elif r["type"] == REPLICATION[2]:
+            inputs.setdefault("transferSpec", {})["objectConditions"] = {
+                "includePrefixes": [nothing]
+            }
+        elif r["type"] == REPLICATION[3]:
+            inputs["excludes"] = {"filterType": "SIMPLE_PATTERN", "value": "*"}
+    return records
+
+
 def tags_stripped(records: Records) -> Records:
     for r in _data_buckets(records):
         found, prefix, _ = _labels(r)
@@ -519,12 +541,19 @@ TAMPERS: dict[str, Callable[[Records], Records]] = {
     "relabelled-dual-write-replication-removed": relabelled_dual_write,
     "relabelled-pull-replication-removed": relabelled_pull,
     "rpo-none-replication-removed": rpo_none,
+    "replication-scoped-to-nothing": replication_scoped,
     "roles-swapped-replication-removed": roles_swapped,
     "dr-role-stripped": tags_stripped,
     "retyped-and-zeroed": retyped,
 }
 # Not a tamper the pack must refuse (a BucketV2 is as safe as a Bucket): it must change nothing.
 TRANSFORMS = {**TAMPERS, "retyped-only": retyped_only}
+
+
+def changes(records: Records, tamper: str) -> bool:
+    """Whether the tamper changes anything in this stack (a stack with no replication of its
+    own has nothing to scope)."""
+    return tampered(records, tamper) != json.loads(json.dumps(records))
 
 
 def tampered(records: Records, tamper: str) -> Records:

@@ -59,9 +59,13 @@ def test_key_vault_purge_protection(properties: dict[str, bool], expected: str |
 def test_an_untagged_bucket_v2_is_judged_and_an_exemption_needs_a_reason() -> None:
     bucket = Res("aws:s3/bucketV2:BucketV2", "site", {"forceDestroy": True})
     assert len(run_resource(deletion_protection, bucket)) == 2  # not protected, force_destroy
-    exempt = {"exemptions": [{"resource": "site", "reason": "static site, rebuilt from git"}]}
+    exempt = {
+        "exemptions": [
+            {"resource": "site", "stack": "test", "reason": "static site, rebuilt from git"}
+        ]
+    }
     assert run_resource(deletion_protection, bucket, exempt) == []
-    unexplained = {"exemptions": [{"resource": "site", "reason": ""}]}
+    unexplained = {"exemptions": [{"resource": "site", "stack": "test", "reason": ""}]}
     assert len(run_resource(deletion_protection, bucket, unexplained)) == 2
 
 

@@ -176,3 +176,25 @@ def test_one_stack_names_one_site_role() -> None:
     other = Res("aws:ec2/vpc:Vpc", "net", {"tags": {"gpudr:site-role": "dr"}})
     found = run_stack(dr_tags_verified, [*r.values(), other], OK_CONFIG)
     check(found, r["bucket"], "2 site roles")
+
+
+@pytest.mark.parametrize(
+    ("rpo", "config", "expected"),
+    [
+        pytest.param("604800", {}, None, id="a-week"),
+        pytest.param("63072000", {}, "longer than any DR copy", id="two-years"),
+        pytest.param("63072000", {"default_max_rpo_s": 1e8}, None, id="ceiling-raised"),
+        pytest.param("none", {}, None, id="no-rpo-is-not-a-stated-one"),
+    ],
+)
+def test_a_stated_rpo_has_a_ceiling(rpo: str, config: dict[str, Any], expected: str | None) -> None:
+    found, bucket = judged(CHECKPOINTS, {**OK_CONFIG, **config}, rpo_s=rpo)
+    check(found, bucket, expected)
+
+
+def test_require_site_roles_refuses_a_stack_the_organisation_did_not_name() -> None:
+    strict = {**OK_CONFIG, "require_site_roles": True}
+    found, bucket = judged(CHECKPOINTS, strict)
+    check(found, bucket, "no site_roles entry")
+    found, bucket = judged(CHECKPOINTS, {**strict, "site_roles": {"test": "primary"}})
+    check(found, bucket, None)

@@ -141,7 +141,7 @@ def test_an_exemption_in_the_pack_config_with_a_reason_exempts_that_resource_onl
     r = s3()
     r.pop("encryption")
     reason = "public website assets, no DR data (SEC-123)"
-    config = {"exemptions": [{"resource": r["bucket"].name, "stack": "te*", "reason": reason}]}
+    config = {"exemptions": [{"resource": r["bucket"].name, "stack": "tes*", "reason": reason}]}
     assert run_stack(data_encrypted_at_rest, list(r.values()), config) == []
     for entry in (
         {"resource": r["bucket"].name, "reason": "short"},  # no real reason: exempts nothing

@@ -133,3 +133,33 @@ def test_reads_and_writes_are_told_apart() -> None:
     stack = Stack(policy_resources(records([r["bucket"], r["writer"]])))
     bucket = next(b for b in stack.resources if b.urn == r["bucket"].urn)
     assert read_grants(stack, bucket) and not write_grants(stack, bucket)
+
+
+def test_an_attachment_that_names_no_role_user_or_group_grants_nothing() -> None:
+    r = s3("weights", WEIGHTS)
+    policy = Res(POLICY, "writer-managed", {"policy": r["writer"].inputs["policy"]})
+    empty = Res("aws:iam/policyAttachment:PolicyAttachment", "nobody", {"policyArn": "arn"})
+    assert not granted([r["bucket"], policy, empty.link("policyArn", policy)], r["bucket"])
+
+
+def test_a_deny_with_not_action_takes_the_grant_back() -> None:
+    r = s3("weights", WEIGHTS)
+    document = s3_document(r)
+    document["Statement"].append({"Effect": "Deny", "NotAction": "s3:GetObject", "Resource": "*"})
+    set_document(r, document)
+    assert not granted([r["bucket"], r["writer"]], r["bucket"])
+
+
+def test_the_buckets_own_deny_takes_a_write_grant_back() -> None:
+    r = s3("weights", WEIGHTS)
+    deny = {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject", "Resource": "*"}
+    r["policy"].inputs["policy"] = json.dumps({"Statement": [deny]})
+    assert not granted([r["bucket"], r["policy"], r["writer"]], r["bucket"])
+    r = s3("weights", WEIGHTS)  # gpudr's own bucket policy denies only insecure transport
+    assert granted([r["bucket"], r["policy"], r["writer"]], r["bucket"])
+
+
+def test_an_azure_assignment_with_a_condition_grants_nothing() -> None:
+    r = azure("weights", WEIGHTS)
+    r["writer"].inputs["condition"] = "@Resource[Microsoft.Storage/x] StringEquals 'never'"
+    assert not granted([r["account"], r["writer"]], r["account"])

@@ -71,5 +71,6 @@ def test_the_prefix_limit_and_exemptions_come_from_the_pack_config() -> None:
     assert run_resource(kubernetes_api_not_public, cluster) == []
     strict = {"min_prefix_v4": 24}
     check(run_resource(kubernetes_api_not_public, cluster, strict), cluster, "198.51.0.0/16")
-    exempt = {**strict, "exemptions": [{"resource": "ops", "reason": "break-glass cluster, SEC-9"}]}
+    entry = {"resource": "ops", "stack": "test", "reason": "break-glass cluster, SEC-9"}
+    exempt = {**strict, "exemptions": [entry]}
     assert run_resource(kubernetes_api_not_public, cluster, exempt) == []

@@ -54,24 +54,28 @@ def test_every_policy_takes_exemptions_from_the_pack_config() -> None:
         assert "exemptions" in policy.config_schema.properties, policy.name
 
 
+def _entry(resource: str, stack: str | None = "test", reason: str = REASON) -> dict[str, str]:
+    entry = {"resource": resource, "reason": reason}
+    return {**entry, "stack": stack} if stack is not None else entry
+
+
 @pytest.mark.parametrize(
     ("entry", "exempt"),
     [
-        pytest.param({"resource": "logs", "reason": REASON}, True, id="by-name"),
-        pytest.param({"resource": "lo*", "reason": REASON}, True, id="name-glob"),
-        pytest.param({"resource": "*", "reason": REASON}, False, id="wildcard-only"),
-        pytest.param({"resource": "*gpudr*", "reason": REASON}, False, id="name-glob-not-urn"),
-        pytest.param(
-            {"resource": f"urn:pulumi:test::gpudr::{TOKEN}::logs", "reason": REASON}, True, id="urn"
-        ),
-        pytest.param({"resource": "logs", "stack": "test", "reason": REASON}, True, id="stack"),
-        pytest.param(
-            {"resource": "logs", "stack": "gpudr/te*", "reason": REASON}, True, id="project"
-        ),
-        pytest.param(
-            {"resource": "logs", "stack": "other/test", "reason": REASON}, False, id="other-project"
-        ),
-        pytest.param({"resource": "logs", "reason": "because"}, False, id="no-real-reason"),
+        pytest.param(_entry("logs"), True, id="name-in-a-stack"),
+        pytest.param(_entry("log*"), True, id="name-glob-in-a-stack"),
+        pytest.param(_entry("logs", stack=None), False, id="name-in-every-stack"),
+        pytest.param(_entry("logs", stack="*"), False, id="name-in-any-stack"),
+        pytest.param(_entry("*"), False, id="wildcard-only"),
+        pytest.param(_entry("*o*"), False, id="one-literal-character"),
+        pytest.param(_entry("*gpudr*"), False, id="name-glob-does-not-reach-the-urn"),
+        pytest.param(_entry(f"urn:pulumi:test::gpudr::{TOKEN}::logs", None), True, id="urn"),
+        pytest.param(_entry(f"urn:pulumi:test::gpudr::{TOKEN}::l*", None), True, id="urn-name"),
+        pytest.param(_entry("urn:*", None), False, id="urn-wildcard"),
+        pytest.param(_entry("urn:pulumi:*::gpudr::x::logs", None), False, id="urn-any-stack"),
+        pytest.param(_entry("logs", stack="gpudr/tes*"), True, id="project-stack"),
+        pytest.param(_entry("logs", stack="other/test"), False, id="other-project"),
+        pytest.param(_entry("logs", reason="because"), False, id="no-real-reason"),
     ],
 )
 def test_exemptions_match_what_they_name(entry: dict[str, str], exempt: bool) -> None:

@@ -70,8 +70,18 @@ def rules(r: dict[str, Res]) -> list[dict[str, Any]]:
             id="rtc-without-metrics",
         ),
         pytest.param(
+            lambda r: rules(r)[0].update(filter={"prefix": "no-such-prefix/"}),
+            "covers the whole bucket",
+            id="rule-filtered-to-a-prefix",
+        ),
+        pytest.param(
+            lambda r: rules(r)[0].update(filter={"tag": {"key": "dr", "value": "yes"}}),
+            "covers the whole bucket",
+            id="rule-filtered-to-a-tag",
+        ),
+        pytest.param(
             lambda r: rules(r)[0].update(status="Disabled"),
-            "Replication Time Control",
+            "no enabled replication rule",
             id="rule-disabled",
         ),
         pytest.param(lambda r: r.pop("replication"), "no BucketReplicationConfig", id="none"),
@@ -172,6 +182,9 @@ def test_gcs_dual_region(mutate: Mutation, expected: str | None) -> None:
 PULLED_CHECKPOINTS = {**CHECKPOINTS, "dr-role": "data-replica", "quota-mbps": "10000"}
 
 
+END_DATE = {"year": 2020, "month": 1, "day": 1}
+
+
 def sts(every: str | None = "7200s", **inputs: Any) -> dict[str, Res]:
     """A GCS replica pulled from S3 every `every` (examples/aws-to-gcp.yaml's checkpoints)."""
     r = gcs("checkpoints", {**PULLED_CHECKPOINTS, "mechanism": "sts"})
@@ -199,6 +212,27 @@ def sts(every: str | None = "7200s", **inputs: Any) -> dict[str, Res]:
         pytest.param(lambda: sts(None, schedule=None), "no repeating schedule", id="one-shot"),
         pytest.param(lambda: sts(None), "runs every 24h", id="sts-default-24h"),
         pytest.param(lambda: sts(status="DISABLED"), "no enabled", id="disabled"),
+        pytest.param(
+            lambda: sts(
+                transferSpec={
+                    "awsS3DataSource": {"bucketName": "llm-use1-checkpoints-abc123"},
+                    "gcsDataSink": {"bucketName": "llm-use4-checkpoints-abc123"},
+                    "objectConditions": {"includePrefixes": ["nothing/"]},
+                }
+            ),
+            "pulls the whole source",
+            id="filtered-job",
+        ),
+        pytest.param(
+            lambda: sts(
+                schedule={
+                    "repeatInterval": "7200s",
+                    "scheduleEndDate": {"year": 2020, "month": 1, "day": 1},
+                }
+            ),
+            "pulls the whole source",
+            id="job-with-an-end-date",
+        ),
         pytest.param(
             lambda: {k: v for k, v in sts().items() if k != "job"}, "no enabled", id="no-job"
         ),
@@ -269,6 +303,11 @@ def datasync(expression: str | None = "rate(2 hours)", by_name: bool = False) ->
     return r
 
 
+def _filtered(task: Res) -> Res:
+    task.inputs["excludes"] = {"filterType": "SIMPLE_PATTERN", "value": "*"}
+    return task
+
+
 @pytest.mark.parametrize(
     ("build", "expected"),
     [
@@ -278,6 +317,11 @@ def datasync(expression: str | None = "rate(2 hours)", by_name: bool = False) ->
         pytest.param(lambda: datasync("rate(4 hours)"), "runs every 4h", id="rate-4-hours"),
         pytest.param(lambda: datasync("cron(0 */2 * * ? *)"), "no repeating schedule", id="cron"),
         pytest.param(lambda: datasync(None), "no repeating schedule", id="unscheduled"),
+        pytest.param(
+            lambda: {**(r := datasync()), "task": _filtered(r["task"])},
+            "pulls the whole source",
+            id="filtered-task",
+        ),
         pytest.param(
             lambda: {k: v for k, v in datasync().items() if k != "task"},
             "no enabled DataSync task",
