@@ -72,8 +72,9 @@ def test_text_and_markdown_end_and_start_with_the_portfolio(tmp_path: Path) -> N
     tail = text.output[text.output.index("Portfolio") :]
     assert "llm-training" in tail and "short" in tail
     assert "NOT MET: checkpoints, datasets" in tail
-    # replication-meets-rpo refuses the overrun streams: mandatory.
-    assert "2 mandatory, 0 advisory" in tail
+    # replication-meets-rpo refuses the 2 overrun streams, and dr-tags-verified each of the 6
+    # data buckets: the short-* stacks are in no site_roles entry of the examples' config.
+    assert "8 mandatory, 0 advisory" in tail
     assert tail.rstrip().endswith(
         "2 plans: targets NOT MET in short. The policy pack refuses short."
     )
