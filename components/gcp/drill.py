@@ -3,9 +3,11 @@ plan's test size, with a service account that can only read the DR site's bucket
 
 What it never declares: a bucket, a key ring or key, a transfer job, a VPC peering, an HA VPN
 gateway, tunnel or BGP peer, or an Interconnect attachment. Its Cloud Router exists only for
-Cloud NAT (private nodes pull images through it) and has no interface or peer. The clusters
-encrypt secrets with the DR site's regional key, named by its deterministic path and already
-granted to the GKE service agent by the DR stack. Nothing is protected or retained.
+Cloud NAT (private nodes pull images through it) and has no interface or peer; its firewall
+allows no peer's range. Its clusters and firewall come from the DR site's own components
+(GpuCluster, SiteNetwork), so the drill is hardened as the site is. The clusters encrypt
+secrets with the DR site's regional key, named by its deterministic path and already granted
+to the GKE service agent by the DR stack. Nothing is protected or retained.
 
 The reader gets roles/storage.objectViewer on each replica bucket and no key role: Cloud
 Storage decrypts CMEK objects with its own service agent, so a reader needs no Cloud KMS

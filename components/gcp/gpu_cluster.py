@@ -1,6 +1,7 @@
 """A regional GKE cluster with GPU node pools: private nodes, secrets encrypted with the site's
-key, Workload Identity, GPU drivers installed by GKE, the GPU taint, compact placement, optional
-reservations, and pool sizes set by the DR pattern and mode."""
+key, Workload Identity, Dataplane V2 (network policy enforced), Binary Authorization, shielded
+nodes with secure boot, intranode visibility, GPU drivers installed by GKE, the GPU taint,
+compact placement, optional reservations, and pool sizes set by the DR pattern and mode."""
 
 from __future__ import annotations
 
@@ -91,6 +92,23 @@ class GpuCluster(pulumi.ComponentResource):
                 state="ENCRYPTED", key_name=args.key_id
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
+            # Dataplane V2 (eBPF, Cilium): Kubernetes NetworkPolicy is enforced, with no Calico
+            # add-on to run (`network_policy` must stay unset with it). Fixed at creation.
+            datapath_provider="ADVANCED_DATAPATH",
+            # Admission checks every image against the project's singleton Binary
+            # Authorization policy (its default allows all images until the project sets one;
+            # the binaryauthorization.googleapis.com API must be enabled in the project).
+            binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
+                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
+            ),
+            # Shielded GKE nodes: each node's identity is verified (vTPM) before it joins.
+            enable_shielded_nodes=True,
+            # Same-node Pod-to-Pod traffic leaves the node and goes through the VPC, so the
+            # firewall applies to it and subnet flow logs, where enabled, see it. It costs
+            # nothing by itself: flow logs are billed only on subnets that turn them on, which
+            # the site's subnetwork does not (yet). The firewall's site-CIDR egress rule and
+            # GKE's own Pod-range ingress rule let that traffic through.
+            enable_intranode_visibility=True,
             # The control plane holds no data; backup/restore recreates it from the program.
             deletion_protection=False,
             resource_labels=dict(args.labels),
@@ -157,6 +175,12 @@ class GpuCluster(pulumi.ComponentResource):
                 workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
                     mode="GKE_METADATA"
                 ),
+                # Secure boot and integrity monitoring (Shielded VM) on the GPU nodes. The NVIDIA
+                # driver GKE installs on COS (gpu_driver_installation above) comes from Google's
+                # cos-gpu-installer, which loads drivers Google precompiled and signed, so
+                # secure boot lets it load; a self-built, unsigned driver (e.g. the GPU
+                # operator's) would be refused. No GKE page found states A3/A2 + secure boot in
+                # so many words: the first real node pool confirms it (nvidia-smi on a node).
                 shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
                     enable_secure_boot=True, enable_integrity_monitoring=True
                 ),

@@ -1,6 +1,7 @@
 """A site's network on GCP: a custom-mode VPC, one subnetwork in the site's region with the GKE
-secondary ranges, Private Google Access, and a Cloud Router (the BGP speaker DR links attach to)
-with Cloud NAT for private nodes' egress.
+secondary ranges, Private Google Access, a Cloud Router (the BGP speaker DR links attach to)
+with Cloud NAT for private nodes' egress, and the network's firewall rules declared explicitly
+(see `SiteNetwork._firewall`).
 
 Address plan, carved from the site's CIDR (a /16 shown; other prefixes scale the same way):
 
@@ -24,6 +25,17 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
+
+from gpudr.contract.drill import fit
+
+# GCP's implied rules (deny all ingress, allow all egress) sit at 65535 and cannot be removed;
+# a rule at a lower number wins over them. The explicit deny-alls take the lowest priority that
+# still overrides the implied ones, so that any allow, GKE's own (1000) included, wins over them.
+DENY_ALL_PRIORITY = 65534
+ALLOW_PRIORITY = 1000
+# Google APIs through Private Google Access (their default domains resolve to Google's public
+# addresses) and registries outside Google through Cloud NAT: both over HTTPS.
+HTTPS_PORTS = ("443",)
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,9 @@ class SiteNetworkArgs:
     network_name: str
     router_asn: int  # the site's unique private ASN (transit_gateway_asn in the site config)
     clusters: Sequence[str]  # every cluster of the site, standing or not
+    # The CIDRs of the peers this site has a DR link to: allowed both ways. Empty for a drill's
+    # isolated network.
+    peer_cidrs: Sequence[str] = ()
 
 
 class SiteNetwork(pulumi.ComponentResource):
@@ -148,6 +163,7 @@ class SiteNetwork(pulumi.ComponentResource):
             log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
             opts=child,
         )
+        self._firewall(name, args, network.id)
         self.network_id = network.id
         self.network_self_link = network.self_link
         self.subnetwork_self_link = subnet.self_link
@@ -161,3 +177,83 @@ class SiteNetwork(pulumi.ComponentResource):
                 "router_name": self.router_name,
             }
         )
+
+    def _firewall(self, name: str, args: SiteNetworkArgs, network: pulumi.Input[str]) -> None:
+        """The network's firewall, declared rather than left to GCP's implied rules (CIS GCP
+        3.x): allow what the site needs, deny the rest at the lowest priority, both ways.
+
+        Ingress: the DR peers' CIDRs (over the peering or VPN); nothing else from outside.
+        GKE creates and keeps its own rules for each cluster at priority 1000 (control plane to
+        nodes, node to node, pod ranges, and the health-check ranges of any load balancer a
+        Service asks for), so they are not repeated here; gpudr itself declares no load
+        balancer. Egress: the site's own CIDR (nodes, Pods, Services and the GKE control
+        planes' /28s are all carved from it), the peers' CIDRs, and HTTPS anywhere (Google
+        APIs by Private Google Access, images through Cloud NAT); everything else is denied.
+        The metadata server (DNS, NTP, node credentials) is always reachable: firewall rules
+        never apply to it.
+
+        No rule sets `log_config`: firewall rules logging is billed as Cloud Logging ingestion,
+        so it stays off until the plan prices it (an exception docs/security.md lists)."""
+        peers, anywhere = tuple(args.peer_cidrs), ("0.0.0.0/0",)
+        rules: list[_Rule] = []
+        if peers:
+            rules += [
+                _Rule("in-peers", "INGRESS", peers, "ingress from the DR peers over the DR link"),
+                _Rule("out-peers", "EGRESS", peers, "egress to the DR peers over the DR link"),
+            ]
+        rules += [
+            _Rule(
+                "out-site",
+                "EGRESS",
+                (args.cidr,),
+                "egress within the site: nodes, Pods, Services, GKE control planes",
+            ),
+            _Rule(
+                "out-https",
+                "EGRESS",
+                anywhere,
+                "HTTPS egress: Google APIs (Private Google Access), images via Cloud NAT",
+                ports=HTTPS_PORTS,
+            ),
+            _Rule("in-deny-all", "INGRESS", anywhere, "deny any other ingress", deny=True),
+            _Rule("out-deny-all", "EGRESS", anywhere, "deny any other egress", deny=True),
+        ]
+        for r in rules:
+            ingress = r.direction == "INGRESS"
+            gcp.compute.Firewall(
+                f"{name}-fw-{r.suffix}",
+                name=rule_name(args.network_name, r.suffix),
+                project=args.project,
+                network=network,
+                description=f"gpudr: {r.description}",
+                direction=r.direction,
+                # The deny-alls at the lowest priority: any allow, GKE's own included, wins.
+                priority=DENY_ALL_PRIORITY if r.deny else ALLOW_PRIORITY,
+                source_ranges=list(r.ranges) if ingress else None,
+                destination_ranges=None if ingress else list(r.ranges),
+                allows=None
+                if r.deny
+                else [
+                    gcp.compute.FirewallAllowArgs(
+                        protocol="tcp" if r.ports else "all", ports=list(r.ports) or None
+                    )
+                ],
+                denies=[gcp.compute.FirewallDenyArgs(protocol="all")] if r.deny else None,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+
+
+@dataclass(frozen=True)
+class _Rule:
+    suffix: str
+    direction: str  # INGRESS | EGRESS
+    ranges: tuple[str, ...]  # sources (ingress) or destinations (egress)
+    description: str
+    ports: tuple[str, ...] = ()  # TCP ports; none: every protocol
+    deny: bool = False
+
+
+def rule_name(network_name: str, suffix: str) -> str:
+    """`<network>-<suffix>`, within GCP's 63 characters (a long network name is cut and
+    digested, so two stay distinct)."""
+    return f"{fit(network_name, 62 - len(suffix))}-{suffix}"

@@ -101,6 +101,8 @@ class GcpSite(pulumi.ComponentResource):
                 network_name=cfg.network_name,
                 router_asn=cfg.transit_gateway_asn,
                 clusters=[c.name for c in cfg.clusters],
+                # Allowed through the firewall: the peers a DR link joins this site to.
+                peer_cidrs=linked_peer_cidrs(cfg),
             ),
             opts=self._child,
         )
@@ -398,6 +400,12 @@ class GcpSite(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+
+def linked_peer_cidrs(cfg: SiteConfig) -> list[str]:
+    """The CIDRs of the peers a DR link joins this site to, each once, in peer order."""
+    linked = {link.peer_site for link in cfg.links}
+    return list(dict.fromkeys(p.cidr for p in cfg.peers if p.site in linked))
 
 
 def _required(cfg: SiteConfig) -> tuple[str, str]:
