@@ -58,13 +58,17 @@ def schedule_expression(t: InboundTransfer) -> str:
 @dataclass(frozen=True)
 class DataSyncLogsArgs:
     region: pulumi.Input[str]
+    # The site's key (its ARN: CloudWatch Logs takes no alias or id). Its policy must let
+    # CloudWatch Logs of this region use it for ENHANCED_LOG_GROUP (kms.DataKeyArgs.log_groups).
+    key_arn: pulumi.Input[str]
     tags: dict[str, str]
 
 
 class DataSyncLogs(pulumi.ComponentResource):
     """The site's one log group for Enhanced mode tasks. Declared (rather than left to DataSync
     to create on first run) so that it has a retention: otherwise transfer logs are kept, and
-    billed, forever. One per site and region, since the name is fixed."""
+    billed, forever; and encrypted with the site's key, like the data whose object names the
+    logs carry. One per site and region, since the name is fixed."""
 
     log_group_arn: pulumi.Output[str]
 
@@ -76,6 +80,7 @@ class DataSyncLogs(pulumi.ComponentResource):
             f"{name}-group",
             name=ENHANCED_LOG_GROUP,
             retention_in_days=LOG_RETENTION_DAYS,
+            kms_key_id=args.key_arn,
             region=args.region,
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),

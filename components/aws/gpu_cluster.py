@@ -19,6 +19,17 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
 
+# Security-group rule descriptions: what each rule admits and why (EC2 allows up to 255
+# characters of a-z A-Z 0-9, spaces and ._-:/()#,@[]+=&;{}!$*).
+EFA_INGRESS_DESCRIPTION = (
+    "EFA and NCCL traffic from GPU nodes of this pool (same group): all protocols, "
+    "as the EFA user guide requires"
+)
+EFA_EGRESS_DESCRIPTION = (
+    "EFA and NCCL traffic to GPU nodes of this pool (same group): all protocols, "
+    "as the EFA user guide requires"
+)
+
 
 def _assume(service: str) -> str:
     return json.dumps(
@@ -68,7 +79,7 @@ class GpuCluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:compute:GpuCluster", name, None, opts)
         nodes = _Nodes(
-            cluster=self._control_plane(name, args),
+            cluster=(cluster := self._control_plane(name, args)),
             role=(role := self._node_role(name, args)),
             attachments=[
                 aws.iam.RolePolicyAttachment(
@@ -80,6 +91,7 @@ class GpuCluster(pulumi.ComponentResource):
                 for i, arn in enumerate(NODE_POLICIES)
             ],
         )
+        self._pod_identity_agent(name, cluster, args)
         sizes: dict[str, int] = {}
         for pool in args.config.pools:
             size = pool_size(pool, args.failover)
@@ -124,6 +136,28 @@ class GpuCluster(pulumi.ComponentResource):
             region=args.region,
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy]),
+        )
+
+    def _pod_identity_agent(
+        self, name: str, cluster: aws.eks.Cluster, args: GpuClusterArgs
+    ) -> None:
+        """The EKS Pod Identity Agent: with the nodes' IMDS closed to pods (hop limit 1, see
+        `_launch_template`), this is how a pod gets AWS credentials, from the role its service
+        account's Pod Identity association names (the dual writers' roles trust
+        pods.eks.amazonaws.com: replication.pod_identity_trust). The agent runs on each node
+        with the host network and asks EKS Auth for the pod's role with the node role
+        (eks-auth:AssumeRoleForPodIdentity, in AmazonEKSWorkerNodePolicy: NODE_POLICIES);
+        Amazon EKS User Guide, "Set up the Amazon EKS Pod Identity Agent". Its DaemonSet
+        tolerates every taint by default (aws/eks-charts, stable/eks-pod-identity-agent), so
+        the GPU taint does not keep it off the GPU nodes. Declared with the cluster, before any
+        node joins: a DaemonSet of no nodes is healthy, and the first pod already finds it."""
+        aws.eks.Addon(
+            f"{name}-pod-identity",
+            cluster_name=cluster.name,
+            addon_name="eks-pod-identity-agent",
+            region=args.region,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _node_role(self, name: str, args: GpuClusterArgs) -> aws.iam.Role:
@@ -184,10 +218,22 @@ class GpuCluster(pulumi.ComponentResource):
             description="gpudr: EFA traffic between GPU nodes of one pool",
             vpc_id=args.vpc_id,
             ingress=[
-                aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)
+                aws.ec2.SecurityGroupIngressArgs(
+                    description=EFA_INGRESS_DESCRIPTION,
+                    protocol="-1",
+                    from_port=0,
+                    to_port=0,
+                    self=True,
+                )
             ],
             egress=[
-                aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True)
+                aws.ec2.SecurityGroupEgressArgs(
+                    description=EFA_EGRESS_DESCRIPTION,
+                    protocol="-1",
+                    from_port=0,
+                    to_port=0,
+                    self=True,
+                )
             ],
             region=args.region,
             tags=tags,
@@ -275,8 +321,15 @@ class GpuCluster(pulumi.ComponentResource):
                     ),
                 )
             ],
+            # IMDSv2 only, and its answers go no further than the node itself: one hop, so a
+            # pod (one more hop, through its own network namespace) cannot read the node
+            # role's credentials. Processes on the host network (kubelet, the VPC CNI, the Pod
+            # Identity Agent) still can. Pods get credentials from EKS Pod Identity
+            # (`_pod_identity_agent`). Amazon EKS Best Practices, "Restrict access to the
+            # instance profile assigned to the worker node"; CIS AWS Foundations v3.0.0 5.6
+            # (IMDSv2 only); Security Hub AutoScaling.4 (hop limit not above 1).
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_tokens="required", http_put_response_hop_limit=2
+                http_tokens="required", http_put_response_hop_limit=1
             ),
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type="instance", tags=tags)

@@ -7,6 +7,7 @@ encrypts its replicas with the DR key through `alias/gpudr/<system>/<site>`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -21,6 +22,9 @@ class DataKeyArgs:
     tags: pulumi.Input[dict[str, str]]
     # Another account's replication role that encrypts replicas with this key (cross-account DR).
     replication_role_arn: pulumi.Input[str] | None = None
+    # Names of the log groups in the key's region that CloudWatch Logs encrypts with this key
+    # (the DataSync log group of a site that pulls).
+    log_groups: Sequence[str] = ()
 
 
 class DataKey(pulumi.ComponentResource):
@@ -34,8 +38,9 @@ class DataKey(pulumi.ComponentResource):
         super().__init__("gpudr:kms:DataKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        policy = pulumi.Output.all(args.account_id, args.replication_role_arn).apply(
-            lambda a: _key_policy(a[0], a[1])
+        log_groups = tuple(args.log_groups)
+        policy = pulumi.Output.all(args.account_id, args.replication_role_arn, args.region).apply(
+            lambda a: _key_policy(a[0], a[1], region=a[2], log_groups=log_groups)
         )
         # Protected and with the longest deletion window: deleting this key makes every object
         # encrypted with it unreadable, replicas included.
@@ -65,7 +70,13 @@ class DataKey(pulumi.ComponentResource):
         )
 
 
-def _key_policy(account_id: str, replication_role_arn: str | None) -> str:
+def _key_policy(
+    account_id: str,
+    replication_role_arn: str | None,
+    *,
+    region: str,
+    log_groups: Sequence[str] = (),
+) -> str:
     statements: list[dict[str, object]] = [
         {
             # The account keeps control of the key; IAM policies grant the rest.
@@ -86,4 +97,30 @@ def _key_policy(account_id: str, replication_role_arn: str | None) -> str:
                 "Resource": "*",
             }
         )
+    if log_groups:
+        statements.append(_logs_statement(account_id, region, log_groups))
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def _logs_statement(account_id: str, region: str, log_groups: Sequence[str]) -> dict[str, object]:
+    """CloudWatch Logs of this region may use the key for these log groups only: the service
+    principal is regional, and the encryption context it passes names the log group
+    (CloudWatch Logs User Guide, "Encrypt log data in CloudWatch Logs using AWS Key Management
+    Service", step 2: the key policy). Without this statement a log group cannot be
+    associated with the key."""
+    arns = [f"arn:aws:logs:{region}:{account_id}:log-group:{group}" for group in log_groups]
+    return {
+        "Sid": "CloudWatchLogsEncryptLogGroups",
+        "Effect": "Allow",
+        "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+        "Action": [
+            "kms:Encrypt*",
+            "kms:Decrypt*",
+            "kms:ReEncrypt*",
+            "kms:GenerateDataKey*",
+            "kms:Describe*",
+        ],
+        "Resource": "*",
+        # Several values of one key: any of them matches.
+        "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": arns}},
+    }

@@ -13,6 +13,7 @@ import pulumi_aws as aws
 
 from components.aws.bucket import DataBucket, DataBucketArgs
 from components.aws.datasync import (
+    ENHANCED_LOG_GROUP,
     DataSyncLogs,
     DataSyncLogsArgs,
     DataSyncPull,
@@ -111,6 +112,8 @@ class AwsSite(pulumi.ComponentResource):
                 account_id=account_id,
                 tags=site_tags(cfg, "data-key"),
                 replication_role_arn=cross_account_role,
+                # The DataSync log group is encrypted with this key (_pulls).
+                log_groups=(ENHANCED_LOG_GROUP,) if _pulls_declared(args, inbound) else (),
             ),
             opts=self._child,
         )
@@ -406,7 +409,9 @@ class AwsSite(pulumi.ComponentResource):
         name = self._name
         logs = DataSyncLogs(
             f"{name}-datasync-logs",
-            DataSyncLogsArgs(region=cfg.region, tags=site_tags(cfg, "transfer-logs")),
+            DataSyncLogsArgs(
+                region=cfg.region, key_arn=key.key_arn, tags=site_tags(cfg, "transfer-logs")
+            ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         for b in inbound:
@@ -428,6 +433,15 @@ class AwsSite(pulumi.ComponentResource):
                 # The bucket's versioning and encryption exist before the first run writes.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
             )
+
+
+def _pulls_declared(args: AwsSiteArgs, inbound: list[BucketConfig]) -> bool:
+    """Whether `AwsSite._pulls` declares DataSync pulls and their log group: some bucket
+    pulls, and the HMAC key they sign in with is in the stack's config."""
+    creds = args.credentials
+    return bool(inbound) and (
+        creds.gcs_hmac_access_id is not None and creds.gcs_hmac_secret is not None
+    )
 
 
 def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:

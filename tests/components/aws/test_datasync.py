@@ -178,15 +178,17 @@ def test_role_is_for_datasync_of_this_account_and_writes_only_the_sink(
 
 
 @pulumi.runtime.test
-def test_log_group_is_the_enhanced_mode_group_with_a_retention(
+def test_log_group_is_the_enhanced_mode_group_with_a_retention_under_the_site_key(
     monitor: RecordingMonitor,
 ) -> pulumi.Output[None]:
-    logs = DataSyncLogs("t-logs", DataSyncLogsArgs(region=REGION, tags={}))
+    logs = DataSyncLogs("t-logs", DataSyncLogsArgs(region=REGION, key_arn=KEY_ARN, tags={}))
 
     def check(arn: str) -> None:
         (group,) = registered(monitor, "aws:cloudwatch/logGroup:LogGroup")
         assert group.inputs["name"] == "/aws/datasync", group.urn
         assert group.inputs["retentionInDays"] > 0, group.urn
+        # The key's ARN: CloudWatch Logs takes no alias or key id.
+        assert group.inputs["kmsKeyId"] == KEY_ARN, group.urn
         assert group.inputs["region"] == REGION, group.urn
         assert arn.endswith(":log-group:/aws/datasync"), group.urn
 
