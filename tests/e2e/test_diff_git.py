@@ -125,7 +125,7 @@ def test_a_committed_plan_change_shows_settings_bandwidth_and_cost(repo: Path) -
     assert "base `HEAD~1` (" in md and "-> head working tree (HEAD " in md
     assert "uncommitted" not in md
     # Only the checkpoint buckets change, in both stacks: their sizing tags.
-    assert row(md, "resources", "118", "118").endswith("| +0 ~2 -0 |")
+    assert row(md, "resources", "122", "122").endswith("| +0 ~2 -0 |")
     for site in ("use1", "usw2"):
         bucket = row(md, "~", "s3.Bucket", f"`{site}-checkpoints-bucket`")
         assert "`tags.gpudr:required-mbps`: `790.123` -> `2370.370`" in bucket
@@ -178,7 +178,7 @@ def test_a_plan_absent_at_base_is_all_added(clone: Path) -> None:
     proc = gpudr_diff(clone, "--base", "HEAD", "examples/new-system.yaml")
     assert proc.returncode == 0, proc.stderr
     assert "(the plan is new: everything is added)" in proc.stdout
-    assert row(proc.stdout, "resources", "-", "118").endswith("| +118 ~0 -0 |")
+    assert row(proc.stdout, "resources", "-", "122").endswith("| +122 ~0 -0 |")
 
 
 def test_a_plan_invalid_at_base_is_bad_input(clone: Path) -> None:
