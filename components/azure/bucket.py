@@ -1,5 +1,6 @@
 """A data class at one Azure site: its own storage account (customer-managed key from the site's
-Key Vault, TLS 1.2, HTTPS only, no public blobs, no shared keys), versioning and change feed for
+Key Vault, TLS 1.2, HTTPS only, no public blobs, no shared keys, a firewall that admits the
+site's node subnet and trusted Azure services only), versioning and change feed for
 object replication, soft delete, one private container, lifecycle tiers, and for weights a
 locked version-level immutability policy. One account per class because immutability and
 redundancy are account settings, and weights need both without imposing them on checkpoints.
@@ -9,6 +10,7 @@ The account and its container are protected from deletion.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -34,6 +36,11 @@ class AzureDataBucketArgs:
     # Azure creates an account-level immutability policy only "Unlocked" (or "Disabled"), and
     # only an unlocked policy can become "Locked". See AzureSiteArgs.immutability_state.
     immutability_state: str = "Unlocked"
+    # The subnets whose traffic the account's firewall admits (the site's node subnet).
+    subnet_ids: Sequence[pulumi.Input[str]] = ()
+    # Google's Storage Transfer Service pulls from this account (a GCP DR site): see
+    # _network_rules for what that leaves open and why.
+    read_by_google: bool = False
 
 
 class AzureDataBucket(pulumi.ComponentResource):
@@ -122,6 +129,7 @@ class AzureDataBucket(pulumi.ComponentResource):
                 type=storage.IdentityType.USER_ASSIGNED, user_assigned_identities=[args.identity_id]
             ),
             encryption=_encryption(args),
+            network_rule_set=_network_rules(args),
             immutable_storage_with_versioning=_immutability(cfg, args.immutability_state),
             tags=args.tags,
             opts=pulumi.ResourceOptions(
@@ -148,6 +156,38 @@ def _encryption(args: AzureDataBucketArgs) -> storage.EncryptionArgs:
         services=storage.EncryptionServicesArgs(
             blob=storage.EncryptionServiceArgs(enabled=True, key_type=storage.KeyType.ACCOUNT)
         ),
+    )
+
+
+def _network_rules(args: AzureDataBucketArgs) -> storage.NetworkRuleSetArgs:
+    """The account's firewall (data plane only: ARM calls such as creating containers or
+    replication policies are not filtered). Deny by default; admit the site's node subnet (its
+    service endpoint is in network.py) and trusted Azure services, which object replication and
+    the customer-managed key (Key Vault) are. No IP ranges.
+
+    The exception: an account Google's Storage Transfer Service reads (an Azure -> GCP pair) stays
+    open to every network. The narrowest rule that lets that pull in is Allow: Google publishes
+    no Storage Transfer Service source ranges for an ip_rules entry, Google is not a trusted
+    Microsoft service that `bypass` admits, and resource-instance rules name only Azure
+    resources. What guards that account is authentication: shared keys are off, so only Entra ID
+    tokens work, and the transfer jobs' federated identity may only read blobs in the accounts
+    it is granted (cross_cloud.StsFederatedReader). Closing it means pushing from Azure instead
+    (a copy running inside the site's network) or opening it for the transfer window only."""
+    if args.read_by_google:
+        return storage.NetworkRuleSetArgs(
+            default_action=storage.DefaultAction.ALLOW,
+            bypass=storage.Bypass.AZURE_SERVICES,
+        )
+    return storage.NetworkRuleSetArgs(
+        default_action=storage.DefaultAction.DENY,
+        bypass=storage.Bypass.AZURE_SERVICES,
+        virtual_network_rules=[
+            storage.VirtualNetworkRuleArgs(
+                virtual_network_resource_id=subnet, action=storage.Action.ALLOW
+            )
+            for subnet in args.subnet_ids
+        ],
+        ip_rules=[],
     )
 
 

@@ -1,5 +1,5 @@
-"""A site's network on Azure: a virtual network, the AKS node subnet, and this site's half of
-each VNet peering to a peer site.
+"""A site's network on Azure: a virtual network, the AKS node subnet with its network security
+group, and this site's half of each VNet peering to a peer site.
 
 Address plan, carved from the site's CIDR (a /16 shown):
 
@@ -22,8 +22,20 @@ import pulumi
 from pulumi_azure_native import network
 
 from components.azure.arm import virtual_network_id
+from components.azure.gpu_cluster import POD_CIDR
 
 NODES_SUBNET = "aks-nodes"
+# Service endpoint that lets storage accounts admit the node subnet by a virtual network rule
+# (bucket.py). The global one: an account in any region admits the subnet (Microsoft.Storage
+# covers accounts in the subnet's own region only), so a rule keeps working for a copy written
+# from another site. Free; traffic to Storage then leaves with the node's private address.
+STORAGE_ENDPOINT = "Microsoft.Storage.Global"
+# Inbound rules of the node subnet's NSG, by priority. Azure's own defaults stay underneath
+# (65000 AllowVnetInBound, 65001 AllowAzureLoadBalancerInBound, 65500 DenyAllInBound); the rules
+# here name what the cluster and the DR link need, and deny the internet before any default.
+NODES_PRIORITY = 100
+PEER_PRIORITY = 200
+DENY_INTERNET_PRIORITY = 4096  # the lowest priority a rule can have: every allow above it wins
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,9 @@ class AzureSiteNetworkArgs:
     subscription_id: pulumi.Input[str]
     peers: Sequence[VnetPeer]
     tags: dict[str, str]
+    # (peer site, its CIDR) for each site this one has a DR link to (VNet peering or VPN): the
+    # only networks outside the site whose traffic the node subnet admits.
+    link_peers: Sequence[tuple[str, str]] = ()
 
 
 def nodes_subnet_cidr(cidr: str) -> str:
@@ -63,6 +78,86 @@ def gateway_subnet_cidr(cidr: str) -> str:
             "subnet (the first /20); give the site a range larger than a /20 (a /16 is usual)"
         )
     return str(list(net.subnets(new_prefix=26))[-1])
+
+
+def _rule(
+    name: str, priority: int, source: str, destination: str, description: str, *, allow: bool = True
+) -> network.SecurityRuleArgs:
+    """One inbound rule over every protocol and port."""
+    return network.SecurityRuleArgs(
+        name=name,
+        priority=priority,
+        direction=network.SecurityRuleDirection.INBOUND,
+        access=network.SecurityRuleAccess.ALLOW if allow else network.SecurityRuleAccess.DENY,
+        protocol=network.SecurityRuleProtocol.ASTERISK,
+        source_address_prefix=source,
+        source_port_range="*",
+        destination_address_prefix=destination,
+        destination_port_range="*",
+        description=description,
+    )
+
+
+def nodes_security_rules(
+    cidr: str, link_peers: Sequence[tuple[str, str]]
+) -> list[network.SecurityRuleArgs]:
+    """The node subnet's inbound rules. The first three are what AKS documents for Azure CNI
+    overlay behind a subnet NSG (pod traffic is not encapsulated, so the NSG sees pod addresses):
+    node to node, node to pod (service routing) and pod to pod (including DNS), every port.
+    Pods reach anything outside the pod range with the node's address (SNAT), which the node rule
+    covers. Then Azure's load balancer probes, each DR link's peer, and a deny of the internet."""
+    nodes = nodes_subnet_cidr(cidr)
+    rules = [
+        _rule(
+            "allow-nodes-to-nodes",
+            NODES_PRIORITY,
+            nodes,
+            nodes,
+            "AKS (CNI overlay): node to node, every protocol and port",
+        ),
+        _rule(
+            "allow-nodes-to-pods",
+            NODES_PRIORITY + 10,
+            nodes,
+            POD_CIDR,
+            "AKS (CNI overlay): node to pod, every port (service routing)",
+        ),
+        _rule(
+            "allow-pods-to-pods",
+            NODES_PRIORITY + 20,
+            POD_CIDR,
+            POD_CIDR,
+            "AKS (CNI overlay): pod to pod, every port (pod and service traffic, DNS)",
+        ),
+        _rule(
+            "allow-azure-load-balancer",
+            NODES_PRIORITY + 30,
+            "AzureLoadBalancer",
+            nodes,
+            "Azure load balancer health probes to the nodes",
+        ),
+    ]
+    for i, (site, peer_cidr) in enumerate(sorted(link_peers)):
+        rules.append(
+            _rule(
+                f"allow-dr-link-{site}",
+                PEER_PRIORITY + 10 * i,
+                peer_cidr,
+                nodes,
+                f"DR link: the peer site {site} ({peer_cidr}) to the nodes",
+            )
+        )
+    rules.append(
+        _rule(
+            "deny-internet-inbound",
+            DENY_INTERNET_PRIORITY,
+            "Internet",
+            "*",
+            "Nothing from the internet reaches the nodes (no public services on GPU clusters)",
+            allow=False,
+        )
+    )
+    return rules
 
 
 class AzureSiteNetwork(pulumi.ComponentResource):
@@ -87,12 +182,25 @@ class AzureSiteNetwork(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        nsg = network.NetworkSecurityGroup(
+            f"{name}-nodes-nsg",
+            network_security_group_name=f"{args.network_name}-{NODES_SUBNET}",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            security_rules=nodes_security_rules(args.cidr, args.link_peers),
+            tags=args.tags,
+            opts=child,
+        )
         nodes = network.Subnet(
             f"{name}-nodes",
             subnet_name=NODES_SUBNET,
             virtual_network_name=vnet.name,
             resource_group_name=args.resource_group_name,
             address_prefix=nodes_subnet_cidr(args.cidr),
+            network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+            service_endpoints=[
+                network.ServiceEndpointPropertiesFormatArgs(service=STORAGE_ENDPOINT)
+            ],
             opts=child,
         )
         for peer in args.peers:

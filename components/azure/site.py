@@ -105,6 +105,8 @@ class AzureSite(pulumi.ComponentResource):
                 tenant_id=client.tenant_id,
                 subscription_id=self._subscription_id,
                 tags=site_tags(cfg, "data-key"),
+                # Backup/restore clusters too: their keys exist before a failover needs them.
+                clusters=bool(cfg.clusters),
             ),
             opts=self._child,
         )
@@ -118,13 +120,14 @@ class AzureSite(pulumi.ComponentResource):
                 subscription_id=self._subscription_id,
                 peers=peers,
                 tags=site_tags(cfg, "network"),
+                link_peers=_link_peers(cfg),
             ),
             opts=self._child,
         )
-        buckets = self._buckets(key, args.immutability_state)
+        buckets = self._buckets(key, network, args.immutability_state)
         self._replication(buckets)
         self._writers(buckets)
-        clusters = self._clusters(network, client.tenant_id, args.failover)
+        clusters = self._clusters(network, key, client.tenant_id, args.failover)
         for link in vpn_links:
             self._vpn_to_gcp(link, network)
         credentials = self._sts_readers(buckets)
@@ -151,9 +154,13 @@ class AzureSite(pulumi.ComponentResource):
             }
         )
 
-    def _buckets(self, key: AzureDataKey, immutability_state: str) -> dict[str, AzureDataBucket]:
-        """A storage account and container per data class, encrypted with the site's key."""
+    def _buckets(
+        self, key: AzureDataKey, network: AzureSiteNetwork, immutability_state: str
+    ) -> dict[str, AzureDataBucket]:
+        """A storage account and container per data class, encrypted with the site's key,
+        reachable from the site's node subnet (and, for a GCP DR site's pull, see bucket.py)."""
         cfg, out = self._cfg, {}
+        read_by_google = {a for r in cfg.azure_sts_readers for a in r.storage_accounts}
         for b in cfg.buckets:
             out[b.data_class] = AzureDataBucket(
                 f"{self._name}-{b.data_class}",
@@ -167,6 +174,8 @@ class AzureSite(pulumi.ComponentResource):
                     key_access=key.storage_access,
                     tags=bucket_tags(cfg, b),
                     immutability_state=immutability_state,
+                    subnet_ids=[network.nodes_subnet_id],
+                    read_by_google=b.storage_account in read_by_google,
                 ),
                 opts=self._child,
             )
@@ -218,7 +227,11 @@ class AzureSite(pulumi.ComponentResource):
                 )
 
     def _clusters(
-        self, network: AzureSiteNetwork, tenant_id: pulumi.Input[str], failover: bool
+        self,
+        network: AzureSiteNetwork,
+        key: AzureDataKey,
+        tenant_id: pulumi.Input[str],
+        failover: bool,
     ) -> dict[str, pulumi.Output[str]]:
         """The AKS GPU clusters; a backup/restore cluster keeps nothing standing, so it is
         declared only on failover."""
@@ -242,6 +255,7 @@ class AzureSite(pulumi.ComponentResource):
                     failover=failover,
                     tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
                     pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                    keys=key.cluster_keys,
                 ),
                 opts=self._child,
             )
@@ -317,6 +331,12 @@ def _peers(cfg: SiteConfig) -> list[VnetPeer]:
                 f"on an Azure site; Azure sites link by {' or '.join(LINK_KINDS)}"
             )
     return [_vnet_peer(cfg, x.peer_site) for x in cfg.links if x.kind == "vnet-peering"]
+
+
+def _link_peers(cfg: SiteConfig) -> list[tuple[str, str]]:
+    """(site, CIDR) of each peer this site has a DR link to, whatever the link's kind."""
+    linked = {x.peer_site for x in cfg.links}
+    return [(p.site, p.cidr) for p in cfg.peers if p.site in linked]
 
 
 def _vpn_links(cfg: SiteConfig) -> list[LinkConfig]:
