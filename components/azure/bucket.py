@@ -10,7 +10,6 @@ The account and its container are protected from deletion.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -36,11 +35,6 @@ class AzureDataBucketArgs:
     # Azure creates an account-level immutability policy only "Unlocked" (or "Disabled"), and
     # only an unlocked policy can become "Locked". See AzureSiteArgs.immutability_state.
     immutability_state: str = "Unlocked"
-    # The subnets whose traffic the account's firewall admits (the site's node subnet).
-    subnet_ids: Sequence[pulumi.Input[str]] = ()
-    # Google's Storage Transfer Service pulls from this account (a GCP DR site): see
-    # _network_rules for what that leaves open and why.
-    read_by_google: bool = False
 
 
 class AzureDataBucket(pulumi.ComponentResource):
@@ -129,7 +123,7 @@ class AzureDataBucket(pulumi.ComponentResource):
                 type=storage.IdentityType.USER_ASSIGNED, user_assigned_identities=[args.identity_id]
             ),
             encryption=_encryption(args),
-            network_rule_set=_network_rules(args),
+            network_rule_set=_network_rules(),
             immutable_storage_with_versioning=_immutability(cfg, args.immutability_state),
             tags=args.tags,
             opts=pulumi.ResourceOptions(
@@ -159,35 +153,29 @@ def _encryption(args: AzureDataBucketArgs) -> storage.EncryptionArgs:
     )
 
 
-def _network_rules(args: AzureDataBucketArgs) -> storage.NetworkRuleSetArgs:
+def _network_rules() -> storage.NetworkRuleSetArgs:
     """The account's firewall (data plane only: ARM calls such as creating containers or
-    replication policies are not filtered). Deny by default; admit the site's node subnet (its
-    service endpoint is in network.py) and trusted Azure services, which object replication and
-    the customer-managed key (Key Vault) are. No IP ranges.
+    replication policies are not filtered).
 
-    The exception: an account Google's Storage Transfer Service reads (an Azure -> GCP pair) stays
-    open to every network. The narrowest rule that lets that pull in is Allow: Google publishes
-    no Storage Transfer Service source ranges for an ip_rules entry, Google is not a trusted
-    Microsoft service that `bypass` admits, and resource-instance rules name only Azure
-    resources. What guards that account is authentication: shared keys are off, so only Entra ID
-    tokens work, and the transfer jobs' federated identity may only read blobs in the accounts
-    it is granted (cross_cloud.StsFederatedReader). Closing it means pushing from Azure instead
-    (a copy running inside the site's network) or opening it for the transfer window only."""
-    if args.read_by_google:
-        return storage.NetworkRuleSetArgs(
-            default_action=storage.DefaultAction.ALLOW,
-            bypass=storage.Bypass.AZURE_SERVICES,
-        )
+    Not deny-by-default yet, on any account: what DR itself needs would be refused. A dual
+    writer at the other site writes this copy over the DR link, `gpudr drill` reads the DR copy
+    from the operator's machine to compare checksums, and object replication behind a firewall
+    is unverified here. Admitting them by network needs private endpoints over the DR link (a
+    priced resource, issue 15's next part); until then the account admits every network and
+    authentication guards it: shared keys are off, so only Entra ID tokens of identities granted
+    on the account work. The policy pack's advisory storage-network-restricted reports it, and
+    docs/security.md lists it as a deliberate exception with this reason.
+
+    Google's Storage Transfer Service (an Azure -> GCP pair) would stay open even then: the
+    narrowest rule that lets that pull in is Allow. Google publishes no Storage Transfer Service
+    source ranges for an ip_rules entry, Google is not a trusted Microsoft service that `bypass`
+    admits, and resource-instance rules name only Azure resources; the transfer jobs' federated
+    identity may only read blobs in the accounts it is granted (cross_cloud.StsFederatedReader).
+    Closing it means pushing from Azure instead (a copy inside the site's network) or opening it
+    for the transfer window only."""
     return storage.NetworkRuleSetArgs(
-        default_action=storage.DefaultAction.DENY,
+        default_action=storage.DefaultAction.ALLOW,
         bypass=storage.Bypass.AZURE_SERVICES,
-        virtual_network_rules=[
-            storage.VirtualNetworkRuleArgs(
-                virtual_network_resource_id=subnet, action=storage.Action.ALLOW
-            )
-            for subnet in args.subnet_ids
-        ],
-        ip_rules=[],
     )
 
 

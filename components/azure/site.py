@@ -124,7 +124,7 @@ class AzureSite(pulumi.ComponentResource):
             ),
             opts=self._child,
         )
-        buckets = self._buckets(key, network, args.immutability_state)
+        buckets = self._buckets(key, args.immutability_state)
         self._replication(buckets)
         self._writers(buckets)
         clusters = self._clusters(network, key, client.tenant_id, args.failover)
@@ -154,13 +154,10 @@ class AzureSite(pulumi.ComponentResource):
             }
         )
 
-    def _buckets(
-        self, key: AzureDataKey, network: AzureSiteNetwork, immutability_state: str
-    ) -> dict[str, AzureDataBucket]:
-        """A storage account and container per data class, encrypted with the site's key,
-        reachable from the site's node subnet (and, for a GCP DR site's pull, see bucket.py)."""
+    def _buckets(self, key: AzureDataKey, immutability_state: str) -> dict[str, AzureDataBucket]:
+        """A storage account and container per data class, encrypted with the site's key
+        (bucket.py says why its firewall admits every network for now)."""
         cfg, out = self._cfg, {}
-        read_by_google = {a for r in cfg.azure_sts_readers for a in r.storage_accounts}
         for b in cfg.buckets:
             out[b.data_class] = AzureDataBucket(
                 f"{self._name}-{b.data_class}",
@@ -174,8 +171,6 @@ class AzureSite(pulumi.ComponentResource):
                     key_access=key.storage_access,
                     tags=bucket_tags(cfg, b),
                     immutability_state=immutability_state,
-                    subnet_ids=[network.nodes_subnet_id],
-                    read_by_google=b.storage_account in read_by_google,
                 ),
                 opts=self._child,
             )
