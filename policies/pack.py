@@ -5,6 +5,7 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from .bucket_versioning import bucket_versioning
+from .default_network_closed import default_network_closed
 from .deletion_protection import deletion_protection
 from .dr_tags_verified import dr_tags_verified
 from .encryption_at_rest import data_encrypted_at_rest
@@ -14,7 +15,9 @@ from .guarded_class_supported import guarded_class_supported
 from .immutable_weights import immutable_weights
 from .kms_key_rotation import kms_key_rotation
 from .kubernetes_api_not_public import kubernetes_api_not_public
+from .kubernetes_cluster_hardened import kubernetes_cluster_hardened
 from .no_public_access import no_public_access
+from .node_metadata_protected import node_metadata_protected
 from .replication_bandwidth import replication_bandwidth
 from .replication_meets_rpo import replication_meets_rpo
 from .storage_network_restricted import storage_network_restricted
@@ -29,6 +32,9 @@ POLICIES: list[Policy] = [
     no_public_access,
     bucket_versioning,
     kubernetes_api_not_public,
+    kubernetes_cluster_hardened,
+    node_metadata_protected,
+    default_network_closed,
     storage_network_restricted,
     dr_tags_verified,
     guarded_class_supported,
