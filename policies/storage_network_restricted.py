@@ -5,10 +5,11 @@ every address on the internet; only authentication stands between it and the dat
 default, with the site's subnets and named ranges allowed (and `bypass: AzureServices` for
 trusted services such as object replication), removes that exposure.
 
-Advisory by default, not mandatory: a Storage Transfer Service pull from Azure (gpudr's
-azure-to-gcp pair) arrives from Google's published worker ranges, which the plan does not yet
-list, so deny-by-default would stop that pull. Raise it to mandatory in the pack config where
-no such pull runs, or once the ranges are listed.
+Advisory by default, not mandatory: gpudr's own accounts do not deny by default yet. A Storage
+Transfer Service pull from Azure (the azure-to-gcp pair) comes from Google, which publishes no
+source ranges to admit and is no trusted Microsoft service; a dual writer at the other site and
+`gpudr drill`'s checksum reads need network access that private endpoints would give
+(docs/security.md). Raise it to mandatory in the pack config where none of these apply.
 """
 
 from __future__ import annotations
