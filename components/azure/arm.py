@@ -19,11 +19,6 @@ KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER = "e147488a-f6f5-4113-8e2d-b22465e65bf6
 NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 # AKS deploys node pools into a capacity reservation group only with this role on it.
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
-# Encrypt and decrypt with a Key Vault key: what the AKS KMS plugin needs on the key that
-# encrypts Kubernetes secrets (it calls encrypt/decrypt, not wrap/unwrap).
-KEY_VAULT_CRYPTO_USER = "12338af0-0e69-4776-bea7-57ae8d297424"
-# Read a resource's settings: what an AKS cluster identity needs on its disk encryption set.
-READER = "acdd72a7-3385-48ef-bd42-f606fba81ae7"
 # Read and list blobs and containers, nothing else: what a scheduled pull from another cloud
 # needs on a source account (gpudr.contract.grants, which the policy pack reads too).
 STORAGE_BLOB_DATA_READER = grants.STORAGE_BLOB_DATA_READER

@@ -1,11 +1,6 @@
 """An AKS cluster with GPU node pools: Entra ID-only access, a private API unless the plan names
 public networks, Azure CNI overlay on the site's node subnet, GPU pools tainted and pinned to one
-zone, optional capacity reservations, and pool sizes set by the DR pattern and mode.
-
-Hardened on every site and in drills: encryption at host on every pool, the system pool kept to
-cluster add-ons, patch and node security upgrades applied automatically, the Azure Policy
-add-on. At a site (not in a drill, which declares no key) its Kubernetes secrets are encrypted
-with the site's Key Vault (KMS) and its disks with the site's data key (disk encryption set)."""
+zone, optional capacity reservations, and pool sizes set by the DR pattern and mode."""
 
 from __future__ import annotations
 
@@ -18,13 +13,10 @@ from pulumi_azure_native import authorization, compute, containerservice, manage
 
 from components.azure.arm import (
     CONTRIBUTOR,
-    KEY_VAULT_CRYPTO_USER,
     NETWORK_CONTRIBUTOR,
-    READER,
     assignment_name,
     role_definition_id,
 )
-from components.azure.key_vault import ClusterKeys
 from gpudr.contract.naming import GPU_TAINT, POOL_LABEL, agent_pool_name
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, SystemPool, pool_size
 
@@ -35,12 +27,6 @@ SYSTEM_POOL = "system"
 POD_CIDR = "10.244.0.0/14"
 SERVICE_CIDR = "172.16.0.0/16"
 DNS_SERVICE_IP = "172.16.0.10"
-# The system pool runs only cluster add-ons (CoreDNS, metrics, the policy add-on's pods, which
-# tolerate this taint): a workload without the toleration cannot land next to them.
-SYSTEM_TAINT = "CriticalAddonsOnly=true:NoSchedule"
-# The API reaches the site's vault over its public endpoint (see key_vault.VAULT_DEFAULT_ACTION);
-# "Private" needs a private vault, API Server VNet Integration and a private endpoint.
-KMS_NETWORK_ACCESS = containerservice.KeyVaultNetworkAccessTypes.PUBLIC
 
 
 def _dns_prefix(cluster: str) -> str:
@@ -76,8 +62,6 @@ class AzureGpuClusterArgs:
     failover: bool
     tags: dict[str, str]
     pool_tags: dict[str, dict[str, str]]
-    # The site's secrets key and disk encryption set; None in a drill, which declares no key.
-    keys: ClusterKeys | None = None
 
 
 def _agent_names(cfg: ClusterConfig) -> dict[str, str]:
@@ -159,7 +143,6 @@ class AzureGpuCluster(pulumi.ComponentResource):
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             opts=child,
         )
-        key_access = self._key_access(name, args, identity)
         cluster = containerservice.ManagedCluster(
             f"{name}-aks",
             resource_name_=cfg.eks_name,
@@ -199,57 +182,12 @@ class AzureGpuCluster(pulumi.ComponentResource):
             security_profile=containerservice.ManagedClusterSecurityProfileArgs(
                 workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(
                     enabled=True
-                ),
-                azure_key_vault_kms=_kms(args.keys),
+                )
             ),
-            # OS and data disks of every pool under the site's data key. Azure sets this only
-            # when it creates a cluster.
-            disk_encryption_set_id=args.keys.disk_encryption_set_id if args.keys else None,
-            auto_upgrade_profile=AUTO_UPGRADE,
-            # Azure Policy for Kubernetes: the cluster reports to, and can be held to, the
-            # organisation's Azure Policy assignments (pod security baseline and the like).
-            addon_profiles={
-                "azurepolicy": containerservice.ManagedClusterAddonProfileArgs(enabled=True)
-            },
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet_access, *key_access]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet_access]),
         )
         return _ControlPlane(cluster=cluster, identity=identity)
-
-    def _key_access(
-        self,
-        name: str,
-        args: AzureGpuClusterArgs,
-        identity: managedidentity.UserAssignedIdentity,
-    ) -> list[pulumi.Resource]:
-        """The cluster identity's grants on what encrypts it, made before the cluster: AKS
-        checks both when it creates the cluster."""
-        keys = args.keys
-        if keys is None:
-            return []
-        child = pulumi.ResourceOptions(parent=self)
-        eks_name = args.config.eks_name
-        # Encrypt and decrypt with the secrets key alone, not with every key of the vault.
-        kms = authorization.RoleAssignment(
-            f"{name}-kms-access",
-            role_assignment_name=assignment_name(eks_name, "kms", KEY_VAULT_CRYPTO_USER),
-            scope=keys.kms_key_resource_id,
-            role_definition_id=role_definition_id(args.subscription_id, KEY_VAULT_CRYPTO_USER),
-            principal_id=identity.principal_id,
-            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-            opts=child,
-        )
-        # AKS reads the disk encryption set with the cluster's identity when it creates disks.
-        disks = authorization.RoleAssignment(
-            f"{name}-disk-encryption-set-access",
-            role_assignment_name=assignment_name(eks_name, "disk-encryption-set", READER),
-            scope=keys.disk_encryption_set_id,
-            role_definition_id=role_definition_id(args.subscription_id, READER),
-            principal_id=identity.principal_id,
-            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-            opts=child,
-        )
-        return [kms, disks]
 
     def _pool(
         self,
@@ -279,9 +217,6 @@ class AzureGpuCluster(pulumi.ComponentResource):
             type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
             os_type=containerservice.OSType.LINUX,
             vm_size=pool.instance_type,
-            # Temp disk, caches and OS/data disk traffic encrypted on the host itself (the
-            # subscription needs the Microsoft.Compute/EncryptionAtHost feature registered).
-            enable_encryption_at_host=True,
             # count is deliberately set on every update: the failover switch sets it.
             enable_auto_scaling=True,
             min_count=size.min_size,
@@ -355,35 +290,6 @@ class AzureGpuCluster(pulumi.ComponentResource):
         return group, [reservation, grant]
 
 
-# Patch releases of the plan's Kubernetes minor version, and node OS security updates, applied
-# by AKS without an operator. "patch", not "stable" or "rapid": those move the minor version, so
-# a primary and its DR site (created at different times) would drift apart and away from what
-# the plan pins; a minor upgrade stays a reviewed change of kubernetes_version. "SecurityPatch",
-# not "NodeImage": AKS-tested security updates applied in place where it can (a node is reimaged
-# only when an update cannot be applied in place), where NodeImage reimages every node weekly,
-# and each reimage of a GPU node stops the training on it (GPU pools upgrade one node at a time,
-# see upgrade_settings). Not free: Microsoft bills hosting the security-patch VHDs in the node
-# resource group; NodeImage costs nothing (AKS hosts its images). No maintenance window is
-# declared yet (aksManagedAutoUpgradeSchedule / aksManagedNodeOSUpgradeSchedule): AKS picks when.
-AUTO_UPGRADE = containerservice.ManagedClusterAutoUpgradeProfileArgs(
-    upgrade_channel=containerservice.UpgradeChannel.PATCH,
-    node_os_upgrade_channel=containerservice.NodeOSUpgradeChannel.SECURITY_PATCH,
-)
-
-
-def _kms(keys: ClusterKeys | None) -> containerservice.AzureKeyVaultKmsArgs | None:
-    """Kubernetes secrets encrypted in etcd with the site's secrets key (KMS v2 envelope
-    encryption); the cluster names one version of the key (AKS requires it)."""
-    if keys is None:
-        return None
-    return containerservice.AzureKeyVaultKmsArgs(
-        enabled=True,
-        key_id=keys.kms_key_id,
-        key_vault_network_access=KMS_NETWORK_ACCESS,
-        key_vault_resource_id=keys.vault_id,
-    )
-
-
 def _api_access(
     public_cidrs: Sequence[str],
 ) -> containerservice.ManagedClusterAPIServerAccessProfileArgs:
@@ -407,6 +313,4 @@ def _system_profile(
         count=system.nodes,
         availability_zones=list(args.zones),
         vnet_subnet_id=args.nodes_subnet_id,
-        node_taints=[SYSTEM_TAINT],
-        enable_encryption_at_host=True,
     )

@@ -105,8 +105,6 @@ class AzureSite(pulumi.ComponentResource):
                 tenant_id=client.tenant_id,
                 subscription_id=self._subscription_id,
                 tags=site_tags(cfg, "data-key"),
-                # Backup/restore clusters too: their keys exist before a failover needs them.
-                clusters=bool(cfg.clusters),
             ),
             opts=self._child,
         )
@@ -127,7 +125,7 @@ class AzureSite(pulumi.ComponentResource):
         buckets = self._buckets(key, args.immutability_state)
         self._replication(buckets)
         self._writers(buckets)
-        clusters = self._clusters(network, key, client.tenant_id, args.failover)
+        clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
             self._vpn_to_gcp(link, network)
         credentials = self._sts_readers(buckets)
@@ -224,7 +222,6 @@ class AzureSite(pulumi.ComponentResource):
     def _clusters(
         self,
         network: AzureSiteNetwork,
-        key: AzureDataKey,
         tenant_id: pulumi.Input[str],
         failover: bool,
     ) -> dict[str, pulumi.Output[str]]:
@@ -250,7 +247,6 @@ class AzureSite(pulumi.ComponentResource):
                     failover=failover,
                     tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
                     pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
-                    keys=key.cluster_keys,
                 ),
                 opts=self._child,
             )

@@ -92,15 +92,12 @@ class GpuCluster(pulumi.ComponentResource):
                 state="ENCRYPTED", key_name=args.key_id
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
-            # Dataplane V2 (eBPF, Cilium): Kubernetes NetworkPolicy is enforced, with no Calico
-            # add-on to run (`network_policy` must stay unset with it). Fixed at creation.
-            datapath_provider="ADVANCED_DATAPATH",
-            # Admission checks every image against the project's singleton Binary
-            # Authorization policy (its default allows all images until the project sets one;
-            # the binaryauthorization.googleapis.com API must be enabled in the project).
-            binary_authorization=gcp.container.ClusterBinaryAuthorizationArgs(
-                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
-            ),
+            # Not Dataplane V2 (network policy enforcement) yet: `datapath_provider` is fixed at
+            # creation, so setting it replaces a deployed cluster and its warm pools, which on a
+            # DR site would add a cluster build to the failover. It needs a migration path that
+            # never runs during a failover (docs/security.md). Nor Binary Authorization: its API
+            # is not among gpudr's prerequisites, and a DR site's first `pulumi up` must not fail
+            # on a project that lacks it.
             # Shielded GKE nodes: each node's identity is verified (vTPM) before it joins.
             enable_shielded_nodes=True,
             # Same-node Pod-to-Pod traffic leaves the node and goes through the VPC, so the

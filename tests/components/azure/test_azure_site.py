@@ -268,7 +268,7 @@ def test_customer_managed_key_from_key_vault_with_purge_protection(site: str) ->
     assert props["enableSoftDelete"] is True and props["softDeleteRetentionInDays"] == 90
     assert props["enableRbacAuthorization"] is True, vault.urn
     assert props["sku"] == {"family": "A", "name": "premium"}, vault.urn
-    key = named(r, KEY, "data-key")
+    key = named(r, KEY, "key")
     kp = key.inputs["properties"]
     assert (kp["kty"], kp["keySize"]) == ("RSA-HSM", 3072), key.urn
     assert kp["rotationPolicy"] == {
@@ -399,8 +399,7 @@ def test_data_bearing_resources_are_protected(site: str) -> None:
         + of_type(r, GROUP)
         + of_type(r, CONTAINER)
     )
-    # 3 accounts, the vault, the data and secrets keys, the group, 3 containers
-    assert len(data) == 3 + 1 + 2 + 1 + 3
+    assert len(data) == 3 + 1 + 1 + 1 + 3
     for x in data:
         assert x.protect and x.retain_on_delete, x.urn
 
@@ -465,7 +464,7 @@ def test_aks_private_entra_only_overlay(site: str) -> None:
     assert i["disableLocalAccounts"] is True, aks.urn
     assert i["aadProfile"]["managed"] is True and i["aadProfile"]["enableAzureRBAC"] is True
     assert i["oidcIssuerProfile"] == {"enabled": True}, aks.urn
-    assert i["securityProfile"]["workloadIdentity"] == {"enabled": True}, aks.urn
+    assert i["securityProfile"] == {"workloadIdentity": {"enabled": True}}, aks.urn
     assert i["sku"] == {"name": "Base", "tier": "Standard"}, aks.urn
     assert i["networkProfile"]["networkPlugin"] == "azure", aks.urn
     assert i["networkProfile"]["networkPluginMode"] == "overlay", aks.urn

@@ -11,18 +11,12 @@ default-deny network rules admitting the site's node subnet, except the accounts
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 import pytest
 
-from components.azure.arm import (
-    KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER,
-    KEY_VAULT_CRYPTO_USER,
-    READER,
-)
 from components.azure.gpu_cluster import POD_CIDR
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
@@ -31,18 +25,12 @@ from gpudr.core.design import design
 from gpudr.core.spec import load_plan
 from tests.components.azure.test_azure_site import (
     AKS,
-    IDENTITY,
-    KEY,
-    POOL,
-    ROLE,
     SITES,
     STORAGE_ACCOUNT,
-    VAULT,
     depends_on,
     named,
     of_type,
     run,
-    site_config,
     site_run,
 )
 from tests.components.azure.test_cross_cloud import primary
@@ -90,151 +78,19 @@ def all_runs() -> list[Any]:
     ]
 
 
-# --- AKS: every site and the drill ------------------------------------------------------------
+# --- AKS: creation-time settings are not changed on deployed clusters ------------------------
 
 
 @pytest.mark.parametrize("get", all_runs())
-def test_every_pool_encrypts_at_host(get: Any) -> None:
-    r = get()
-    for aks in clusters(r):
-        for profile in aks.inputs["agentPoolProfiles"]:
-            assert profile["enableEncryptionAtHost"] is True, aks.urn
-    pools = of_type(r, POOL)
-    assert pools
-    for pool in pools:
-        assert pool.inputs["enableEncryptionAtHost"] is True, pool.urn
-
-
-@pytest.mark.parametrize("get", all_runs())
-def test_system_pool_runs_only_critical_addons(get: Any) -> None:
-    for aks in clusters(get()):
-        (system,) = aks.inputs["agentPoolProfiles"]
-        assert system["mode"] == "System", aks.urn
-        assert system["nodeTaints"] == ["CriticalAddonsOnly=true:NoSchedule"], aks.urn
-
-
-@pytest.mark.parametrize("get", all_runs())
-def test_patch_and_node_security_upgrades_are_automatic(get: Any) -> None:
-    for aks in clusters(get()):
-        assert aks.inputs["autoUpgradeProfile"] == {
-            "upgradeChannel": "patch",
-            "nodeOSUpgradeChannel": "SecurityPatch",
-        }, aks.urn
-
-
-@pytest.mark.parametrize("get", all_runs())
-def test_azure_policy_addon_is_on(get: Any) -> None:
-    for aks in clusters(get()):
-        assert aks.inputs["addonProfiles"] == {"azurepolicy": {"enabled": True}}, aks.urn
-
-
-# --- AKS: the site's keys (sites only; a drill declares no key) -------------------------------
-
-
-@pytest.mark.parametrize("site", SITE_NAMES)
-def test_kubernetes_secrets_are_encrypted_with_the_sites_vault(site: str) -> None:
-    r = site_run(site)
-    vault = named(r, VAULT, "vault")
-    kms_key = named(r, KEY, "kms-key")
-    aks = named(r, AKS, "train")
-    kms = aks.inputs["securityProfile"]["azureKeyVaultKms"]
-    assert kms == {
-        "enabled": True,
-        "keyId": kms_key.outputs["keyUriWithVersion"],  # AKS names one version of the key
-        "keyVaultNetworkAccess": "Public",
-        "keyVaultResourceId": vault.id,
-    }, aks.urn
-    assert kms["keyId"].startswith(f"https://gpudr-llm-{site}-kv.vault.azure.net/keys/k8s-secrets/")
-    # Workload identity stays on beside it.
-    assert aks.inputs["securityProfile"]["workloadIdentity"] == {"enabled": True}, aks.urn
-    # Its own key: the plugin encrypts and decrypts; the data key only wraps and unwraps.
-    props = kms_key.inputs["properties"]
-    assert props["keyOps"] == ["encrypt", "decrypt"], kms_key.urn
-    assert (props["kty"], props["keySize"]) == ("RSA-HSM", 3072), kms_key.urn
-    assert props["rotationPolicy"]["lifetimeActions"] == [
-        {"action": {"type": "rotate"}, "trigger": {"timeAfterCreate": "P90D"}}
-    ]
-    assert kms_key.protect and kms_key.retain_on_delete, kms_key.urn
-    data_key = named(r, KEY, "data-key")
-    assert data_key.inputs["properties"]["keyOps"] == ["wrapKey", "unwrapKey"], data_key.urn
-    # The cluster identity may encrypt and decrypt with that key only, before the cluster exists.
-    identity = named(r, IDENTITY, "train-identity")
-    grant = named(r, ROLE, "kms-access")
-    assert grant.inputs["roleDefinitionId"].endswith(f"/{KEY_VAULT_CRYPTO_USER}"), grant.urn
-    assert grant.inputs["scope"] == kms_key.id, grant.urn
-    assert grant.inputs["principalId"] == identity.outputs["principalId"], grant.urn
-    assert depends_on(r, aks, grant), aks.urn
-
-
-@pytest.mark.parametrize("site", SITE_NAMES)
-def test_node_disks_are_encrypted_with_the_sites_data_key(site: str) -> None:
-    r = site_run(site)
-    vault = named(r, VAULT, "vault")
-    data_key = named(r, KEY, "data-key")
-    des = named(r, DES, "disk-encryption-set")
-    disk_identity = named(r, IDENTITY, "disk-identity")
-    assert des.inputs["activeKey"] == {
-        "keyUrl": data_key.outputs["keyUriWithVersion"],
-        "sourceVault": {"id": vault.id},
-    }, des.urn
-    assert des.inputs["rotationToLatestKeyVersionEnabled"] is True, des.urn
-    assert des.inputs["encryptionType"] == "EncryptionAtRestWithPlatformAndCustomerKeys"
-    assert des.inputs["identity"] == {
-        "type": "UserAssigned",
-        "userAssignedIdentities": [disk_identity.id],
-    }, des.urn
-    assert des.inputs["location"] == SITES[site][0], des.urn
-    assert des.protect and disk_identity.protect, des.urn
-    # Its identity may use the data key (get, wrap, unwrap) and nothing else in the vault.
-    crypto = named(r, ROLE, "disk-crypto")
-    assert crypto.inputs["roleDefinitionId"].endswith(
-        f"/{KEY_VAULT_CRYPTO_SERVICE_ENCRYPTION_USER}"
-    )
-    assert crypto.inputs["scope"] == data_key.id, crypto.urn
-    assert crypto.inputs["principalId"] == disk_identity.outputs["principalId"], crypto.urn
-    assert depends_on(r, des, crypto), des.urn
-    # The cluster names it, and its identity may read it, before the cluster is created.
-    aks = named(r, AKS, "train")
-    assert aks.inputs["diskEncryptionSetID"] == des.id, aks.urn
-    reader = named(r, ROLE, "disk-encryption-set-access")
-    assert reader.inputs["roleDefinitionId"].endswith(f"/{READER}"), reader.urn
-    assert reader.inputs["scope"] == des.id, reader.urn
-    identity = named(r, IDENTITY, "train-identity")
-    assert reader.inputs["principalId"] == identity.outputs["principalId"], reader.urn
-    assert depends_on(r, aks, reader), aks.urn
-
-
-def test_the_drill_declares_no_key_and_grants_nothing_on_one() -> None:
-    r = drill_run()
-    assert of_type(r, KEY) == [] and of_type(r, VAULT) == [] and of_type(r, DES) == []
-    for aks in clusters(r):
-        assert "azureKeyVaultKms" not in aks.inputs["securityProfile"], aks.urn
-        assert "diskEncryptionSetID" not in aks.inputs, aks.urn
-    for grant in of_type(r, ROLE):
-        assert "Microsoft.KeyVault" not in grant.inputs["scope"], grant.urn
-
-
-def test_a_site_without_clusters_declares_no_cluster_keys() -> None:
-    r = run(dataclasses.replace(site_config("wus"), clusters=()))
-    assert [x.name for x in of_type(r, KEY)] == ["wus-data-key"]
-    assert of_type(r, DES) == []
-    assert not [x for x in of_type(r, IDENTITY) if "disk" in x.name]
-
-
-# --- Key Vault --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("site", SITE_NAMES)
-def test_vault_firewall_admits_trusted_services_and_stays_open_for_kms(site: str) -> None:
-    """Not default-deny: AKS KMS with a public vault does not work behind the vault firewall
-    (key_vault.VAULT_DEFAULT_ACTION). Trusted services (Storage, Disk Storage) bypass it."""
-    vault = named(site_run(site), VAULT, "vault")
-    assert vault.inputs["properties"]["networkAcls"] == {
-        "defaultAction": "Allow",
-        "bypass": "AzureServices",
-        "ipRules": [],
-        "virtualNetworkRules": [],
-    }, vault.urn
+def test_aks_keeps_its_creation_time_settings(get: Any) -> None:
+    """Encryption at host, a disk encryption set and the inline system pool's taints are fixed
+    when a cluster or pool is created: setting them on a deployed cluster fails the update that
+    a failover depends on (docs/security.md). KMS waits for its key grants to exist in standby."""
+    for c in clusters(get()):
+        assert "diskEncryptionSetID" not in c.inputs, c.urn
+        assert "azureKeyVaultKms" not in (c.inputs.get("securityProfile") or {}), c.urn
+        for pool in c.inputs["agentPoolProfiles"]:
+            assert "enableEncryptionAtHost" not in pool, c.urn
 
 
 # --- the node subnet's NSG --------------------------------------------------------------------
