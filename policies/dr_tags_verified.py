@@ -32,7 +32,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpudr.contract import tags
+from gpudr.contract import naming, tags
 from gpudr.core import enums, sizing
 
 from .common import (
@@ -60,7 +60,6 @@ from .common import (
 )
 
 Tag = tags.Tag
-DATA_BUCKET_COMPONENT = "gpudr:storage:DataBucket"
 QUOTA_BOUND = sorted(sizing.QUOTA_KEYS)
 # Sizing tags and whether `none` is a valid value for each.
 NUMERIC_TAGS = {
@@ -193,7 +192,7 @@ def _site_role(stack: Stack, config: Mapping[str, Any]) -> tuple[str | None, lis
 def _role_problem(bucket: PolicyResource, gpudr_stack: bool) -> str | None:
     role = gpudr_tag(bucket.resource_type, bucket.props, Tag.DR_ROLE)
     parent = bucket.parent.resource_type if bucket.parent is not None else None
-    if parent == DATA_BUCKET_COMPONENT and role not in DATA_ROLES:
+    if parent in naming.DATA_BUCKET_COMPONENTS and role not in DATA_ROLES:
         return (
             f"is the bucket of a gpudr data class ({bucket.parent.name if bucket.parent else ''})"
             f" but its {PREFIX}dr-role is {role!r}, so no replication check judges it"

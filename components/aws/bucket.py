@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from gpudr.contract.naming import DATA_BUCKET_COMPONENT
 from gpudr.contract.site import BucketConfig
 
 
@@ -30,7 +31,7 @@ class DataBucket(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpudr:storage:DataBucket", name, None, opts)
+        super().__init__(DATA_BUCKET_COMPONENT, name, None, opts)
         cfg = args.config
         # Data-bearing: protect blocks `pulumi destroy` and replacement, retain_on_delete keeps
         # the bucket if it is ever removed from the program, and force_destroy stays off so

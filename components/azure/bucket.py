@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import storage
 
+from gpudr.contract.naming import AZURE_DATA_BUCKET_COMPONENT
 from gpudr.contract.site import BucketConfig
 
 # Lifecycle archive tiers as the plan names them (Azure access tiers).
@@ -48,7 +49,7 @@ class AzureDataBucket(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: AzureDataBucketArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpudr:storage:AzureDataBucket", name, None, opts)
+        super().__init__(AZURE_DATA_BUCKET_COMPONENT, name, None, opts)
         cfg = args.config
         if not cfg.storage_account or not cfg.sku:
             raise ValueError(

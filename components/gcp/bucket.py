@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from gpudr.contract.naming import DATA_BUCKET_COMPONENT
 from gpudr.contract.site import BucketConfig
 
 # Storage classes a lifecycle rule may move objects to (an S3 class such as GLACIER_IR is not one).
@@ -41,7 +42,7 @@ class DataBucket(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: DataBucketArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpudr:storage:DataBucket", name, None, opts)
+        super().__init__(DATA_BUCKET_COMPONENT, name, None, opts)
         cfg = args.config
         _check(cfg, args.location)
         locked = cfg.object_lock_days is not None

@@ -24,6 +24,12 @@ GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
 GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule"  # as kubectl and AKS write it
 
+# The type tokens of a data class's bucket component (components/*/bucket.py): the policy pack
+# requires the bucket or account under one of them to carry a data dr-role.
+DATA_BUCKET_COMPONENT = "gpudr:storage:DataBucket"  # AWS and GCP
+AZURE_DATA_BUCKET_COMPONENT = "gpudr:storage:AzureDataBucket"
+DATA_BUCKET_COMPONENTS = (DATA_BUCKET_COMPONENT, AZURE_DATA_BUCKET_COMPONENT)
+
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()

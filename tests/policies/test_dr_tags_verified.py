@@ -3,12 +3,14 @@ and every bucket of a gpudr stack carries its dr-role."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from gpudr.contract import naming
 from policies.dr_tags_verified import dr_tags_verified
-from tests.policies.builders import CHECKPOINTS, WEIGHTS, s3, tags
+from tests.policies.builders import CHECKPOINTS, WEIGHTS, azure, s3, tags
 from tests.policies.harness import Res, Violations, check, run_stack
 
 APPROVED = {
@@ -105,13 +107,18 @@ def test_a_bucket_without_dr_role_in_a_gpudr_stack_is_refused() -> None:
     check(run_stack(dr_tags_verified, list(r.values()), OK_CONFIG), r["bucket"], "dr-role")
 
 
-def test_a_data_bucket_components_bucket_must_carry_a_data_role() -> None:
-    component = Res("gpudr:storage:DataBucket", "checkpoints", {})
-    r = s3("checkpoints", CHECKPOINTS)
-    r["bucket"].parent = component.urn
-    r["bucket"].inputs["tags"] = tags(CHECKPOINTS, dr_role="transfer-logs")
+@pytest.mark.parametrize("build", [s3, azure], ids=["s3-bucket", "azure-account"])
+def test_a_data_bucket_components_bucket_must_carry_a_data_role(
+    build: Callable[[str, dict[str, str]], dict[str, Res]],
+) -> None:
+    r = build("checkpoints", CHECKPOINTS)
+    target = r.get("bucket") or r["account"]
+    token = naming.AZURE_DATA_BUCKET_COMPONENT if "account" in r else naming.DATA_BUCKET_COMPONENT
+    component = Res(token, "checkpoints", {})
+    target.parent = component.urn
+    target.inputs["tags"] = tags(CHECKPOINTS, dr_role="transfer-logs")
     found = run_stack(dr_tags_verified, [component, *r.values()], OK_CONFIG)
-    check(found, r["bucket"], "no replication check judges it")
+    check(found, target, "no replication check judges it")
 
 
 @pytest.mark.parametrize(
