@@ -81,6 +81,15 @@ IAM_POLICY = "aws:iam/policy:Policy"
 IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 GCS_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
 GCS_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
+EC2_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+EC2_VPC = "aws:ec2/vpc:Vpc"
+EC2_DEFAULT_SECURITY_GROUP = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+IAM_ATTACHMENTS = (
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment",
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+    "aws:iam/policyAttachment:PolicyAttachment",
+)
 
 # Another SDK class for the same cloud resource, folded onto the class gpudr's components use so
 # that every check covers both: pulumi-aws 7 still ships the deprecated `BucketV2` family (same

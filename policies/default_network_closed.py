@@ -18,6 +18,8 @@ from pulumi_policy import (
 )
 
 from .common import (
+    EC2_DEFAULT_SECURITY_GROUP,
+    EC2_VPC,
     Stack,
     UnknownGuard,
     config_schema,
@@ -27,8 +29,6 @@ from .common import (
     policy_config,
 )
 
-VPC = "aws:ec2/vpc:Vpc"
-DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
 SCHEMA = config_schema()
 
 
@@ -36,9 +36,9 @@ def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
     report = exempting(report, policy_config(SCHEMA, args))
     stack = Stack(args.resources)
     guard = UnknownGuard()
-    for vpc in stack.of_type(VPC):
+    for vpc in stack.of_type(EC2_VPC):
         with guard.check():
-            groups = stack.linked(vpc, DEFAULT_SG, "vpcId", ("id",))
+            groups = stack.linked(vpc, EC2_DEFAULT_SECURITY_GROUP, "vpcId", ("id",))
             if not groups:
                 report(
                     f"{describe(vpc)} keeps its default security group open (all traffic "

@@ -25,6 +25,7 @@ from .common import (
     GCS_BUCKET,
     GCS_IAM_BINDING,
     GCS_IAM_MEMBER,
+    IAM_ATTACHMENTS,
     IAM_POLICY,
     IAM_ROLE_POLICY,
     S3_BUCKET,
@@ -53,12 +54,6 @@ GCP_PRINCIPALS = (
 )
 # The properties of an attachment that name who gets the policy.
 PRINCIPAL_PROPS = ("role", "user", "group", "roles", "users", "groups")
-IAM_ATTACHMENTS = (
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
-    "aws:iam/userPolicyAttachment:UserPolicyAttachment",
-    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
-    "aws:iam/policyAttachment:PolicyAttachment",
-)
 
 
 @dataclass(frozen=True)

@@ -18,24 +18,32 @@ from pulumi_policy import (
     Severity,
 )
 
-from .common import canonical_type, config_schema, exempting, get, number, policy_config, same
+from .common import (
+    EC2_LAUNCH_TEMPLATE,
+    canonical_type,
+    config_schema,
+    exempting,
+    get,
+    number,
+    policy_config,
+    same,
+)
 
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 SCHEMA = config_schema()
 
 
 def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if canonical_type(args.resource_type) != LAUNCH_TEMPLATE:
-        return
     options = args.props.get("metadataOptions")
+    if canonical_type(args.resource_type) != EC2_LAUNCH_TEMPLATE:
+        return
+    if same(get(options, "httpEndpoint"), "disabled"):
+        return  # no metadata service at all: nothing to reach
     problems = []
     if not same(get(options, "httpTokens"), "required"):
         problems.append(f"http_tokens is {get(options, 'httpTokens')!r} (IMDSv1 allowed)")
     hops = number(get(options, "httpPutResponseHopLimit"))
     if hops is None or hops > 1:
         problems.append(f"http_put_response_hop_limit is {hops!r}: a pod reaches the node role")
-    if get(options, "httpEndpoint") is not None and same(get(options, "httpEndpoint"), "disabled"):
-        problems = []  # no metadata service at all: nothing to reach
     if problems:
         exempting(report, policy_config(SCHEMA, args), args.urn)(
             f"{args.name} ({args.resource_type}) lets pods take the node's credentials: "
