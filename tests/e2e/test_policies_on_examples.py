@@ -8,7 +8,6 @@ from functools import cache
 from typing import Any
 
 import pytest
-from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
 from gpudr.app.offline.mocks import GpudrMocks
 from gpudr.app.offline.plan import run_design
@@ -24,13 +23,11 @@ from policies.common import (
     need_mbps,
     number,
 )
-from policies.pack import POLICIES
 from tests.conftest import PACK_CONFIG, ROOT
 from tests.policies.guard_cases import TAMPERS, changes, tampered
 from tests.policies.harness import (
+    evaluate_pack,
     policy_resources,
-    run_resource_records,
-    run_stack_records,
 )
 
 EXAMPLES = [
@@ -53,18 +50,7 @@ def evaluate(
 ) -> list[tuple[str, str, str, str]]:
     """(policy, level, urn, message) of every violation the pack reports on one stack, under
     the examples' pack config unless another is given."""
-    config = PACK_CONFIG if config is None else config
-    out = []
-    for policy in POLICIES:
-        level = (policy.enforcement_level or EnforcementLevel.ADVISORY).value
-        own = config.get(policy.name)
-        if isinstance(policy, StackValidationPolicy):
-            found = run_stack_records(policy, resources, own)
-        else:
-            assert isinstance(policy, ResourceValidationPolicy)
-            found = run_resource_records(policy, resources, own)
-        out += [(policy.name, level, urn or "", message) for message, urn in found]
-    return out
+    return evaluate_pack(resources, PACK_CONFIG if config is None else config)
 
 
 @pytest.mark.slow

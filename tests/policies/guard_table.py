@@ -38,7 +38,9 @@ _spec.loader.exec_module(cases)
 def mandatory(
     resources: list[dict[str, Any]], config: dict[str, Any] | None
 ) -> list[tuple[str, str]]:
-    """(policy, urn) of every mandatory violation the pack reports on one stack."""
+    """(policy, urn) of every mandatory violation the pack reports on one stack. Not the
+    harness's `evaluate_pack`: this script also runs against older checkouts, whose harness
+    has none."""
     out = []
     for policy in POLICIES:
         if policy.enforcement_level is not EnforcementLevel.MANDATORY:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi_policy import (
+    EnforcementLevel,
     PolicyCustomTimeouts,
     PolicyResource,
     PolicyResourceOptions,
@@ -19,6 +20,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+
+from policies.pack import POLICIES
 
 STACK = "test"
 UNKNOWN = UNKNOWN_STRING_VALUE  # what the engine sends for a value unknown during preview
@@ -198,3 +201,22 @@ def run_resource_records(
         )
         policy.validate(args, collector(found, r["urn"]))
     return found
+
+
+def evaluate_pack(
+    registered: Sequence[Mapping[str, Any]], config: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(policy, level, urn, message) of every violation the whole pack reports on one stack,
+    each policy given its part of the pack config, as `pulumi preview --policy-pack-config`
+    does."""
+    out = []
+    for policy in POLICIES:
+        level = (policy.enforcement_level or EnforcementLevel.ADVISORY).value
+        own = (config or {}).get(policy.name)
+        if isinstance(policy, StackValidationPolicy):
+            found = run_stack_records(policy, registered, own)
+        else:
+            assert isinstance(policy, ResourceValidationPolicy)
+            found = run_resource_records(policy, registered, own)
+        out += [(policy.name, level, urn or "", message) for message, urn in found]
+    return out

@@ -4,27 +4,15 @@ refused by every policy whose concern it breaks (tests/policies/guard_cases.py).
 from __future__ import annotations
 
 import pytest
-from pulumi_policy import EnforcementLevel, StackValidationPolicy
 
-from policies.pack import POLICIES
 from tests.policies.guard_cases import UNSAFE, Unsafe
-from tests.policies.harness import records, run_resource_records, run_stack_records
+from tests.policies.harness import evaluate_pack, records
 
 
 def refusing(case: Unsafe) -> set[str]:
     """The mandatory policies that report a violation on the case's unsafe resource."""
-    registered = records(case.resources)
-    out = set()
-    for policy in POLICIES:
-        if policy.enforcement_level is not EnforcementLevel.MANDATORY:
-            continue
-        if isinstance(policy, StackValidationPolicy):
-            found = run_stack_records(policy, registered)
-        else:
-            found = run_resource_records(policy, registered)
-        if any(urn == case.target.urn for _, urn in found):
-            out.add(policy.name)
-    return out
+    found = evaluate_pack(records(case.resources))
+    return {p for p, level, urn, _ in found if level == "mandatory" and urn == case.target.urn}
 
 
 @pytest.mark.parametrize("case", UNSAFE, ids=[c.id for c in UNSAFE])
