@@ -155,7 +155,11 @@ def _is_gpudr_stack(stack: Stack, config: Mapping[str, Any]) -> bool:
 
 # The site a copy lives at, by its role: a source at the primary, a replica or the one
 # dual-region bucket at the DR site (whose stack owns it).
-SITE_OF_ROLE = {"data-source": "primary", "data-replica": "dr", "data-dual-region": "dr"}
+SITE_OF_ROLE: dict[str, str] = {
+    tags.DrRole.DATA_SOURCE: "primary",
+    tags.DrRole.DATA_REPLICA: "dr",
+    tags.DrRole.DATA_DUAL_REGION: "dr",
+}
 
 
 def _site_role(stack: Stack, config: Mapping[str, Any]) -> tuple[str | None, list[str]]:
@@ -233,7 +237,11 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }
-ROLE_INDEX = {"data-source": 0, "data-replica": 1, "data-dual-region": 2}
+ROLE_INDEX = {
+    tags.DrRole.DATA_SOURCE: 0,
+    tags.DrRole.DATA_REPLICA: 1,
+    tags.DrRole.DATA_DUAL_REGION: 2,
+}
 
 
 def _fits(bucket: PolicyResource, d: tags.BucketTags) -> bool:

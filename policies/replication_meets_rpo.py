@@ -348,14 +348,14 @@ def _unbacked(stack: Stack, bucket: PolicyResource, d: DataClass) -> str | None:
     own to inspect: a dual write (RPO 0 at the writer, which no setting can show, so the
     writer's grant on this copy is what the stack can show) or the source of a pull (the job
     runs at the DR site, so the reader's grant is). Also a copy replicated by nothing."""
-    if d.mechanism == "dual-write" and not write_grants(stack, bucket):
+    if grants.needs_write_grant(d.mechanism) and not write_grants(stack, bucket):
         return (
             f"claims {_target(d)}, but this stack grants no identity write access to it, so "
             f"nothing shows a second copy is written: declare the writer's grant on this copy "
             f"(gpudr's components do: {WRITE_GRANTS}), or replicate this class (replication: "
             "in the plan)"
         )
-    if d.mechanism not in CHECKED_ON and d.mechanism != "dual-write":
+    if d.mechanism not in CHECKED_ON and not grants.needs_write_grant(d.mechanism):
         what = "nothing" if d.mechanism == "none" else f"unknown mechanism {d.mechanism!r}"
         return (
             f"has {_target(d)} but is replicated by {what}: choose a replication mechanism "
@@ -406,8 +406,8 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
     if unbacked is not None:
         report(f"{describe(bucket)} {unbacked}.", bucket.urn)
         return
-    if d.mechanism == "dual-write":
-        return
+    if grants.needs_write_grant(d.mechanism):
+        return  # backed by the writer's grant, above: no replication settings to inspect
     role, resource_type = CHECKED_ON[d.mechanism]
     if role not in (None, d.role) or kind(bucket) != resource_type:
         # The other copy of the class, or a stack that does not hold the mechanism: e.g. the

@@ -24,6 +24,7 @@ Standard library only: the Pulumi program and the policy pack read this module.
 
 from __future__ import annotations
 
+from gpudr.contract.tags import DrRole
 from gpudr.core.enums import PULLED, Mechanism
 
 # --- AWS: IAM actions (IAM compares them case-insensitively) --------------------------------
@@ -111,4 +112,4 @@ AZURE_BLOB_READ_ROLE_IDS = {
 
 def needs_read_grant(mechanism: str, dr_role: str) -> bool:
     """Whether this copy needs a read grant declared by its stack: the source of a pull."""
-    return mechanism in PULLED and dr_role == "data-source"
+    return mechanism in PULLED and dr_role == DrRole.DATA_SOURCE
