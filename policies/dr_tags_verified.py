@@ -237,11 +237,8 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }
-ROLE_INDEX = {
-    tags.DrRole.DATA_SOURCE: 0,
-    tags.DrRole.DATA_REPLICA: 1,
-    tags.DrRole.DATA_DUAL_REGION: 2,
-}
+# FITS's tuple index of each copy's role: the order of tags.DATA_ROLES.
+ROLE_INDEX: dict[str, int] = {role: i for i, role in enumerate(tags.DATA_ROLES)}
 
 
 def _fits(bucket: PolicyResource, d: tags.BucketTags) -> bool:
