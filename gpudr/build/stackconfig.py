@@ -18,6 +18,7 @@ from gpudr.contract.site import (
     DataSyncReader,
     InboundTransfer,
     Lifecycle,
+    LogsConfig,
     LinkConfig,
     PeerConfig,
     PoolConfig,
@@ -295,6 +296,10 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         sts_readers=_sts_readers(design, site),
         datasync_readers=_datasync_readers(design, site),
         azure_sts_readers=_azure_sts_readers(design, site),
+        logs=LogsConfig(
+            sink=naming.log_sink_name(site.cloud, plan.name, site.name, site.region),
+            retention_days=plan.logging.retention_days,
+        ),
     )
 
 

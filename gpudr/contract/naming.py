@@ -91,6 +91,15 @@ def key_vault_name(system: str, site: str, region: str) -> str:
     return f"gpudr-{_digest(system, site, region, 'vault')[:18]}"
 
 
+def log_sink_name(cloud: str, system: str, site: str, region: str) -> str:
+    """A site's log sink: on AWS a globally unique S3 bucket (hash as for data buckets); on GCP
+    a Cloud Logging bucket id and on Azure a Log Analytics workspace, both unique only within
+    their project or resource group."""
+    if cloud == "aws":
+        return f"{system}-{site}-logs-{_digest(system, site, region, 'logs')[:6]}"
+    return f"gpudr-{system}-{site}-logs"
+
+
 def cluster_name(system: str, site: str, cluster: str) -> str:
     """The physical EKS/GKE/AKS cluster name of a plan's cluster at a site."""
     return f"{system}-{site}-{cluster}"

@@ -210,6 +210,17 @@ class AzureStsReader:
 
 
 @dataclass(frozen=True)
+class LogsConfig:
+    """Where a site's access, flow and control-plane logs go, and for how long (the plan's
+    `logging.retention`). One sink per site, owned by the site's stack, encrypted with the
+    site's key where the cloud allows it, named deterministically (`naming.log_sink_name`)
+    so that a drill of the site sends its logs there too and they outlive the drill."""
+
+    sink: str  # AWS: the S3 log bucket; GCP: the Cloud Logging bucket id; Azure: the workspace
+    retention_days: int
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     system: str
     site: str
@@ -237,6 +248,9 @@ class SiteConfig:
     sts_readers: tuple[StsReader, ...] = ()
     datasync_readers: tuple[DataSyncReader, ...] = ()
     azure_sts_readers: tuple[AzureStsReader, ...] = ()
+    # None only in a config built by hand; `from_dict` requires it, and every site component
+    # refuses to build without it (`require_logs`): a site never deploys unlogged.
+    logs: LogsConfig | None = None
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
@@ -286,7 +300,19 @@ class SiteConfig:
             AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
             for x in d.get("azure_sts_readers", ())
         )
+        if "logs" not in d:
+            raise KeyError("logs (the site's log sink; regenerate the stack files)")
+        d["logs"] = LogsConfig(**_ints(d["logs"], ("retention_days",)))
         return SiteConfig(**d)
+
+    def require_logs(self) -> LogsConfig:
+        """The site's log sink; a config without one is refused, never deployed unlogged."""
+        if self.logs is None:
+            raise ValueError(
+                f"site {self.site} has no log sink (`logs` in gpudr:site): regenerate its "
+                "stack file with `gpudr generate`"
+            )
+        return self.logs
 
 
 def _ints(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

@@ -84,6 +84,7 @@ class DrRole(StrEnum):
     REPLICATION = "replication"
     TRANSFER = "transfer"
     TRANSFER_LOGS = "transfer-logs"
+    SITE_LOGS = "site-logs"  # the site's log sink: access, flow and control-plane logs
     TRANSFER_READER = "transfer-reader"
     READER = "reader"
     WRITER = "writer"  # a dual-written class's writer identity and its grant on this copy

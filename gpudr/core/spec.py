@@ -13,7 +13,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -222,6 +222,39 @@ class DrillSpec:
         return self.pools.get(pool, self.nodes)
 
 
+@dataclass(frozen=True)
+class Logging:
+    """`logging:` of the plan: how long every site keeps its access, flow and control-plane
+    logs, and the monthly volumes its cost lines assume."""
+
+    retention_s: float
+    access_b_month: float  # per site: the data buckets' access logs
+    flow_b_month: float  # per site: the network's flow logs
+    cluster_b_month: float  # per standing cluster: control-plane logs
+    overridden: frozenset[str] = frozenset()
+
+    @property
+    def retention_days(self) -> int:
+        return int(self.retention_s // 86400)
+
+
+_LOGGING_KEYS = {
+    "retention": "retention_s",
+    "access_logs": "access_b_month",
+    "flow_logs": "flow_b_month",
+    "cluster_logs": "cluster_b_month",
+}
+
+
+def logging_default(name: str) -> float:
+    value = reference.defaults()["logging"][name]["value"]
+    return parse_size(value) if str(value)[-1] == "B" else parse_duration(value)
+
+
+def default_logging() -> Logging:
+    return Logging(**{attr: logging_default(key) for key, attr in _LOGGING_KEYS.items()})
+
+
 def default_drill() -> DrillSpec:
     return DrillSpec(
         nodes=int(drill_default("nodes")),
@@ -253,6 +286,7 @@ class Plan:
     source: str = ""
     data_site_names: tuple[str, ...] = field(default=())
     drill: DrillSpec = field(default_factory=default_drill)
+    logging: Logging = field(default_factory=default_logging)
 
     def primaries(self) -> list[Site]:
         return [s for s in self.sites.values() if s.role == SiteRole.PRIMARY]
@@ -461,6 +495,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
             "quotas",
             "headroom",
             "drill",
+            "logging",
         ],
     )
     if raw is not None and not isinstance(raw, dict):
@@ -483,6 +518,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     if headroom is None:
         headroom = float(reference.defaults()["headroom"]["factor"])
     drill = _parse_drill(r, top.get("drill"), clusters, services)
+    logging = _parse_logging(r, top.get("logging"))
 
     _check_mechanisms(
         r,
@@ -513,6 +549,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
         source=source,
         data_site_names=data_sites,
         drill=drill,
+        logging=logging,
     )
 
 
@@ -1228,6 +1265,33 @@ def _parse_drill(
         verify_b=base.verify_b if verify is None else verify,
         cidr=cidr,
     )
+
+
+def _parse_logging(r: _Reader, raw: Any) -> Logging:
+    """`logging: {retention: 365d, access_logs: 20GB, flow_logs: 50GB, cluster_logs: 30GB}`:
+    every field optional. Retention is whole days within what every cloud's sink can hold."""
+    path = "logging"
+    base = default_logging()
+    s = r.mapping(raw, path, list(_LOGGING_KEYS))
+    values = asdict(base)
+    del values["overridden"]
+    for key, attr in _LOGGING_KEYS.items():
+        convert = parse_duration if key == "retention" else _size
+        value = r.convert(s, key, path, convert, None)
+        if value is not None:
+            values[attr] = value
+    retention = values["retention_s"]
+    low, high = logging_default("min_retention"), logging_default("max_retention")
+    if not low <= retention <= high or retention % 86400:
+        r.error(
+            f"{path}.retention",
+            f"{fmt_duration(retention)} is not whole days within {fmt_duration(low)}.."
+            f"{fmt_duration(high)}; a Log Analytics workspace keeps logs interactively for at "
+            "most 730 days, and a shorter trail proves nothing in an audit",
+        )
+        values["retention_s"] = base.retention_s
+    overridden = frozenset(attr for key, attr in _LOGGING_KEYS.items() if key in s)
+    return Logging(**values, overridden=overridden)
 
 
 def _parse_recovery(r: _Reader, raw: Any) -> Recovery:
