@@ -30,7 +30,7 @@ class Rule:
     """One priced thing: its category, its billing unit, where its price is in prices.yaml per
     cloud (a path whose `{field}` slots the usage fills in), and how its cost line is named."""
 
-    category: str  # gpu, control-plane, storage, replication, network, keys, monitoring
+    category: str  # gpu, control-plane, storage, replication, network, keys, monitoring, logging
     unit: str
     price: Mapping[str, tuple[str, ...]]  # cloud (or ANY) -> path under that cloud
     item: str  # the line's name, with `{field}` slots
@@ -185,7 +185,58 @@ RULES: dict[str, Rule] = {
         {Cloud.AZURE: ("vpn_gateway_hour", "{sku}")},
         "Azure VPN gateway {sku} (active-active)",
     ),
+    # Logs every site keeps (docs/security.md): volumes are the plan's `logging:` figures.
+    "log-bucket-storage": Rule(
+        "logging",
+        "GB-month",
+        {Cloud.AWS: ("storage_gb_month", "STANDARD")},
+        "access and flow logs kept {days} days in the log bucket",
+    ),
+    "flow-log-delivery": Rule(
+        "logging", "GB", {Cloud.AWS: ("vended_logs_s3_gb",)}, "VPC flow logs delivered to S3"
+    ),
+    "flow-log-ingest": Rule(
+        "logging", "GB", {Cloud.GCP: ("flow_logs_gb",)}, "subnet flow logs in Cloud Logging"
+    ),
+    # Google bills flow-log generation on top ("network telemetry"); its price has no citable
+    # source yet, so the line is listed as unpriced rather than left out.
+    "flow-log-generation": Rule(
+        "logging", "GB", {Cloud.GCP: ("network_telemetry_gb",)}, "subnet flow logs generated"
+    ),
+    "cluster-log-ingest": Rule(
+        "logging",
+        "GB",
+        {Cloud.AWS: ("cloudwatch_logs_ingest_gb",)},
+        "control-plane logs of {clusters} cluster(s)",
+    ),
+    "cluster-log-storage": Rule(
+        "logging",
+        "GB-month",
+        {Cloud.AWS: ("cloudwatch_logs_storage_gb_month",)},
+        "control-plane logs of {clusters} cluster(s) kept {days} days",
+    ),
+    "log-ingest": Rule(
+        "logging",
+        "GB",
+        {
+            Cloud.GCP: ("logging_ingest_gb",),
+            Cloud.AZURE: ("log_analytics_ingest_gb",),
+        },
+        "{what} ingested",
+    ),
+    "log-retention": Rule(
+        "logging",
+        "GB-month",
+        {
+            Cloud.GCP: ("logging_retention_gb_month",),
+            Cloud.AZURE: ("log_analytics_retention_gb_month",),
+        },
+        "logs kept {days} days (beyond the {free_days} included)",
+    ),
 }
+# Days of retention a log sink includes in its ingestion price (GCP log buckets: 30; Log
+# Analytics: 31); AWS bills storage from the first day.
+LOG_FREE_DAYS: dict[str, int] = {Cloud.AWS: 0, Cloud.GCP: 30, Cloud.AZURE: 31}
 
 # Per-GB price of moving a class's bytes out of the primary's cloud, by (primary, DR) cloud.
 TRANSFER_ROUTE: dict[tuple[str, str], str] = {
@@ -337,6 +388,60 @@ def nat_usages(cloud: str, site: str, *, dr: bool, hours: float = HOURS_PER_MONT
     """One NAT per site for node egress (Azure nodes egress through the cluster's load
     balancer: no NAT)."""
     return [] if cloud == Cloud.AZURE else [Usage("nat-gateway", cloud, site, hours, dr)]
+
+
+@dataclass(frozen=True)
+class LogVolume:
+    """A site's monthly log volume in GB (the plan's `logging:` figures) and how long it keeps
+    them: a month's logs are stored for `retention_days`, so a site holds `retention_days /
+    DAYS_PER_MONTH` months of them at any time."""
+
+    access_gb: float  # the data buckets' access logs
+    flow_gb: float  # the network's flow logs (none built on Azure)
+    cluster_gb: float  # per standing cluster: control-plane logs
+    retention_days: int
+
+
+def log_usages(cloud: str, site: str, volume: LogVolume, *, clusters: int, dr: bool) -> list[Usage]:
+    """What a site's logs cost a month: on AWS the log bucket (access and flow logs), flow-log
+    delivery and CloudWatch for the control planes; on GCP Cloud Logging ingestion (flow logs
+    at the network-telemetry rate) and retention past 30 days; on Azure Log Analytics
+    ingestion and retention past 31 days (Azure flow logs are not built: docs/security.md)."""
+    days = volume.retention_days
+    months = days / DAYS_PER_MONTH
+    cluster_gb = clusters * volume.cluster_gb
+    if cloud == Cloud.AWS:
+        out = [
+            Usage(
+                "log-bucket-storage",
+                cloud,
+                site,
+                (volume.access_gb + volume.flow_gb) * months,
+                dr,
+                {"days": days},
+            ),
+            Usage("flow-log-delivery", cloud, site, volume.flow_gb, dr),
+        ]
+        if clusters:
+            fields = {"clusters": clusters, "days": days}
+            out.append(Usage("cluster-log-ingest", cloud, site, cluster_gb, dr, fields))
+            out.append(Usage("cluster-log-storage", cloud, site, cluster_gb * months, dr, fields))
+        return out
+    flow_gb = volume.flow_gb if cloud == Cloud.GCP else 0.0
+    ingested = volume.access_gb + cluster_gb
+    what = "access logs" + (f" and control-plane logs of {clusters} cluster(s)" if clusters else "")
+    out = [Usage("log-ingest", cloud, site, ingested, dr, {"what": what})]
+    if flow_gb:
+        out.append(Usage("flow-log-ingest", cloud, site, flow_gb, dr))
+        out.append(Usage("flow-log-generation", cloud, site, flow_gb, dr))
+    free_days = LOG_FREE_DAYS[cloud]
+    kept_months = max(0.0, days - free_days) / DAYS_PER_MONTH
+    if kept_months:
+        fields = {"days": days, "free_days": free_days}
+        out.append(
+            Usage("log-retention", cloud, site, (ingested + flow_gb) * kept_months, dr, fields)
+        )
+    return out
 
 
 def report(usages: Iterable[Usage]) -> CostReport:

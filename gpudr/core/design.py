@@ -807,6 +807,28 @@ def _usages(
     out += _endpoint_usages(plan, flows)
     for path in paths.values():
         out += _link_usages(plan, path)
+    return out + _log_usages(plan, pools)
+
+
+def _log_usages(plan: Plan, pools: list[Pool]) -> list[Usage]:
+    """Every site's access, flow and control-plane logs (docs/security.md), with the plan's
+    volumes: a primary logs its own clusters, a DR site its standing ones."""
+    lg = plan.logging
+    volume = cost.LogVolume(
+        access_gb=lg.access_b_month / cost.GB,
+        flow_gb=lg.flow_b_month / cost.GB,
+        cluster_gb=lg.cluster_b_month / cost.GB,
+        retention_days=lg.retention_days,
+    )
+    standing = standing_clusters(pools)
+    out: list[Usage] = []
+    for site in plan.sites.values():
+        if site.role == SiteRole.DR:
+            clusters = sum(1 for dr, _ in standing if dr == site.name)
+        else:
+            clusters = sum(1 for c in plan.clusters.values() if c.site == site.name)
+        is_dr = site.role == SiteRole.DR
+        out += cost.log_usages(site.cloud, site.name, volume, clusters=clusters, dr=is_dr)
     return out
 
 

@@ -252,7 +252,12 @@ def logging_default(name: str) -> float:
 
 
 def default_logging() -> Logging:
-    return Logging(**{attr: logging_default(key) for key, attr in _LOGGING_KEYS.items()})
+    return Logging(
+        retention_s=logging_default("retention"),
+        access_b_month=logging_default("access_logs"),
+        flow_b_month=logging_default("flow_logs"),
+        cluster_b_month=logging_default("cluster_logs"),
+    )
 
 
 def default_drill() -> DrillSpec:

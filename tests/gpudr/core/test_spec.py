@@ -124,6 +124,12 @@ BAD = [
     ("recovery.detection", "soon", 'recovery.detection: "soon" is not a duration'),
     ("headroom", 0.9, "headroom: 0.9 is not a number of at least 1"),
     ("name", "LLM Training", 'name: "LLM Training" is not a valid name'),
+    ("logging.retention", "7d", "logging.retention: 7d is not whole days within 30d..730d"),
+    ("logging.retention", "1000d", "logging.retention: 1000d is not whole days within 30d..730d"),
+    ("logging.retention", "36h", "logging.retention: 1d12h is not whole days within 30d..730d"),
+    ("logging.flow_logs", "0GB", 'logging.flow_logs: "0GB" must be larger than 0'),
+    ("logging.cluster_logs", "lots", 'logging.cluster_logs: "lots" is not a size'),
+    ("logging.access", "1GB", "logging.access: unknown field; allowed: retention, access_logs"),
 ]
 
 
@@ -225,3 +231,15 @@ def test_gcs_dual_region_needs_one_continent() -> None:
     assert gcs_dual_region("us-central1", "us-east4") == "US"
     assert gcs_dual_region("northamerica-northeast1", "us-east4") == "US"
     assert gcs_dual_region("us-central1", "europe-west4") is None
+
+
+def test_logging_defaults_and_overrides(example_raw: dict[str, Any]) -> None:
+    """Every site keeps its logs a year unless the plan says otherwise; the volumes feed only
+    the cost lines."""
+    plan = parse_plan(example_raw)
+    assert (plan.logging.retention_days, plan.logging.overridden) == (365, frozenset())
+    _set(example_raw, "logging.retention", "90d")
+    _set(example_raw, "logging.flow_logs", "5TB")
+    plan = parse_plan(example_raw)
+    assert plan.logging.retention_days == 90 and plan.logging.flow_b_month == 5e12
+    assert plan.logging.overridden == {"retention_s", "flow_b_month"}
