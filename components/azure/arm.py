@@ -68,3 +68,13 @@ def virtual_network_id(
     return resource_id(
         subscription_id, resource_group, f"Microsoft.Network/virtualNetworks/{network}"
     )
+
+
+def log_workspace_id(
+    subscription_id: pulumi.Input[str], resource_group: str, workspace: str
+) -> pulumi.Output[str]:
+    """A site's Log Analytics workspace, by the deterministic name its stack gave it: how a
+    drill sends its clusters' logs to the DR site's workspace without reading that stack."""
+    return resource_id(
+        subscription_id, resource_group, f"Microsoft.OperationalInsights/workspaces/{workspace}"
+    )

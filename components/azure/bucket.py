@@ -1,9 +1,10 @@
 """A data class at one Azure site: its own storage account (customer-managed key from the site's
-Key Vault, TLS 1.2, HTTPS only, no public blobs, no shared keys, a firewall that admits the
-site's node subnet and trusted Azure services only), versioning and change feed for
+Key Vault, TLS 1.2, HTTPS only, no public blobs, no shared keys; its network rules admit every
+network until private endpoints exist: see `_network_rules`), versioning and change feed for
 object replication, soft delete, one private container, lifecycle tiers, and for weights a
-locked version-level immutability policy. One account per class because immutability and
-redundancy are account settings, and weights need both without imposing them on checkpoints.
+locked version-level immutability policy, and its blob access logs in the site's Log Analytics
+workspace. One account per class because immutability and redundancy are account settings, and
+weights need both without imposing them on checkpoints.
 
 The account and its container are protected from deletion.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import storage
 
+from components.azure.logs import blob_access_logs
 from gpudr.contract.naming import AZURE_DATA_BUCKET_COMPONENT
 from gpudr.contract.site import BucketConfig
 
@@ -33,6 +35,8 @@ class AzureDataBucketArgs:
     # The identity's grant on the key: the account is created with the key, so after it.
     key_access: pulumi.Resource
     tags: dict[str, str]
+    # The site's Log Analytics workspace: the account's blob access logs go there.
+    log_workspace_id: pulumi.Input[str]
     # Azure creates an account-level immutability policy only "Unlocked" (or "Disabled"), and
     # only an unlocked policy can become "Locked". See AzureSiteArgs.immutability_state.
     immutability_state: str = "Unlocked"
@@ -90,6 +94,12 @@ class AzureDataBucket(pulumi.ComponentResource):
             management_policy_name="default",
             policy=storage.ManagementPolicySchemaArgs(rules=lifecycle_rules(cfg)),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[blob_service]),
+        )
+        blob_access_logs(
+            f"{name}-access-logs",
+            blob_service_id=blob_service.id,
+            workspace_id=args.log_workspace_id,
+            parent=self,
         )
         self.account_name = account.name
         self.account_id = account.id

@@ -2,10 +2,12 @@
 own on an isolated virtual network at the plan's test size, with a user-assigned identity that
 can only read the DR site's storage accounts.
 
-What it never declares: a storage account, container, Key Vault or key, an object replication
-policy, a VNet peering or a VPN gateway. The drill's resource group holds only what the drill
-creates; the DR site's group (which holds its data) is never touched. Nothing is protected or
-retained: destroying the drill removes its group and everything in it.
+What it never declares: a storage account, container, Key Vault or key, a log workspace, an
+object replication policy, a VNet peering or a VPN gateway. The drill's resource group holds only
+what the drill creates; the DR site's group (which holds its data) is never touched. Nothing is
+protected or retained: destroying the drill removes its group and everything in it. Its clusters
+send their logs to the DR site's workspace, by the name in the DR site's config, so the logs
+outlive the drill.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pulumi_azure_native import authorization, managedidentity, resources
 from components.azure.arm import (
     STORAGE_BLOB_DATA_READER,
     assignment_name,
+    log_workspace_id,
     role_definition_id,
     storage_account_id,
 )
@@ -58,6 +61,7 @@ class AzureDrill(pulumi.ComponentResource):
                 f"site {cfg.site}: an Azure site needs resource_group in gpudr:site; regenerate "
                 "the stack with `gpudr generate`"
             )
+        logs = cfg.require_logs()
         child = pulumi.ResourceOptions(parent=self)
         location = cfg.region
         cidr = drill.cidr or cfg.cidr
@@ -65,6 +69,8 @@ class AzureDrill(pulumi.ComponentResource):
         client = authorization.get_client_config_output(
             opts=pulumi.InvokeOutputOptions(parent=self)
         )
+        # The DR site's workspace (its stack owns it), by id from its deterministic name.
+        workspace_id = log_workspace_id(client.subscription_id, cfg.resource_group, logs.sink)
         group = resources.ResourceGroup(
             f"{name}-rg",
             resource_group_name=resource_group_name(drill.id),
@@ -87,7 +93,14 @@ class AzureDrill(pulumi.ComponentResource):
         )
         clusters = {
             c.name: self._cluster(
-                name, c, drill_cfg, drill, group=group, network=network, client=client
+                name,
+                c,
+                drill_cfg,
+                drill,
+                group=group,
+                network=network,
+                client=client,
+                workspace_id=workspace_id,
             )
             for c in drill_cfg.clusters
         }
@@ -115,6 +128,7 @@ class AzureDrill(pulumi.ComponentResource):
         group: resources.ResourceGroup,
         network: AzureSiteNetwork,
         client: pulumi.Output[authorization.GetClientConfigResult],
+        workspace_id: pulumi.Output[str],
     ) -> pulumi.Output[str]:
         cluster = AzureGpuCluster(
             f"{name}-{c.name}",
@@ -132,6 +146,7 @@ class AzureDrill(pulumi.ComponentResource):
                 failover=drill.failover,
                 tags=drill_tags(drill_cfg, drill, "gpu-cluster", cluster=c.name),
                 pool_tags=drill_pool_tags(drill_cfg, drill, c.pools),
+                log_workspace_id=workspace_id,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

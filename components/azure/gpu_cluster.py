@@ -1,6 +1,7 @@
 """An AKS cluster with GPU node pools: Entra ID-only access, a private API unless the plan names
 public networks, Azure CNI overlay on the site's node subnet, GPU pools tainted and pinned to one
-zone, optional capacity reservations, and pool sizes set by the DR pattern and mode."""
+zone, optional capacity reservations, pool sizes set by the DR pattern and mode, and Container
+Insights and control-plane logs into a Log Analytics workspace (logs.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from components.azure.arm import (
     assignment_name,
     role_definition_id,
 )
+from components.azure.logs import ClusterLogsArgs, cluster_logs, container_insights_addon
 from gpudr.contract.naming import GPU_TAINT, POOL_LABEL, agent_pool_name
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, SystemPool, pool_size
 
@@ -27,6 +29,13 @@ SYSTEM_POOL = "system"
 POD_CIDR = "10.244.0.0/14"
 SERVICE_CIDR = "172.16.0.0/16"
 DNS_SERVICE_IP = "172.16.0.10"
+# Settings a deployed cluster keeps as it was created: changing the network dataplane reimages
+# every node (the GPU pools' too) and a policy engine change restarts networking, which on a DR
+# site would land in the middle of a failover. A new cluster (a new site, or one created at
+# failover) gets them; a deployed one keeps what it has, and the pack's advisory
+# `kubernetes-cluster-hardened` names it until it is moved outside a failover
+# (docs/security.md, "Creation-time settings").
+CREATION_ONLY = ("networkProfile.networkDataplane", "networkProfile.networkPolicy")
 
 
 def _dns_prefix(cluster: str) -> str:
@@ -62,6 +71,8 @@ class AzureGpuClusterArgs:
     failover: bool
     tags: dict[str, str]
     pool_tags: dict[str, dict[str, str]]
+    # Where the cluster's logs go: its site's workspace, or for a drill the DR site's.
+    log_workspace_id: pulumi.Input[str]
 
 
 def _agent_names(cfg: ClusterConfig) -> dict[str, str]:
@@ -106,6 +117,18 @@ class AzureGpuCluster(pulumi.ComponentResource):
         _check_ranges(cfg.name, args.networks)
         agent_names = _agent_names(cfg)
         plane = self._control_plane(name, args, system)
+        cluster_logs(
+            name,
+            ClusterLogsArgs(
+                cluster_name=cfg.eks_name,
+                cluster_id=plane.cluster.id,
+                resource_group_name=args.resource_group_name,
+                location=args.location,
+                workspace_id=args.log_workspace_id,
+                tags=args.tags,
+            ),
+            parent=self,
+        )
         sizes: dict[str, int] = {}
         for pool in cfg.pools:
             size = pool_size(pool, args.failover)
@@ -169,8 +192,13 @@ class AzureGpuCluster(pulumi.ComponentResource):
                 service_cidr=SERVICE_CIDR,
                 dns_service_ip=DNS_SERVICE_IP,
                 load_balancer_sku=containerservice.LoadBalancerSku.STANDARD,
+                # Azure CNI powered by Cilium: Kubernetes network policies enforced in eBPF.
+                network_dataplane=containerservice.NetworkDataplane.CILIUM,
+                network_policy=containerservice.NetworkPolicy.CILIUM,
             ),
             api_server_access_profile=_api_access(args.api_public_cidrs),
+            # Container Insights; an add-on profile is updated in place on a deployed cluster.
+            addon_profiles=container_insights_addon(args.log_workspace_id),
             # Entra ID and Azure RBAC only: no static admin kubeconfig to leak.
             disable_local_accounts=True,
             enable_rbac=True,
@@ -185,7 +213,9 @@ class AzureGpuCluster(pulumi.ComponentResource):
                 )
             ),
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[subnet_access]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[subnet_access], ignore_changes=list(CREATION_ONLY)
+            ),
         )
         return _ControlPlane(cluster=cluster, identity=identity)
 

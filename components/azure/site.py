@@ -1,5 +1,5 @@
-"""One gpudr site on Azure: resource group, Key Vault key, network, data accounts, object
-replication and GPU clusters.
+"""One gpudr site on Azure: resource group, Key Vault key, log workspace, network, data accounts,
+object replication and GPU clusters.
 
 Every resource that has a location is placed with an explicit `location=cfg.region`: a DR stack
 registers nothing in its primary's region, so it previews and updates while that region is
@@ -19,6 +19,7 @@ from pulumi_azure_native import authorization, resources
 from components.azure.bucket import AzureDataBucket, AzureDataBucketArgs
 from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
 from components.azure.key_vault import AzureDataKey, AzureDataKeyArgs
+from components.azure.logs import SiteLogs, SiteLogsArgs
 from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs, VnetPeer
 from components.azure.replication import (
     AzureSiteReplication,
@@ -47,6 +48,7 @@ class AzureSiteArgs:
 
 
 def _require(cfg: SiteConfig) -> tuple[str, str]:
+    cfg.require_logs()  # refused before any resource is declared: never deployed unlogged
     missing = [
         field
         for field, value in (("resource_group", cfg.resource_group), ("key_vault", cfg.key_vault))
@@ -86,15 +88,7 @@ class AzureSite(pulumi.ComponentResource):
         peers = _peers(cfg)
         vpn_links = _vpn_links(cfg)
 
-        # Holds the data accounts and the vault: protected, and kept if removed from the program.
-        group = resources.ResourceGroup(
-            f"{name}-rg",
-            resource_group_name=resource_group,
-            location=cfg.region,
-            tags=site_tags(cfg, "resource-group"),
-            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
-        )
-        self._group = group.name
+        group = self._group_and_logs(resource_group)
         key = AzureDataKey(
             f"{name}-data",
             AzureDataKeyArgs(
@@ -152,6 +146,27 @@ class AzureSite(pulumi.ComponentResource):
             }
         )
 
+    def _group_and_logs(self, resource_group: str) -> resources.ResourceGroup:
+        """The site's resource group and, in it, its log sink."""
+        cfg = self._cfg
+        # Holds the data accounts and the vault: protected, and kept if removed from the program.
+        group = resources.ResourceGroup(
+            f"{self._name}-rg",
+            resource_group_name=resource_group,
+            location=cfg.region,
+            tags=site_tags(cfg, "resource-group"),
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+        self._group = group.name
+        # Blob access logs, Container Insights and control-plane logs all go to this workspace.
+        logs = SiteLogs(
+            f"{self._name}-logs",
+            SiteLogsArgs(config=cfg, resource_group_name=group.name),
+            opts=self._child,
+        )
+        self._log_workspace_id = logs.workspace_id
+        return group
+
     def _buckets(self, key: AzureDataKey, immutability_state: str) -> dict[str, AzureDataBucket]:
         """A storage account and container per data class, encrypted with the site's key
         (bucket.py says why its firewall admits every network for now)."""
@@ -168,6 +183,7 @@ class AzureSite(pulumi.ComponentResource):
                     vault_uri=key.vault_uri,
                     key_access=key.storage_access,
                     tags=bucket_tags(cfg, b),
+                    log_workspace_id=self._log_workspace_id,
                     immutability_state=immutability_state,
                 ),
                 opts=self._child,
@@ -247,6 +263,7 @@ class AzureSite(pulumi.ComponentResource):
                     failover=failover,
                     tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
                     pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                    log_workspace_id=self._log_workspace_id,
                 ),
                 opts=self._child,
             )

@@ -9,6 +9,13 @@ allows no peer's range. Its clusters and firewall come from the DR site's own co
 secrets with the DR site's regional key, named by its deterministic path and already granted
 to the GKE service agent by the DR stack. Nothing is protected or retained.
 
+Logs: the drill's subnetwork logs its flows and its clusters their control planes, as the
+site's do (the same components). It declares no log bucket, sink or audit config: the DR
+site's sink (components/gcp/logs.py, in the same project) matches the names a drill of that
+site gives its subnetwork and clusters, so the drill's logs land in the DR site's log bucket
+and outlive the drill. Its reads of the replicas are logged by the DR site's Data Access audit
+config. A DR site config without a sink is refused, as the site itself would be.
+
 The reader gets roles/storage.objectViewer on each replica bucket and no key role: Cloud
 Storage decrypts CMEK objects with its own service agent, so a reader needs no Cloud KMS
 permission, and a decrypter grant would let it decrypt anything else under the DR key.
@@ -58,6 +65,7 @@ class GcpDrill(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:drill:GcpDrill", name, None, opts)
         cfg, drill = args.config, args.drill
+        cfg.require_logs()  # the DR site's sink, which keeps this drill's logs
         project = cfg.project or gcp.config.project
         if not project or not cfg.key_ring or not cfg.azs:
             raise ValueError(

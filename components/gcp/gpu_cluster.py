@@ -1,7 +1,8 @@
 """A regional GKE cluster with GPU node pools: private nodes, secrets encrypted with the site's
-key, Workload Identity, Dataplane V2 (network policy enforced), Binary Authorization, shielded
-nodes with secure boot, intranode visibility, GPU drivers installed by GKE, the GPU taint,
-compact placement, optional reservations, and pool sizes set by the DR pattern and mode."""
+key, Workload Identity, shielded nodes with secure boot, intranode visibility, control-plane
+logs, GPU drivers installed by GKE, the GPU taint, compact placement, optional reservations,
+and pool sizes set by the DR pattern and mode. (Not Dataplane V2 or Binary Authorization: see
+the comment on the cluster.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,21 @@ import pulumi_gcp as gcp
 
 from gpudr.contract.naming import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
+
+# What the cluster sends to Cloud Logging: its system components (GKE refuses the control-plane
+# components without them) and the control plane's API server, controller manager and
+# scheduler (who did what to the cluster, why a Pod was or was not placed); the site's sink
+# keeps them (components/gcp/logs.py). Not WORKLOADS: every training job's stdout would be
+# ingested and billed per GiB, which is the workload owner's call, not the DR posture's.
+LOG_COMPONENTS = ("SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER")
+DATAPATH = "ADVANCED_DATAPATH"
+# Settings GKE fixes when a cluster is created: a change replaces the cluster and its warm
+# pools, which on a DR site would put a cluster build into the failover. A new cluster (a new
+# site, or a backup/restore cluster created at failover) gets them; a deployed one keeps what
+# it was created with, and the pack's advisory `kubernetes-cluster-hardened` names it until it
+# is rebuilt beside the old one outside a failover (docs/security.md, "Creation-time
+# settings").
+CREATION_ONLY = ("datapathProvider",)
 
 
 @dataclass(frozen=True)
@@ -92,25 +108,32 @@ class GpuCluster(pulumi.ComponentResource):
                 state="ENCRYPTED", key_name=args.key_id
             ),
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
-            # Not Dataplane V2 (network policy enforcement) yet: `datapath_provider` is fixed at
-            # creation, so setting it replaces a deployed cluster and its warm pools, which on a
-            # DR site would add a cluster build to the failover. It needs a migration path that
-            # never runs during a failover (docs/security.md). Nor Binary Authorization: its API
-            # is not among gpudr's prerequisites, and a DR site's first `pulumi up` must not fail
-            # on a project that lacks it.
+            # Dataplane V2: Kubernetes network policies are enforced (eBPF), and denied flows
+            # can be logged. Not Binary Authorization: its API is not among gpudr's
+            # prerequisites, and a DR site's first `pulumi up` must not fail on a project that
+            # lacks it (docs/security.md).
+            datapath_provider=DATAPATH,
             # Shielded GKE nodes: each node's identity is verified (vTPM) before it joins.
             enable_shielded_nodes=True,
             # Same-node Pod-to-Pod traffic leaves the node and goes through the VPC, so the
-            # firewall applies to it and subnet flow logs, where enabled, see it. It costs
-            # nothing by itself: flow logs are billed only on subnets that turn them on, which
-            # the site's subnetwork does not (yet). The firewall's site-CIDR egress rule and
-            # GKE's own Pod-range ingress rule let that traffic through.
+            # firewall applies to it and the subnetwork's flow logs (components/gcp/network.py)
+            # record it. It costs nothing by itself (the flow logs are billed, per GiB). The
+            # firewall's site-CIDR egress rule and GKE's own Pod-range ingress rule let that
+            # traffic through.
             enable_intranode_visibility=True,
+            # In place on a deployed cluster (GKE's ClusterUpdate carries desiredLoggingConfig):
+            # no replacement. It also turns off workload logging, which GKE enables by default
+            # when no logging_config is given.
+            logging_config=gcp.container.ClusterLoggingConfigArgs(
+                enable_components=list(LOG_COMPONENTS)
+            ),
             # The control plane holds no data; backup/restore recreates it from the program.
             deletion_protection=False,
             resource_labels=dict(args.labels),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[args.key_grant] if args.key_grant is not None else None
+                parent=self,
+                depends_on=[args.key_grant] if args.key_grant is not None else None,
+                ignore_changes=list(CREATION_ONLY),
             ),
         )
         sizes: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """A site's network on GCP: a custom-mode VPC, one subnetwork in the site's region with the GKE
-secondary ranges, Private Google Access, a Cloud Router (the BGP speaker DR links attach to)
-with Cloud NAT for private nodes' egress, and the network's firewall rules declared explicitly
-(see `SiteNetwork._firewall`).
+secondary ranges, Private Google Access and flow logs, a Cloud Router (the BGP speaker DR links
+attach to) with Cloud NAT for private nodes' egress, and the network's firewall rules declared
+explicitly (see `SiteNetwork._firewall`).
 
 Address plan, carved from the site's CIDR (a /16 shown; other prefixes scale the same way):
 
@@ -36,6 +36,18 @@ ALLOW_PRIORITY = 1000
 # Google APIs through Private Google Access (their default domains resolve to Google's public
 # addresses) and registries outside Google through Cloud NAT: both over HTTPS.
 HTTPS_PORTS = ("443",)
+# Subnet flow logs (CIS GCP Foundations 3.8), billed per GiB and priced in the plan's cost lines
+# at this aggregation. Ten-minute aggregation folds a long-lived flow (a checkpoint upload, NCCL
+# between nodes) into few records instead of one per 5 seconds (the default); half the records
+# are kept, enough to see who talks to whom (a single short connection may be missed). All
+# metadata, so a record names the VMs, GKE Pods and networks at both ends: what an investigation
+# reads. The records land in the project's Cloud Logging (`vpc_flows`), from where the site's
+# sink (components/gcp/logs.py) routes them to the site's log bucket.
+FLOW_LOGS = gcp.compute.SubnetworkLogConfigArgs(
+    aggregation_interval="INTERVAL_10_MIN",
+    flow_sampling=0.5,
+    metadata="INCLUDE_ALL_METADATA",
+)
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,7 @@ class SiteNetwork(pulumi.ComponentResource):
         )
         subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            name=f"{args.network_name}-{args.region}",
+            name=subnetwork_name(args.network_name, args.region),
             project=args.project,
             region=args.region,
             network=network.id,
@@ -137,6 +149,9 @@ class SiteNetwork(pulumi.ComponentResource):
             ],
             # Private nodes reach Cloud Storage and the other Google APIs without the NAT.
             private_ip_google_access=True,
+            # In place on a deployed subnetwork, no replacement (as `gcloud compute networks
+            # subnets update --enable-flow-logs` does it).
+            log_config=FLOW_LOGS,
             opts=child,
         )
         # Deterministic name: the primary's stack attaches its HA VPN tunnels' BGP sessions to
@@ -251,6 +266,11 @@ class _Rule:
     description: str
     ports: tuple[str, ...] = ()  # TCP ports; none: every protocol
     deny: bool = False
+
+
+def subnetwork_name(network_name: str, region: str) -> str:
+    """The site's (or a drill's) one subnetwork: the site's log sink names it in its filter."""
+    return f"{network_name}-{region}"
 
 
 def rule_name(network_name: str, suffix: str) -> str:

@@ -1,5 +1,6 @@
-"""One gpudr site on GCP: keys, network, data buckets, scheduled transfers, GKE GPU clusters and
-DR links.
+"""One gpudr site on GCP: keys, network, data buckets, scheduled transfers, GKE GPU clusters, DR
+links, and the site's log sink (its buckets' data access, its network's flows and its clusters'
+control planes, into a log bucket encrypted with the site's key).
 
 Every regional resource is placed with an explicit `region=`/`location=`/`zone=` and every
 resource names its `project=`: a DR stack registers nothing in its primary's region (a
@@ -21,6 +22,7 @@ from components.gcp.cross_cloud import GcsHmacReader, GcsHmacReaderArgs
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
+from components.gcp.logs import SiteLogs, SiteLogsArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
 from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
 from components.gcp.writer import DualWriterArgs, dual_writer
@@ -56,6 +58,7 @@ class _Agents:
     """The service agent members (`serviceAccount:...`) a site's keys are granted to."""
 
     storage: pulumi.Output[str]
+    logging: pulumi.Output[str]  # encrypts the site's log bucket
     transfer: pulumi.Output[str] | None  # only with scheduled pulls into this site
     gke: pulumi.Output[str] | None  # only with clusters
 
@@ -74,6 +77,7 @@ class GcpSite(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:site:GcpSite", name, None, opts)
         cfg = args.config
+        cfg.require_logs()  # before anything is declared: a site never deploys unlogged
         self._name, self._cfg = name, cfg
         self._child = pulumi.ResourceOptions(parent=self)
         self._project, key_ring = _required(cfg)
@@ -107,6 +111,7 @@ class GcpSite(pulumi.ComponentResource):
             opts=self._child,
         )
         clusters = self._clusters(network, keys[cfg.region.lower()], args.failover)
+        self._logs(keys[cfg.region.lower()])
         self._links(network)
         credentials = self._hmac_readers(buckets)
 
@@ -138,13 +143,17 @@ class GcpSite(pulumi.ComponentResource):
 
     def _agents(self, *, inbound: bool) -> _Agents:
         """The service agents the keys must let encrypt. Looked up, not spelled out, for Cloud
-        Storage and Storage Transfer: the lookup also makes sure the agent exists before it is
-        granted anything. GKE's agent has no lookup; its address is fixed by the project
-        number."""
+        Storage, Cloud Logging and Storage Transfer: the lookup also makes sure the agent
+        exists before it is granted anything. GKE's agent has no lookup; its address is fixed
+        by the project number."""
         project, invoke = self._project, pulumi.InvokeOutputOptions(parent=self)
         storage = gcp.storage.get_project_service_account_output(
             project=project, opts=invoke
         ).email_address.apply(lambda e: f"serviceAccount:{e}")
+        # The account Cloud Logging encrypts a project's CMEK log buckets as.
+        logging = gcp.logging.get_project_cmek_settings_output(
+            project=project, opts=invoke
+        ).service_account_id.apply(lambda e: f"serviceAccount:{e}")
         transfer = (
             gcp.storage.get_transfer_project_service_account_output(
                 project=project, opts=invoke
@@ -161,13 +170,13 @@ class GcpSite(pulumi.ComponentResource):
             if self._cfg.clusters
             else None
         )
-        return _Agents(storage, transfer, gke)
+        return _Agents(storage, logging, transfer, gke)
 
     def _keys(
         self, key_ring: str, agents: _Agents, inbound: list[BucketConfig]
     ) -> dict[str, DataKey]:
-        """One key per location: the region (GKE secrets, regional buckets) and each bucket's,
-        each granted to the agents that encrypt with it there."""
+        """One key per location: the region (GKE secrets, regional buckets, the log bucket) and
+        each bucket's, each granted to the agents that encrypt with it there."""
         cfg, region = self._cfg, self._cfg.region.lower()
         locations = list(dict.fromkeys([region] + [key_location(cfg, b) for b in cfg.buckets]))
         keys: dict[str, DataKey] = {}
@@ -179,6 +188,8 @@ class GcpSite(pulumi.ComponentResource):
                 encrypters["transfer"] = agents.transfer
             if agents.gke is not None and loc == region:
                 encrypters["gke"] = agents.gke
+            if loc == region:
+                encrypters["logging"] = agents.logging
             keys[loc] = DataKey(
                 f"{self._name}-key-{loc}",
                 DataKeyArgs(
@@ -288,6 +299,21 @@ class GcpSite(pulumi.ComponentResource):
             )
             out[c.name] = cluster.cluster_name
         return out
+
+    def _logs(self, key: DataKey) -> None:
+        """The site's log sink, in the site's region. Its key is the site's regional key,
+        always regional (a multi-region `us` key exists only for dual-region buckets): Cloud
+        Logging requires a log bucket's key to be in the bucket's location."""
+        SiteLogs(
+            f"{self._name}-logs",
+            SiteLogsArgs(
+                config=self._cfg,
+                project=self._project,
+                key_id=key.key_id,
+                key_grant=key.grants["logging"],
+            ),
+            opts=self._child,
+        )
 
     def _links(self, network: SiteNetwork) -> None:
         """The DR links: each side's half of a VPC peering; on a DR site the HA VPN anchors the

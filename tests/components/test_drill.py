@@ -284,7 +284,15 @@ PHYSICAL = (
     "virtualNetworkName",
     "resourceGroupName",
 )
-SCOPE = ("clusterName", "cluster", "resourceName", "resourceGroupName", "virtualNetworkName")
+# resourceUri: an extension resource's name (a diagnostic setting's) is unique per resource only.
+SCOPE = (
+    "clusterName",
+    "cluster",
+    "resourceName",
+    "resourceGroupName",
+    "virtualNetworkName",
+    "resourceUri",
+)
 
 
 def _names(run: StackRun) -> set[tuple[str, str, tuple[str, ...]]]:

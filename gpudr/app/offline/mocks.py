@@ -38,6 +38,8 @@ class Registration:
     protect: bool
     retain_on_delete: bool
     provider: str
+    # Properties the engine keeps as deployed (`ignore_changes`), in the engine's camelCase.
+    ignore_changes: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
         """The resource as `gpudr plan --format json` lists it (and the policy tests read it)."""
@@ -174,6 +176,7 @@ class RecordingMonitor(MockMonitor):
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             provider=request.provider,
+            ignore_changes=tuple(request.ignoreChanges),
         )
         self.registrations.append(reg)
         self._by_urn[reg.urn] = reg

@@ -92,7 +92,22 @@ _ARM: dict[str, tuple[str, str]] = {
         "Microsoft.Compute/capacityReservationGroups/{capacityReservationGroupName}"
         "/capacityReservations/{name}",
     ),
+    "operationalinsights:Workspace": (
+        "workspaceName",
+        "Microsoft.OperationalInsights/workspaces/{name}",
+    ),
+    "monitor:DataCollectionRule": (
+        "dataCollectionRuleName",
+        "Microsoft.Insights/dataCollectionRules/{name}",
+    ),
+    # Extension resources: their id is under the resource they attach to (`resourceUri`).
+    "monitor:DiagnosticSetting": ("name", "Microsoft.Insights/diagnosticSettings/{name}"),
+    "monitor:DataCollectionRuleAssociation": (
+        "associationName",
+        "Microsoft.Insights/dataCollectionRuleAssociations/{name}",
+    ),
 }
+_EXTENSIONS = ("monitor:DiagnosticSetting", "monitor:DataCollectionRuleAssociation")
 
 
 def _guid(*parts: str) -> str:
@@ -111,6 +126,8 @@ def _arm_id(kind: str, name: str, azure_name: str, inputs: dict[str, Any]) -> st
         scope = str(inputs.get("scope") or f"/subscriptions/{OFFLINE_SUBSCRIPTION}")
         return f"{scope}/providers/Microsoft.Authorization/roleAssignments/{azure_name}"
     template = _ARM.get(kind, ("", ""))[1]
+    if kind in _EXTENSIONS and isinstance(inputs.get("resourceUri"), str):
+        return f"{inputs['resourceUri']}/providers/{template.format(name=azure_name)}"
     values = {k: str(v) for k, v in inputs.items() if isinstance(v, str)}
     try:
         path = template.format(**{**values, "name": azure_name})
@@ -160,6 +177,8 @@ def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
         state.update(
             keyUri=uri, keyUriWithVersion=f"{uri}/{short_hash('version', rid)}00000000000000000000"
         )
+    elif kind == "operationalinsights:Workspace":
+        state["customerId"] = _guid("workspace", rid)  # the GUID agents and queries use
     elif kind == "storage:StorageAccount":
         state["primaryEndpoints"] = {"blob": f"https://{azure_name}.blob.core.windows.net/"}
     elif kind == "network:PublicIPAddress":

@@ -161,6 +161,26 @@ def _service_account(r: _Resource, state: dict[str, Any]) -> _Found | None:
     return _Found(rid, name=rid)
 
 
+def _logging(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    if r.typ == "gcp:logging/projectBucketConfig:ProjectBucketConfig":
+        rid = f"projects/{r.project}/locations/{r.input('location')}/buckets/{r.input('bucketId')}"
+        state.setdefault("lifecycleState", "ACTIVE")
+        return _Found(rid, name=rid)
+    if r.typ == "gcp:logging/projectSink:ProjectSink":
+        # A sink into a log bucket of its own project has no writer identity (Cloud Logging
+        # API, LogSink.writerIdentity).
+        state.setdefault("writerIdentity", "")
+        return _Found(f"projects/{r.project}/sinks/{r.rname}")
+    return None
+
+
+def _projects(r: _Resource, state: dict[str, Any]) -> _Found | None:
+    if r.typ != "gcp:projects/iAMAuditConfig:IAMAuditConfig":
+        return None
+    state.setdefault("etag", f"BwOffline{short_hash(r.typ, r.name)}")
+    return _Found(f"{r.project}/audit_config/{r.input('service')}")
+
+
 # The service of a type token (gcp:<service>/...) -> its answers; None for a type it does not
 # know, which gets the generic compute-style id.
 _SERVICES: dict[str, Callable[[_Resource, dict[str, Any]], _Found | None]] = {
@@ -169,6 +189,8 @@ _SERVICES: dict[str, Callable[[_Resource, dict[str, Any]], _Found | None]] = {
     "compute": _compute,
     "container": _container,
     "serviceaccount": _service_account,
+    "logging": _logging,
+    "projects": _projects,
 }
 
 
@@ -191,6 +213,18 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
             "subjectId": str(int(short_hash("subject", project), 16)).rjust(21, "1")[:21],
             "id": project,
             "project": project,
+        }
+    if token == "gcp:logging/getProjectCmekSettings:getProjectCmekSettings":
+        # The Cloud Logging service agent a CMEK log bucket's key is granted to.
+        return {
+            "id": f"projects/{project}/cmekSettings",
+            "name": f"projects/{project}/cmekSettings",
+            "project": project,
+            "serviceAccountId": (
+                f"service-{OFFLINE_PROJECT_NUMBER}@gcp-sa-logging.iam.gserviceaccount.com"
+            ),
+            "kmsKeyName": str(args.get("kmsKeyName") or ""),
+            "kmsKeyVersionName": "",
         }
     if token == "gcp:organizations/getProject:getProject":
         return {

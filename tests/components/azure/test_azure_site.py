@@ -25,12 +25,13 @@ from components.azure.site import AzureSite, AzureSiteArgs
 from gpudr.app.offline.mocks import GpudrMocks, Registration, UnreachableError
 from gpudr.app.offline.mocks_azure import OFFLINE_SUBSCRIPTION
 from gpudr.app.offline.run import StackRun, run_stack
-from gpudr.contract.naming import agent_pool_name
+from gpudr.contract.naming import agent_pool_name, log_sink_name
 from gpudr.contract.site import (
     BucketConfig,
     ClusterConfig,
     Lifecycle,
     LinkConfig,
+    LogsConfig,
     PeerConfig,
     PoolConfig,
     ReplicationTarget,
@@ -61,6 +62,7 @@ RESERVATION = "azure-native:compute:CapacityReservation"
 PEERING = "azure-native:network:VirtualNetworkPeering"
 
 AKS_SYSTEM_POOL = SystemPool(vm_size="Standard_D4s_v5", nodes=2)
+LOG_RETENTION_DAYS = 90
 
 
 # --- hand-built site configs -----------------------------------------------------------------
@@ -197,6 +199,9 @@ def site_config(site: str) -> SiteConfig:
         network_name=f"gpudr-{SYSTEM}-{site}",
         resource_group=resource_group(site),
         key_vault=f"gpudr-{SYSTEM}-{site}-kv",
+        logs=LogsConfig(
+            sink=log_sink_name("azure", SYSTEM, site, region), retention_days=LOG_RETENTION_DAYS
+        ),
     )
 
 

@@ -3,11 +3,10 @@
 Google's Storage Transfer Service (test_cross_cloud.py), and in a drill of the azure-two-region
 example's DR site.
 
-AKS: encryption at host on every pool, the system pool tainted CriticalAddonsOnly, patch and
-node security upgrades, the Azure Policy add-on, Kubernetes secrets under the site's Key Vault
-(KMS), disks under the site's data key (disk encryption set). Network: an NSG on the node subnet.
-Key Vault: its firewall setting (and why it is not default-deny: see key_vault.py). Storage:
-default-deny network rules admitting the site's node subnet, except the accounts Google reads."""
+AKS: the creation-time settings (encryption at host, the system pool's taint, KMS, a disk
+encryption set, upgrade channels, the Azure Policy add-on) stay as deployed clusters have them,
+for the reasons in docs/security.md. Network: an NSG on the node subnet. Storage: network rules
+that admit every network until private endpoints exist, the accounts Google reads included."""
 
 from __future__ import annotations
 
@@ -91,6 +90,21 @@ def test_aks_keeps_its_creation_time_settings(get: Any) -> None:
         assert "azureKeyVaultKms" not in (c.inputs.get("securityProfile") or {}), c.urn
         for pool in c.inputs["agentPoolProfiles"]:
             assert "enableEncryptionAtHost" not in pool, c.urn
+
+
+@pytest.mark.parametrize("get", all_runs())
+def test_aks_enforces_network_policy_on_new_clusters_and_keeps_deployed_ones(get: Any) -> None:
+    """Cilium enforces Kubernetes network policies on every cluster gpudr creates; the engine
+    keeps a deployed cluster's dataplane and policy engine (a change reimages its GPU nodes)."""
+    for c in clusters(get()):
+        profile = c.inputs["networkProfile"]
+        assert (profile["networkDataplane"], profile["networkPolicy"]) == ("cilium", "cilium"), (
+            c.urn
+        )
+        assert set(c.ignore_changes) == {
+            "networkProfile.networkDataplane",
+            "networkProfile.networkPolicy",
+        }, c.urn
 
 
 # --- the node subnet's NSG --------------------------------------------------------------------

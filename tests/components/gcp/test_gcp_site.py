@@ -24,12 +24,14 @@ from components.gcp.network import address_plan
 from components.gcp.site import GcpSite, GcpSiteArgs
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
+from gpudr.contract.naming import log_sink_name
 from gpudr.contract.site import (
     BucketConfig,
     ClusterConfig,
     InboundTransfer,
     Lifecycle,
     LinkConfig,
+    LogsConfig,
     PeerConfig,
     PoolConfig,
     SiteConfig,
@@ -153,6 +155,7 @@ def site(
         network_name=f"gpudr-{SYSTEM}-{name}",
         project=project,
         key_ring=f"gpudr-{SYSTEM}-{name}",
+        logs=LogsConfig(sink=log_sink_name("gcp", SYSTEM, name, region), retention_days=365),
     )
 
 
@@ -352,6 +355,8 @@ def test_keys_per_location_and_who_may_use_them() -> None:
     assert grants == [
         ("us", "gs-project-accounts.iam.gserviceaccount.com"),
         ("us-east4", "container-engine-robot.iam.gserviceaccount.com"),
+        # Cloud Logging's agent, for the site's log bucket (tests/components/gcp/test_logs.py)
+        ("us-east4", "gcp-sa-logging.iam.gserviceaccount.com"),
         ("us-east4", "gs-project-accounts.iam.gserviceaccount.com"),
         ("us-east4", "storage-transfer-service.iam.gserviceaccount.com"),
     ]

@@ -66,13 +66,18 @@ STACKS = ["usc1", "use4", "drill"]
 
 
 @pytest.mark.parametrize("name", STACKS)
-def test_cluster_keeps_its_creation_time_settings(name: str) -> None:
-    """Dataplane V2 is fixed at creation (setting it replaces a deployed cluster and its warm
-    pools) and Binary Authorization needs an API gpudr does not require: neither is set until a
-    migration path exists (docs/security.md)."""
+def test_new_clusters_enforce_network_policy_and_deployed_ones_keep_their_datapath(
+    name: str,
+) -> None:
+    """Dataplane V2 (network policy enforcement) on every cluster gpudr creates; it is fixed at
+    creation, so the engine keeps a deployed cluster's datapath rather than replacing it and
+    its warm pools (docs/security.md). Binary Authorization needs an API gpudr does not
+    require, so it is not set."""
     (c,) = of_type(stack(name), CLUSTER)
-    assert "datapathProvider" not in c.inputs, c.urn
+    assert c.inputs["datapathProvider"] == "ADVANCED_DATAPATH", c.urn
+    assert c.ignore_changes == ("datapathProvider",), c.urn
     assert "binaryAuthorization" not in c.inputs, c.urn
+    assert "networkPolicy" not in c.inputs, c.urn  # Calico's switch; Dataplane V2 replaces it
 
 
 @pytest.mark.parametrize("name", STACKS)
