@@ -1,9 +1,11 @@
 """A data bucket for one data class at one site: versioned, SSE-KMS with the site's key, public
-access blocked, TLS-only, lifecycle tiers, object lock for weights; protected from deletion."""
+access blocked, TLS-only, lifecycle tiers, object lock for weights, server access logs to the
+site's log sink; protected from deletion."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -14,11 +16,23 @@ from gpudr.contract.site import BucketConfig
 
 
 @dataclass(frozen=True)
+class AccessLogs:
+    """Where a bucket's S3 server access logs go: the site's log sink and the bucket's prefix
+    there (`logs.SiteLogs.access_logs`), and what must exist before S3 is told to deliver
+    there (the sink's policy, which lets the logging service write)."""
+
+    target_bucket: pulumi.Input[str]
+    target_prefix: str
+    ready: Sequence[pulumi.Resource] = ()
+
+
+@dataclass(frozen=True)
 class DataBucketArgs:
     config: BucketConfig
     region: pulumi.Input[str]
     key_arn: pulumi.Input[str]
     tags: pulumi.Input[dict[str, str]]
+    access_logs: AccessLogs
     # Cross-account replicas: the source account's replication role may write replicas here.
     replication_role_arn: pulumi.Input[str] | None = None
 
@@ -65,6 +79,7 @@ class DataBucket(pulumi.ComponentResource):
         )
         if cfg.object_lock_days is not None:
             self._object_lock(name, bucket, versioning, args, cfg.object_lock_days)
+        self._access_logs(name, bucket, args)
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
         self.versioning_id = versioning.id
@@ -107,6 +122,19 @@ class DataBucket(pulumi.ComponentResource):
             region=args.region,
             # After the public access block, so the policy is never briefly evaluated without it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[public_block]),
+        )
+
+    def _access_logs(self, name: str, bucket: aws.s3.Bucket, args: DataBucketArgs) -> None:
+        """Every request on the bucket, logged to the site's sink under its own prefix: who
+        read, wrote or deleted which object, from where (Security Hub S3.9). Delivery is best
+        effort and not billed; the sink's storage is."""
+        aws.s3.BucketLogging(
+            f"{name}-access-logs",
+            bucket=bucket.id,
+            target_bucket=args.access_logs.target_bucket,
+            target_prefix=args.access_logs.target_prefix,
+            region=args.region,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.access_logs.ready)),
         )
 
     def _object_lock(
@@ -194,8 +222,10 @@ def _lifecycle_rules(cfg: BucketConfig) -> list[aws.s3.BucketLifecycleConfigurat
     return rules
 
 
-def _bucket_policy(bucket_arn: str, replication_role_arn: str | None) -> str:
-    statements: list[dict[str, object]] = [
+def tls_only_statements(bucket_arn: str) -> list[dict[str, object]]:
+    """The statements that refuse any request on the bucket over plain HTTP or TLS older than
+    1.2, whoever makes it: every bucket gpudr declares carries them."""
+    return [
         {
             "Sid": "DenyInsecureTransport",
             "Effect": "Deny",
@@ -213,6 +243,10 @@ def _bucket_policy(bucket_arn: str, replication_role_arn: str | None) -> str:
             "Condition": {"NumericLessThan": {"s3:TlsVersion": "1.2"}},
         },
     ]
+
+
+def _bucket_policy(bucket_arn: str, replication_role_arn: str | None) -> str:
+    statements = tls_only_statements(bucket_arn)
     if replication_role_arn:
         statements.append(
             {

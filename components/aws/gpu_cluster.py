@@ -1,5 +1,6 @@
 """An EKS cluster with GPU node pools: NVIDIA AMI, GPU taints, EFA and cluster placement through a
-launch template, optional capacity reservations, and pool sizes set by the DR pattern and mode."""
+launch template, optional capacity reservations, and pool sizes set by the DR pattern and mode.
+Its control-plane logs go to a log group declared with it, encrypted with the site's key."""
 
 from __future__ import annotations
 
@@ -10,14 +11,53 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.logs import cloudwatch_retention_days
 from gpudr.contract.naming import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
+from gpudr.contract.tags import DrRole, Tag
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
+# Every control-plane log EKS has: the API server, the audit trail of every API request, IAM
+# authentication, and the controller manager and scheduler (CIS Amazon EKS 2.1.1; Security Hub
+# EKS.8 asks for audit). Enabling or disabling them is an in-place update of the cluster.
+CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+
+
+def control_plane_log_group(cluster: str) -> str:
+    """The log group EKS writes a cluster's control-plane logs to: its name is fixed by EKS
+    (Amazon EKS User Guide, "Send control plane logs to CloudWatch Logs")."""
+    return f"/aws/eks/{cluster}/cluster"
+
+
+def eks_created_log_group(group: str, region: str) -> str | None:
+    """The ARN of log group `group` if it exists without gpudr's tags (EKS created it for a
+    cluster deployed before gpudr declared the group); None if it does not exist or is
+    gpudr's. Looked up in the cluster's own region, so a DR stack never asks another."""
+    found = aws.cloudwatch.get_log_groups(log_group_name_prefix=group, region=region)
+    if group not in (found.log_group_names or []):
+        return None
+    existing = aws.cloudwatch.get_log_group(name=group, region=region)
+    return None if Tag.DR_ROLE.key in (existing.tags or {}) else existing.arn
+
+
+def adopt_log_group_message(resource: str, group: str, arn: str, component: str) -> str:
+    """How to bring an EKS-created log group under the stack, once, outside a failover: tag
+    it (so the program declares it), import it (so `pulumi up` updates rather than creates
+    it), then update (encryption with the site key, retention). Its logs are kept."""
+    return (
+        f"log group {group} exists but is not gpudr's: EKS created it before gpudr declared "
+        "it (not encrypted with the site key, kept forever). Adopt it once, outside a "
+        f"failover, keeping its logs: `aws logs tag-resource --resource-arn {arn} --tags "
+        f"{Tag.DR_ROLE.key}={DrRole.GPU_CLUSTER}`, then `pulumi import "
+        f"aws:cloudwatch/logGroup:LogGroup {resource} {group} --parent "
+        f"{component}=<the URN of {component} from `pulumi stack --show-urns`>`, then "
+        "`pulumi up`"
+    )
+
 
 # Security-group rule descriptions: what each rule admits and why (EC2 allows up to 255
 # characters of a-z A-Z 0-9, spaces and ._-:/()#,@[]+=&;{}!$*).
@@ -59,6 +99,9 @@ class GpuClusterArgs:
     failover: bool
     tags: dict[str, str]
     pool_tags: dict[str, dict[str, str]]
+    # The plan's log retention (`logs.retention_days` of the site's config), in days; the
+    # control-plane log group keeps logs at least that long.
+    log_retention_days: int
 
 
 @dataclass(frozen=True)
@@ -101,8 +144,39 @@ class GpuCluster(pulumi.ComponentResource):
         self.pool_sizes = pulumi.Output.from_input(sizes)
         self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
+    def _log_group(self, name: str, args: GpuClusterArgs) -> aws.cloudwatch.LogGroup | None:
+        """Declared before the cluster, under the name EKS writes to: left to EKS, the group
+        would be created on first write unencrypted and keeping logs (and billing them)
+        forever. Encrypted with the site's key, whose policy admits CloudWatch Logs for this
+        group (kms.DataKeyArgs.log_groups); kept for the plan's retention, rounded up to a
+        period CloudWatch Logs accepts.
+
+        A cluster deployed before gpudr declared the group has one EKS created: declaring it
+        again would fail the `pulumi up` on "already exists". That is found at preview
+        (`eks_created_log_group`) and stops a standby update with the commands that adopt the
+        group, never its logs deleted; in failover the group is left as it is (EKS keeps
+        writing to it) with a warning, so log hygiene never blocks a failover."""
+        group = control_plane_log_group(args.config.eks_name)
+        arn = eks_created_log_group(group, str(args.region))
+        if arn is not None:
+            message = adopt_log_group_message(f"{name}-control-plane-logs", group, arn, name)
+            if not args.failover:
+                raise ValueError(message)
+            pulumi.log.warn(message, resource=self)
+            return None
+        return aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=control_plane_log_group(args.config.eks_name),
+            retention_in_days=cloudwatch_retention_days(args.log_retention_days),
+            kms_key_id=args.key_arn,
+            region=args.region,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
     def _control_plane(self, name: str, args: GpuClusterArgs) -> aws.eks.Cluster:
         child = pulumi.ResourceOptions(parent=self)
+        log_group = self._log_group(name, args)
         cluster_role = aws.iam.Role(
             f"{name}-cluster-role",
             assume_role_policy=_assume("eks.amazonaws.com"),
@@ -132,10 +206,13 @@ class GpuCluster(pulumi.ComponentResource):
                 resources=["secrets"],
             ),
             access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API"),
-            enabled_cluster_log_types=["api", "audit", "authenticator"],
+            enabled_cluster_log_types=list(CONTROL_PLANE_LOG_TYPES),
             region=args.region,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[cluster_policy] + ([log_group] if log_group is not None else []),
+            ),
         )
 
     def _pod_identity_agent(

@@ -23,8 +23,12 @@ class DataKeyArgs:
     # Another account's replication role that encrypts replicas with this key (cross-account DR).
     replication_role_arn: pulumi.Input[str] | None = None
     # Names of the log groups in the key's region that CloudWatch Logs encrypts with this key
-    # (the DataSync log group of a site that pulls).
+    # (the DataSync log group of a site that pulls, its clusters' control-plane log groups).
     log_groups: Sequence[str] = ()
+    # Log group names with IAM wildcards (`*`, `?`), for groups this stack does not declare
+    # and cannot name in advance: its drills' clusters' groups (a drill uses this key by
+    # alias and cannot change its policy).
+    log_group_patterns: Sequence[str] = ()
 
 
 class DataKey(pulumi.ComponentResource):
@@ -38,7 +42,7 @@ class DataKey(pulumi.ComponentResource):
         super().__init__("gpudr:kms:DataKey", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        log_groups = tuple(args.log_groups)
+        log_groups = (*args.log_groups, *args.log_group_patterns)
         policy = pulumi.Output.all(args.account_id, args.replication_role_arn, args.region).apply(
             lambda a: _key_policy(a[0], a[1], region=a[2], log_groups=log_groups)
         )
@@ -107,7 +111,8 @@ def _logs_statement(account_id: str, region: str, log_groups: Sequence[str]) -> 
     principal is regional, and the encryption context it passes names the log group
     (CloudWatch Logs User Guide, "Encrypt log data in CloudWatch Logs using AWS Key Management
     Service", step 2: the key policy). Without this statement a log group cannot be
-    associated with the key."""
+    associated with the key. ArnLike: an exact name matches itself only, a pattern (a
+    drill's groups) what its wildcards admit."""
     arns = [f"arn:aws:logs:{region}:{account_id}:log-group:{group}" for group in log_groups]
     return {
         "Sid": "CloudWatchLogsEncryptLogGroups",
@@ -122,5 +127,5 @@ def _logs_statement(account_id: str, region: str, log_groups: Sequence[str]) -> 
         ],
         "Resource": "*",
         # Several values of one key: any of them matches.
-        "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": arns}},
+        "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": arns}},
     }

@@ -1,4 +1,5 @@
-"""One gpudr site on AWS: key, network, data buckets, replication, GPU clusters and DR links.
+"""One gpudr site on AWS: key, log sink, network, data buckets, replication, GPU clusters and DR
+links.
 
 Every resource is placed with an explicit `region=`: a DR stack registers nothing in its
 primary's region, so it previews and updates while that region is down.
@@ -20,7 +21,8 @@ from components.aws.datasync import (
     DataSyncPullArgs,
     check_inbound,
 )
-from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
+from components.aws.drill import drill_cluster_pattern
+from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs, control_plane_log_group
 from components.aws.kms import DataKey, DataKeyArgs
 from components.aws.links import (
     DirectConnectAttachment,
@@ -30,6 +32,7 @@ from components.aws.links import (
     TgwPeering,
     TgwPeeringArgs,
 )
+from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.replication import (
     SiteReplication,
@@ -95,8 +98,10 @@ class AwsSite(pulumi.ComponentResource):
         self._name, self._cfg = name, cfg
         self._child = pulumi.ResourceOptions(parent=self)
         inbound = [b for b in cfg.buckets if b.inbound]
+        # Before anything is declared: a site never deploys unlogged, nor pulls what it cannot.
+        cfg.require_logs()
         for b in inbound:
-            check_inbound(b.inbound)  # before anything is declared
+            check_inbound(b.inbound)
         account_id: pulumi.Input[str] = (
             cfg.account
             or aws.get_caller_identity_output(
@@ -104,21 +109,12 @@ class AwsSite(pulumi.ComponentResource):
             ).account_id
         )
         cross_account_role = _cross_account_role(cfg)
-        key = DataKey(
-            f"{name}-data",
-            DataKeyArgs(
-                region=cfg.region,
-                alias=cfg.kms_alias,
-                account_id=account_id,
-                tags=site_tags(cfg, "data-key"),
-                replication_role_arn=cross_account_role,
-                # The DataSync log group is encrypted with this key (_pulls).
-                log_groups=(ENHANCED_LOG_GROUP,) if _pulls_declared(args, inbound) else (),
-            ),
-            opts=self._child,
+        key = self._key(args, inbound, account_id, cross_account_role)
+        sink = SiteLogs(
+            f"{name}-logs", SiteLogsArgs(config=cfg, account_id=account_id), opts=self._child
         )
-        network = self._network()
-        buckets = self._buckets(key, cross_account_role)
+        network = self._network(sink)
+        buckets = self._buckets(key, cross_account_role, sink)
         writer_role_arns = self._replication(buckets, key, account_id)
         writer_role_arns.update(self._writers(account_id))
         clusters = self._clusters(network, key, args.failover)
@@ -152,6 +148,31 @@ class AwsSite(pulumi.ComponentResource):
             }
         )
 
+    def _key(
+        self,
+        args: AwsSiteArgs,
+        inbound: list[BucketConfig],
+        account_id: pulumi.Input[str],
+        cross_account_role: str | None,
+    ) -> DataKey:
+        """The site's key, and whom besides the account its policy admits: the source's
+        replication role (cross-account), and CloudWatch Logs for the site's log groups and
+        its drills'."""
+        cfg = self._cfg
+        return DataKey(
+            f"{self._name}-data",
+            DataKeyArgs(
+                region=cfg.region,
+                alias=cfg.kms_alias,
+                account_id=account_id,
+                tags=site_tags(cfg, "data-key"),
+                replication_role_arn=cross_account_role,
+                log_groups=_key_log_groups(args, inbound),
+                log_group_patterns=_drill_log_groups(cfg),
+            ),
+            opts=self._child,
+        )
+
     def _writer_identity(self, data_class: str) -> WriterIdentity:
         """The role a dual-written class's writer assumes at this site, from this site's own
         EKS clusters."""
@@ -162,8 +183,9 @@ class AwsSite(pulumi.ComponentResource):
             tags=site_tags(cfg, DrRole.WRITER, data_class=data_class),
         )
 
-    def _network(self) -> SiteNetwork:
-        """The VPC, its transit gateway, and the S3 interface endpoint dual writes arrive at."""
+    def _network(self, sink: SiteLogs) -> SiteNetwork:
+        """The VPC, its transit gateway, the S3 interface endpoint dual writes arrive at, and
+        its flow logs to the site's sink."""
         cfg = self._cfg
         return SiteNetwork(
             f"{self._name}-net",
@@ -176,12 +198,17 @@ class AwsSite(pulumi.ComponentResource):
                 peer_cidrs=[p.cidr for p in cfg.peers],
                 dual_write_endpoint=cfg.dual_write_endpoint,
                 tags=site_tags(cfg, "network"),
+                flow_log_bucket=cfg.require_logs().sink,
+                flow_log_ready=sink.ready,
             ),
             opts=self._child,
         )
 
-    def _buckets(self, key: DataKey, cross_account_role: str | None) -> dict[str, DataBucket]:
-        """A bucket per data class, encrypted with the site's key."""
+    def _buckets(
+        self, key: DataKey, cross_account_role: str | None, sink: SiteLogs
+    ) -> dict[str, DataBucket]:
+        """A bucket per data class, encrypted with the site's key, logging every request to
+        the site's sink."""
         cfg, out = self._cfg, {}
         for b in cfg.buckets:
             out[b.data_class] = DataBucket(
@@ -191,6 +218,7 @@ class AwsSite(pulumi.ComponentResource):
                     region=cfg.region,
                     key_arn=key.key_arn,
                     tags=bucket_tags(cfg, b),
+                    access_logs=sink.access_logs(b.name),
                     replication_role_arn=cross_account_role,
                 ),
                 opts=self._child,
@@ -287,6 +315,7 @@ class AwsSite(pulumi.ComponentResource):
                     failover=failover,
                     tags=site_tags(cfg, "gpu-cluster", cluster=c.name),
                     pool_tags={p.name: pool_tags(cfg, p.name, p.pattern, p.rto_s) for p in c.pools},
+                    log_retention_days=cfg.require_logs().retention_days,
                 ),
                 opts=self._child,
             )
@@ -433,6 +462,28 @@ class AwsSite(pulumi.ComponentResource):
                 # The bucket's versioning and encryption exist before the first run writes.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
             )
+
+
+def _key_log_groups(args: AwsSiteArgs, inbound: list[BucketConfig]) -> tuple[str, ...]:
+    """The log groups of this stack that CloudWatch Logs encrypts with the site's key: the
+    DataSync log group (`_pulls`) and the control-plane log group of every cluster of the
+    site, standing or declared only on failover (so that the key's policy does not change
+    during a failover)."""
+    cfg = args.config
+    groups = [control_plane_log_group(c.eks_name) for c in cfg.clusters]
+    if _pulls_declared(args, inbound):
+        groups.insert(0, ENHANCED_LOG_GROUP)
+    return tuple(groups)
+
+
+def _drill_log_groups(cfg: SiteConfig) -> tuple[str, ...]:
+    """A DR site's drills rebuild its clusters under drill names and encrypt their
+    control-plane log groups with this key, which they find by alias and cannot change: the
+    key admits the groups of any drill of this site. Drill names carry the site, not the
+    system: a same-named site of another system in this account and region would match."""
+    if cfg.role != "dr" or not cfg.clusters:
+        return ()
+    return (control_plane_log_group(drill_cluster_pattern(cfg)),)
 
 
 def _pulls_declared(args: AwsSiteArgs, inbound: list[BucketConfig]) -> bool:

@@ -69,7 +69,20 @@ class GpuCluster(pulumi.ComponentResource):
                     "stack with `gpudr generate`"
                 )
 
-        cluster = gcp.container.Cluster(
+        cluster = self._cluster(name, args)
+        sizes: dict[str, int] = {}
+        for pool in cfg.pools:
+            size = pool_size(pool, args.failover)
+            sizes[pool.name] = size.desired_size
+            self._pool(name, pool=pool, size=size, cluster=cluster, args=args)
+        self.cluster_name = cluster.name
+        self.pool_sizes = pulumi.Output.from_input(sizes)
+        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
+
+    def _cluster(self, name: str, args: GpuClusterArgs) -> gcp.container.Cluster:
+        """The regional, private control plane; GPU pools are separate NodePools."""
+        cfg = args.config
+        return gcp.container.Cluster(
             f"{name}-gke",
             name=cfg.eks_name,
             project=args.project,
@@ -136,14 +149,6 @@ class GpuCluster(pulumi.ComponentResource):
                 ignore_changes=list(CREATION_ONLY),
             ),
         )
-        sizes: dict[str, int] = {}
-        for pool in cfg.pools:
-            size = pool_size(pool, args.failover)
-            sizes[pool.name] = size.desired_size
-            self._pool(name, pool=pool, size=size, cluster=cluster, args=args)
-        self.cluster_name = cluster.name
-        self.pool_sizes = pulumi.Output.from_input(sizes)
-        self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
     def _pool(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from components.aws.bucket import DataBucket, DataBucketArgs, _bucket_policy
+from components.aws.bucket import AccessLogs, DataBucket, DataBucketArgs, _bucket_policy
 from components.aws.kms import DataKey, DataKeyArgs
 from gpudr.contract.site import BucketConfig, Lifecycle
 
@@ -29,7 +29,11 @@ def test_bucket_outputs_name_and_arn() -> pulumi.Output[None]:
     bucket = DataBucket(
         "t-weights",
         DataBucketArgs(
-            config=CFG, region="us-east-1", key_arn="arn:aws:kms:us-east-1:1:key/k", tags={}
+            config=CFG,
+            region="us-east-1",
+            key_arn="arn:aws:kms:us-east-1:1:key/k",
+            tags={},
+            access_logs=AccessLogs("sys-site-logs-abc123", f"s3/{CFG.name}/"),
         ),
     )
 

@@ -21,6 +21,7 @@ def test_a_network_that_is_not_isolated_needs_its_transit_gateway(missing: str) 
         peer_cidrs=[],
         dual_write_endpoint=False,
         tags={},
+        flow_log_bucket="gpudr-test-use1-logs",
         **gateway,  # type: ignore[arg-type]
     )
     with pytest.raises(ValueError, match=f"{missing} is required unless isolated"):

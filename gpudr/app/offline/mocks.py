@@ -69,6 +69,9 @@ class GpudrMocks(pulumi.runtime.Mocks):
     default_region: str = "us-east-1"
     unreachable_regions: frozenset[str] = frozenset()
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # CloudWatch log groups that exist before the program runs ({name: tags}), as on an account
+    # where EKS created a cluster's log group itself; offline, none do.
+    existing_log_groups: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def _check_region(self, what: str, region: str | None) -> None:
         if region and region in self.unreachable_regions:
@@ -132,7 +135,9 @@ class GpudrMocks(pulumi.runtime.Mocks):
             from gpudr.app.offline import mocks_azure
 
             return mocks_azure.lookup(token, args)
-        return mocks_aws.lookup(token, args, region, self.default_region)
+        return mocks_aws.lookup(
+            token, args, region, self.default_region, existing_log_groups=self.existing_log_groups
+        )
 
 
 class RecordingMonitor(MockMonitor):

@@ -13,7 +13,8 @@ import pytest
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.build.drill import build_drill
-from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.build.stackconfig import build_site_configs, stack_config_values, stack_name
+from gpudr.contract.site import SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, key
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
@@ -60,6 +61,13 @@ def drill_run(example: str, site: str) -> StackRun:
     return run_stack(
         setup.stack, setup.config("capacity"), GpudrMocks(default_region=setup.site.region)
     )
+
+
+@cache
+def site_config(example: str, site: str) -> SiteConfig:
+    """The site's `gpudr:site`, as `gpudr generate` writes it (a drill's DR site's, too)."""
+    plan = load_plan(ROOT / "examples" / f"{example}.yaml")
+    return build_site_configs(design(plan))[site]
 
 
 def sites() -> list[Any]:

@@ -17,7 +17,14 @@ from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.contract.grants import S3_WRITE_ACTIONS, s3_objects_arn
 from gpudr.contract.naming import cluster_name, writer_role_name
-from gpudr.contract.site import BucketConfig, Lifecycle, PeerConfig, ReplicationTarget, SiteConfig
+from gpudr.contract.site import (
+    BucketConfig,
+    Lifecycle,
+    LogsConfig,
+    PeerConfig,
+    ReplicationTarget,
+    SiteConfig,
+)
 from gpudr.contract.tags import DrRole, Tag
 
 SYSTEM = "llm"
@@ -107,6 +114,7 @@ def site_config(site: str, *, primary_cloud: str = "aws") -> SiteConfig:
             ),
         ),
         links=(),
+        logs=LogsConfig(sink=f"{SYSTEM}-{site}-logs-abc123", retention_days=365),
     )
 
 
