@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, TypeVar
 
 from pulumi_policy import (
     PolicyConfigSchema,
@@ -28,6 +28,8 @@ from pulumi_policy.proxy import UnknownValueError
 
 from gpudr.contract import tags
 from gpudr.core import enums, sizing
+
+_T = TypeVar("_T")
 
 # --- type tokens (as the engine sends them; see shared/reference/pulumi-sdk-facts.md) ----------
 
@@ -84,6 +86,13 @@ GCS_IAM_BINDING = "gcp:storage/bucketIAMBinding:BucketIAMBinding"
 EC2_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EC2_VPC = "aws:ec2/vpc:Vpc"
 EC2_DEFAULT_SECURITY_GROUP = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+# Logging: S3 server access logs, VPC and subnet flow logs, audit configs, diagnostic settings.
+S3_LOGGING = "aws:s3/bucketLogging:BucketLogging"
+EC2_FLOW_LOG = "aws:ec2/flowLog:FlowLog"
+GCP_SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
+GCP_PROJECT_AUDIT_CONFIG = "gcp:projects/iAMAuditConfig:IAMAuditConfig"  # sic: the SDK's token
+AZ_DIAGNOSTIC_SETTING = "azure-native:monitor:DiagnosticSetting"
+AZ_LOG_WORKSPACE = "azure-native:operationalinsights:Workspace"
 IAM_ATTACHMENTS = (
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
     "aws:iam/userPolicyAttachment:UserPolicyAttachment",
@@ -93,7 +102,7 @@ IAM_ATTACHMENTS = (
 
 # Another SDK class for the same cloud resource, folded onto the class gpudr's components use so
 # that every check covers both: pulumi-aws 7 still ships the deprecated `BucketV2` family (same
-# S3 bucket, same settings resources). azure-native's API-version modules
+# S3 bucket, same settings resources, `BucketLoggingV2` too). azure-native's API-version modules
 # (`azure-native:storage/v20240101:StorageAccount`) are folded by `canonical_type`.
 TYPE_ALIASES = {
     "aws:s3/bucketV2:BucketV2": S3_BUCKET,
@@ -103,6 +112,10 @@ TYPE_ALIASES = {
     "aws:s3/bucketVersioningV2:BucketVersioningV2": S3_VERSIONING,
     "aws:s3/bucketAclV2:BucketAclV2": S3_ACL,
     "aws:s3/bucketObjectLockConfigurationV2:BucketObjectLockConfigurationV2": S3_OBJECT_LOCK,
+    "aws:s3/bucketLoggingV2:BucketLoggingV2": S3_LOGGING,
+    # azure-native registers diagnostic settings under `monitor` and, as an alias, `insights`
+    # (the ARM namespace `Microsoft.Insights`), each with API-version modules.
+    "azure-native:insights:DiagnosticSetting": AZ_DIAGNOSTIC_SETTING,
 }
 _AZURE_API_VERSION = re.compile(r"^(azure-native:[A-Za-z0-9]+)/v[0-9a-z]+(:[A-Za-z0-9]+)$")
 
@@ -163,6 +176,21 @@ def is_data_bucket(resource: PolicyResource) -> bool:
     return kind(resource) in DATA_BUCKET_TYPES and tag_is(
         resource.resource_type, resource.props, "dr-role", *DATA_ROLES
     )
+
+
+def ancestor_types(resource: PolicyResource) -> set[str]:
+    """The types of the resource's parents, components included: from the parent chain the
+    engine sends, and from the URN's type chain (`<parent type>$<type>`), which names them
+    even when a parent is not among the resources sent."""
+    found: set[str] = set()
+    parent = resource.parent
+    while parent is not None:
+        found.add(parent.resource_type)
+        parent = parent.parent
+    parts = resource.urn.split("::")
+    if len(parts) >= 4:
+        found.update(parts[2].split("$")[:-1])
+    return found
 
 
 def tag_number(resource: PolicyResource, name: str) -> float | None:
@@ -379,6 +407,27 @@ class UnknownGuard:
             raise self.first
 
 
+def any_proven(candidates: Iterable[_T], test: Callable[[_T], bool]) -> bool:
+    """Whether `test` holds for one of `candidates` (e.g. one of the settings that may cover a
+    resource). A candidate whose test meets a value unknown during preview is passed over; when
+    no other candidate passes, that first error is raised: the answer depends on the value."""
+    unknown: UnknownValueError | None = None
+    for candidate in candidates:
+        try:
+            if test(candidate):
+                return True
+        except UnknownValueError as error:
+            unknown = unknown or error
+    if unknown is not None:
+        raise unknown
+    return False
+
+
+def depends_on(resource: PolicyResource, prop: str, target: PolicyResource) -> bool:
+    """Whether `prop` was computed from `target` (an Output of it was passed)."""
+    return any(d.urn == target.urn for d in resource.property_dependencies.get(prop) or [])
+
+
 # --- policy config --------------------------------------------------------------------------
 
 
@@ -430,7 +479,7 @@ def stack_of(urn: str) -> str:
 _WILDCARDS = set("*?[]!")
 
 
-def _literal(pattern: str) -> str:
+def glob_literal(pattern: str) -> str:
     """What a glob says outright: its characters outside wildcards and brackets."""
     return re.sub(r"\[[^\]]*\]|[*?]", "", pattern)
 
@@ -441,9 +490,9 @@ def _names_something(pattern: str, stack: Any) -> bool:
     spelt out in part. `urn:*`, `*a*` or a name valid in every stack exempt too much."""
     if pattern.startswith("urn:"):
         head = pattern.rsplit("::", 1)[0]
-        return "::" in pattern and _literal(head) == head
-    literal_stack = isinstance(stack, str) and len(_literal(stack).strip("/")) >= 3
-    return len(_literal(pattern)) >= 3 and literal_stack
+        return "::" in pattern and glob_literal(head) == head
+    literal_stack = isinstance(stack, str) and len(glob_literal(stack).strip("/")) >= 3
+    return len(glob_literal(pattern)) >= 3 and literal_stack
 
 
 def exemption(config: Mapping[str, Any], urn: str) -> str | None:

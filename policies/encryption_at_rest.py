@@ -8,9 +8,28 @@ Microsoft-managed keys satisfy neither.
 
 With pulumi-aws v7 an S3 bucket's encryption is a separate resource, so this is a stack policy:
 the encryption configuration is found through its `bucket` property dependency.
+
+One exception, because AWS leaves no other choice: S3 delivers server access logs only to a
+bucket whose default encryption is SSE-S3 (`AES256`), so a site's access-log sink cannot use the
+site key. SSE-S3 is accepted for a bucket only when all of these hold, and refused otherwise:
+
+(a) other buckets of the stack send their server access logs to it (policies/logs.py);
+(b) it holds no data: no gpudr data tag (`gpudr:data-class`, a data `gpudr:dr-role`), not part
+    of a gpudr DataBucket component (a data bucket re-tagged to pass as a sink is refused);
+(c) nothing copies data into or out of it: no replication configuration of its own, not the
+    destination of a replication rule, not a DataSync location;
+(d) its bucket policy denies `s3:DeleteObject` and `s3:DeleteObjectVersion` to every principal,
+    unconditionally, on all its objects (logs expire by lifecycle, which a policy cannot stop).
+
+An unknown replication destination that no property dependency ties to the bucket counts as
+another bucket (a value computed from this bucket would record it); any other value unknown
+during preview that decides the exception makes the check "can't run" until it is known.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -27,22 +46,29 @@ from .common import (
     AZ_KEY_VAULT,
     AZ_STORAGE_ACCOUNT,
     AZ_VAULT_KEY,
+    DATASYNC_S3_LOCATION,
     GCP_CRYPTO_KEY,
     GCS_BUCKET,
     S3_BUCKET,
     S3_ENCRYPTION,
+    S3_POLICY,
+    S3_REPLICATION,
     Stack,
     UnknownGuard,
     config_schema,
+    depends_on,
     depends_on_type,
     describe,
     exempting,
     get,
     items,
+    json_document,
     kind,
+    links_to,
     policy_config,
     same,
 )
+from .logs import data_marks, sink_sources
 
 SCHEMA = config_schema()
 
@@ -70,6 +96,13 @@ def _s3_rule_ok(config: PolicyResource, index: int) -> bool:
         raise
 
 
+def _sse_s3(config: PolicyResource) -> bool:
+    return any(
+        same(get(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm"), "AES256")
+        for rule in items(config.props.get("rules"))
+    )
+
+
 def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
     configs = stack.linked(bucket, S3_ENCRYPTION, "bucket", ("bucket", "id"))
     for config in configs:
@@ -80,6 +113,14 @@ def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> 
         if configs
         else "no BucketServerSideEncryptionConfiguration refers to it"
     )
+    if any(_sse_s3(config) for config in configs):
+        refusals = _log_sink_refusals(stack, bucket)
+        if not refusals:
+            return  # the site's access-log sink: S3 delivers only to SSE-S3 buckets
+        found += (
+            "; SSE-S3 (AES256) is accepted only for an access-log sink, and for this bucket "
+            + "; ".join(refusals)
+        )
     report(
         f"{describe(bucket)} is not encrypted with a customer-managed KMS key: {found}. Add "
         "aws.s3.BucketServerSideEncryptionConfiguration(bucket=<bucket>.id, "
@@ -88,6 +129,143 @@ def _check_s3(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> 
         f"(not {AWS_MANAGED_ALIAS}).",
         bucket.urn,
     )
+
+
+# --- the access-log sink's exception ------------------------------------------------------------
+
+DELETE_ACTIONS = ("s3:DeleteObject", "s3:DeleteObjectVersion")
+EVERY_OBJECT = ("*", "arn:aws:s3:::*", "arn:aws:s3:::*/*")
+
+
+def _log_sink_refusals(stack: Stack, bucket: PolicyResource) -> list[str]:
+    """Why the bucket is not an access-log sink that may use SSE-S3 (empty when it is). When no
+    condition refuses but one depends on a value unknown during preview, that error is raised:
+    the exception is granted only once every condition is shown."""
+    refusals: list[str] = []
+    unknown: UnknownValueError | None = None
+    for condition in (_receives_logs, _holds_data, _copies, _deletable):
+        try:
+            refusals += condition(stack, bucket)
+        except UnknownValueError as error:
+            unknown = unknown or error
+    if not refusals and unknown is not None:
+        raise unknown
+    return refusals
+
+
+def _receives_logs(stack: Stack, bucket: PolicyResource) -> list[str]:
+    if sink_sources(stack, bucket):
+        return []
+    return ["no other bucket of this stack sends its access logs to it"]
+
+
+def _holds_data(stack: Stack, bucket: PolicyResource) -> list[str]:
+    return [f"it holds data ({mark})" for mark in data_marks(bucket)]
+
+
+def _arn(bucket: PolicyResource) -> str | None:
+    name = bucket.props.get("bucket")
+    return f"arn:aws:s3:::{name}" if isinstance(name, str) and name else None
+
+
+def _inline_rules(bucket: PolicyResource) -> list[object]:
+    return [
+        rule
+        for config in items(bucket.props.get("replicationConfiguration"))
+        for rule in items(get(config, "rules"))
+    ]
+
+
+def _copies(stack: Stack, bucket: PolicyResource) -> list[str]:
+    """The replication and DataSync that copy data out of or into the bucket."""
+    out = []
+    own = stack.linked(bucket, S3_REPLICATION, "bucket", ("bucket", "id"))
+    if own or _inline_rules(bucket):
+        out.append(f"it replicates ({own[0].name if own else 'inline replication_configuration'})")
+    arn = _arn(bucket)
+    holders = [(c, "rules") for c in stack.of_type(S3_REPLICATION)]
+    holders += [(b, "replicationConfiguration") for b in stack.of_type(S3_BUCKET)]
+    for holder, prop in holders:
+        if holder.urn != bucket.urn and _replicates_into(holder, prop, bucket, arn):
+            out.append(f"{holder.name} replicates into it")
+    for location in stack.of_type(DATASYNC_S3_LOCATION):
+        if links_to(location, "s3BucketArn", bucket, ("arn",)) or (
+            arn is not None and _known(location, "s3BucketArn") == arn
+        ):
+            out.append(f"it is DataSync location {location.name}")
+    return out
+
+
+def _known(resource: PolicyResource, prop: str) -> object:
+    """`resource.props[prop]`, None when unknown during preview: with no property dependency
+    on the bucket (asked first), an unknown value is computed from another resource."""
+    try:
+        return resource.props.get(prop)
+    except UnknownValueError:
+        return None
+
+
+def _replicates_into(
+    holder: PolicyResource, prop: str, bucket: PolicyResource, arn: str | None
+) -> bool:
+    """Whether a replication configuration (or a bucket's inline one, `prop`) has the bucket
+    as a destination: computed from it, or its ARN spelt out. An unknown destination with no
+    dependency on the bucket is another bucket's."""
+    if depends_on(holder, prop, bucket):
+        return True
+    if arn is None:
+        return False
+    try:
+        rules = (
+            _inline_rules(holder)
+            if prop == "replicationConfiguration"
+            else items(holder.props.get("rules"))
+        )
+        destinations = [_known_destination(rule) for rule in rules]
+    except UnknownValueError:
+        return False
+    return arn in destinations
+
+
+def _known_destination(rule: object) -> object:
+    try:
+        return get(rule, "destination", "bucket")
+    except UnknownValueError:
+        return None
+
+
+def _denied(statement: object, bucket: PolicyResource) -> set[str]:
+    """The delete actions an unconditional Deny to every principal on all objects refuses."""
+    if not isinstance(statement, Mapping) or not same(statement.get("Effect"), "Deny"):
+        return set()
+    principal = statement.get("Principal")
+    if not (principal == "*" or "*" in items(get(principal, "AWS"))):
+        return set()
+    # A condition, or a Not* element, narrows the Deny: someone could still delete.
+    if statement.get("Condition") or any(
+        statement.get(k) for k in ("NotPrincipal", "NotAction", "NotResource")
+    ):
+        return set()
+    arn = _arn(bucket)
+    objects = {*EVERY_OBJECT, *([f"{arn}/*"] if arn else [])}
+    if not any(r in objects for r in items(statement.get("Resource"))):
+        return set()
+    patterns = [str(a).lower() for a in items(statement.get("Action"))]
+    return {a for a in DELETE_ACTIONS if any(fnmatchcase(a.lower(), p) for p in patterns)}
+
+
+def _deletable(stack: Stack, bucket: PolicyResource) -> list[str]:
+    denied: set[str] = set()
+    for policy in stack.linked(bucket, S3_POLICY, "bucket", ("bucket", "id")):
+        document = json_document(policy.props.get("policy"))
+        for statement in items(get(document, "Statement")):
+            denied |= _denied(statement, bucket)
+    if denied >= set(DELETE_ACTIONS):
+        return []
+    return [
+        "its bucket policy does not deny s3:DeleteObject and s3:DeleteObjectVersion to every "
+        'principal ("Principal": "*", no condition) on all its objects'
+    ]
 
 
 def _check_gcs(bucket: PolicyResource, report: ReportViolation) -> None:
@@ -149,7 +327,9 @@ data_encrypted_at_rest = StackValidationPolicy(
     description=(
         "Every S3 bucket (Bucket or BucketV2), GCS bucket and Azure storage account, tagged "
         "or not, is encrypted with a customer-managed key: SSE-KMS with a key other than "
-        "aws/s3, a Cloud KMS default key, or a Key Vault key."
+        "aws/s3, a Cloud KMS default key, or a Key Vault key. SSE-S3 only for an S3 access-log "
+        "sink that holds no data, is copied nowhere and denies deletes (S3 delivers access "
+        "logs to no other)."
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
@@ -161,7 +341,9 @@ data_encrypted_at_rest = StackValidationPolicy(
         "aws.kms.Key. GCP: set encryption.default_kms_key_name on the bucket to a CryptoKey in "
         'its location. Azure: set encryption.key_source "Microsoft.Keyvault" with '
         "key_vault_properties and a user-assigned encryption identity. gpudr's components "
-        "(components/*/bucket.py) do all three."
+        "(components/*/bucket.py) do all three. A site's S3 access-log bucket keeps SSE-S3 "
+        "(AES256): no gpudr data tags, no replication or DataSync, and a bucket policy denying "
+        "s3:DeleteObject and s3:DeleteObjectVersion to every principal."
     ),
     tags=["encryption", "data-protection"],
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pulumi_policy import Policy
 
 from .bucket_versioning import bucket_versioning
+from .cluster_control_plane_logged import cluster_control_plane_logged
+from .data_access_logged import data_access_logged
 from .default_network_closed import default_network_closed
 from .deletion_protection import deletion_protection
 from .dr_tags_verified import dr_tags_verified
@@ -16,6 +18,7 @@ from .immutable_weights import immutable_weights
 from .kms_key_rotation import kms_key_rotation
 from .kubernetes_api_not_public import kubernetes_api_not_public
 from .kubernetes_cluster_hardened import kubernetes_cluster_hardened
+from .network_flow_logged import network_flow_logged
 from .no_public_access import no_public_access
 from .node_metadata_protected import node_metadata_protected
 from .replication_bandwidth import replication_bandwidth
@@ -36,6 +39,9 @@ POLICIES: list[Policy] = [
     node_metadata_protected,
     default_network_closed,
     storage_network_restricted,
+    data_access_logged,
+    network_flow_logged,
+    cluster_control_plane_logged,
     dr_tags_verified,
     guarded_class_supported,
     replication_meets_rpo,

@@ -10,18 +10,23 @@ from typing import Any
 from gpudr.contract import grants
 from gpudr.contract.tags import gcp_labels
 from policies.common import (
+    AKS_CLUSTER,
     AWS_KMS_KEY,
     AZ_BLOB_CONTAINER,
     AZ_BLOB_SERVICE,
+    AZ_DIAGNOSTIC_SETTING,
+    AZ_LOG_WORKSPACE,
     AZ_ROLE_ASSIGNMENT,
     AZ_STORAGE_ACCOUNT,
     AZ_VAULT_KEY,
     GCP_CRYPTO_KEY,
+    GCP_PROJECT_AUDIT_CONFIG,
     GCS_BUCKET,
     GCS_IAM_MEMBER,
     IAM_ROLE_POLICY,
     S3_BUCKET,
     S3_ENCRYPTION,
+    S3_LOGGING,
     S3_OBJECT_LOCK,
     S3_POLICY,
     S3_PUBLIC_ACCESS_BLOCK,
@@ -389,3 +394,167 @@ def azure(name: str = "checkpoints", facts: dict[str, str] | None = None) -> dic
     if facts.get("mechanism") == "dual-write":
         out["writer"] = azure_writer(account)
     return out
+
+
+# --- logs: where each site's access, flow and control-plane logs go ---------------------------
+
+LOG_SINK = "llm-use1-logs-abc123"
+PUBLIC_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+PROJECT = "acme-llm-prod"
+WORKSPACE_ID = (
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/g/providers/"
+    "Microsoft.OperationalInsights/workspaces/gpudr-llm-use1-logs"
+)
+
+
+def deny_deletes_document(bucket: str) -> str:
+    """The log sink's policy: TLS only, and no principal deletes a log (lifecycle expires
+    them; a bucket policy does not stop lifecycle)."""
+    arn = f"arn:aws:s3:::{bucket}"
+    document = json.loads(s3_policy_document(bucket))
+    document["Statement"].append(
+        {
+            "Sid": "DenyLogDeletion",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "Resource": f"{arn}/*",
+        }
+    )
+    return json.dumps(document)
+
+
+def s3_log_sink(name: str = "logs") -> dict[str, Res]:
+    """A site's S3 access-log bucket: SSE-S3 (the only encryption S3 delivers access logs
+    to), versioned, not public, deletes denied; untagged as data, in no DataBucket component."""
+    bucket = Res(
+        S3_BUCKET,
+        f"{name}-bucket",
+        {
+            "bucket": LOG_SINK,
+            "forceDestroy": False,
+            "tags": {"gpudr:system": "llm", "gpudr:site": "use1", "gpudr:dr-role": "site-logs"},
+        },
+        protect=True,
+    )
+    return {
+        "bucket": bucket,
+        "encryption": Res(
+            S3_ENCRYPTION,
+            f"{name}-encryption",
+            {
+                "bucket": LOG_SINK,
+                "rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}],
+            },
+        ).link("bucket", bucket),
+        "public": Res(
+            S3_PUBLIC_ACCESS_BLOCK,
+            f"{name}-public-access",
+            {"bucket": LOG_SINK, **dict.fromkeys(PUBLIC_FLAGS, True)},
+        ).link("bucket", bucket),
+        "policy": Res(
+            S3_POLICY,
+            f"{name}-policy",
+            {"bucket": LOG_SINK, "policy": deny_deletes_document(LOG_SINK)},
+        )
+        .link("bucket", bucket)
+        .link("policy", bucket),
+        "versioning": Res(
+            S3_VERSIONING,
+            f"{name}-versioning",
+            {"bucket": LOG_SINK, "versioningConfiguration": {"status": "Enabled"}},
+        ).link("bucket", bucket),
+    }
+
+
+def s3_logging(bucket: Res, sink: Res) -> Res:
+    """`bucket`'s server access logs into `sink`, both passed as Outputs."""
+    return (
+        Res(
+            S3_LOGGING,
+            f"{bucket.name}-access-logs",
+            {
+                "bucket": bucket.inputs["bucket"],
+                "targetBucket": sink.inputs["bucket"],
+                "targetPrefix": f"{bucket.inputs['bucket']}/",
+            },
+        )
+        .link("bucket", bucket)
+        .link("targetBucket", sink)
+    )
+
+
+def gcs_audit(project: str = PROJECT, service: str = "storage.googleapis.com") -> Res:
+    """Cloud Storage Data Access audit logs in a project."""
+    return Res(
+        GCP_PROJECT_AUDIT_CONFIG,
+        f"{project}-{service.split('.')[0]}-audit",
+        {
+            "project": project,
+            "service": service,
+            "auditLogConfigs": [{"logType": "DATA_READ"}, {"logType": "DATA_WRITE"}],
+        },
+    )
+
+
+def workspace() -> Res:
+    return Res(
+        AZ_LOG_WORKSPACE,
+        "logs-workspace",
+        {"workspaceName": "gpudr-llm-use1-logs", "retentionInDays": 90.0},
+        protect=True,
+    )
+
+
+def diagnostics(name: str, target: Res, uri: str, categories: list[str]) -> Res:
+    """A diagnostic setting on `target` (resource_uri computed from it) into the workspace."""
+    return Res(
+        AZ_DIAGNOSTIC_SETTING,
+        name,
+        {
+            "name": "gpudr-logs",
+            "resourceUri": uri,
+            "workspaceId": WORKSPACE_ID,
+            "logs": [{"category": c, "enabled": True} for c in categories],
+        },
+    ).link("resourceUri", target)
+
+
+def account_id(account: Res) -> str:
+    return (
+        f"/subscriptions/{SUBSCRIPTION}/resourceGroups/g/providers/Microsoft.Storage/"
+        f"storageAccounts/{account.inputs['accountName']}"
+    )
+
+
+def blob_diagnostics(r: dict[str, Res]) -> Res:
+    """The blob access logs of an account built by `azure()`: on its blob service."""
+    return diagnostics(
+        f"{r['account'].name}-blob-logs",
+        r["service"],
+        f"{account_id(r['account'])}/blobServices/default",
+        ["StorageRead", "StorageWrite", "StorageDelete"],
+    )
+
+
+def aks(name: str = "train") -> dict[str, Res]:
+    """An AKS cluster with Container Insights and its audit logs, as components/azure do."""
+    cluster = Res(
+        AKS_CLUSTER,
+        f"{name}-cluster",
+        {
+            "resourceName": f"gpudr-llm-{name}",
+            "addonProfiles": {
+                "omsagent": {
+                    "enabled": True,
+                    "config": {"logAnalyticsWorkspaceResourceID": WORKSPACE_ID},
+                }
+            },
+        },
+    )
+    uri = (
+        f"/subscriptions/{SUBSCRIPTION}/resourceGroups/g/providers/"
+        f"Microsoft.ContainerService/managedClusters/gpudr-llm-{name}"
+    )
+    setting = diagnostics(f"{name}-control-plane-logs", cluster, uri, ["kube-audit-admin", "guard"])
+    return {"cluster": cluster, "diagnostics": setting}

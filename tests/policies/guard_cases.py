@@ -82,6 +82,7 @@ def _aws() -> list[Unsafe]:
             [v2],
             frozenset(
                 {
+                    "data-access-logged",
                     "data-encrypted-at-rest",
                     "no-public-access",
                     "deletion-protection",
@@ -95,7 +96,7 @@ def _aws() -> list[Unsafe]:
             "aws",
             "untagged Bucket encrypted with SSE-S3 (AES256), no public access block",
             [plain, sse],
-            frozenset({"data-encrypted-at-rest", "no-public-access"}),
+            frozenset({"data-access-logged", "data-encrypted-at-rest", "no-public-access"}),
         ),
         Unsafe(
             "aws-replication-without-rtc",
@@ -116,14 +117,14 @@ def _aws() -> list[Unsafe]:
             "aws",
             "EKS public endpoint open to 0.0.0.0/0 and ::/0",
             [eks],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
         Unsafe(
             "aws-eks-default-endpoint",
             "aws",
             "EKS with the default endpoint settings (public, 0.0.0.0/0)",
             [eks_default],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
     ]
 
@@ -158,21 +159,28 @@ def _gcp() -> list[Unsafe]:
             "gcp",
             "untagged GCS bucket with Google-managed encryption",
             [no_cmek],
-            frozenset({"data-encrypted-at-rest"}),
+            frozenset({"data-access-logged", "data-encrypted-at-rest"}),
         ),
         Unsafe(
             "gcp-bucket-public-deletable",
             "gcp",
             "GCS bucket granted to allUsers, no public access prevention, force_destroy",
             [public, everyone],
-            frozenset({"no-public-access", "deletion-protection", "data-encrypted-at-rest"}),
+            frozenset(
+                {
+                    "data-access-logged",
+                    "no-public-access",
+                    "deletion-protection",
+                    "data-encrypted-at-rest",
+                }
+            ),
         ),
         Unsafe(
             "gcp-gke-open-api",
             "gcp",
             "GKE cluster with a public endpoint and no authorized networks",
             [gke],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
         Unsafe(
             "gcp-key-no-rotation",
@@ -220,14 +228,21 @@ def _azure() -> list[Unsafe]:
             "azure",
             "untagged storage account with public blob access and Microsoft-managed keys",
             [account],
-            frozenset({"no-public-access", "data-encrypted-at-rest"}),
+            frozenset({"data-access-logged", "no-public-access", "data-encrypted-at-rest"}),
         ),
         Unsafe(
             "azure-account-api-version-tls10",
             "azure",
             "storage account through an API-version module: TLS 1.0, shared keys on",
             [versioned],
-            frozenset({"encryption-in-transit", "no-public-access", "data-encrypted-at-rest"}),
+            frozenset(
+                {
+                    "data-access-logged",
+                    "encryption-in-transit",
+                    "no-public-access",
+                    "data-encrypted-at-rest",
+                }
+            ),
         ),
         Unsafe(
             "azure-vault-no-purge-protection",
@@ -241,7 +256,7 @@ def _azure() -> list[Unsafe]:
             "azure",
             "AKS authorized IP ranges 0.0.0.0/0",
             [aks],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
     ]
 
@@ -311,28 +326,28 @@ def _subtle() -> list[Unsafe]:
             "aws",
             "TLS-only Deny narrowed by a second condition",
             [tls, policy],
-            frozenset({"encryption-in-transit"}),
+            frozenset({"data-access-logged", "encryption-in-transit"}),
         ),
         Unsafe(
             "aws-inline-grant-and-replication",
             "aws",
             "BucketV2 with an inline AllUsers grant and inline replication without RTC",
             [inline],
-            frozenset({"no-public-access", "replication-meets-rpo"}),
+            frozenset({"data-access-logged", "no-public-access", "replication-meets-rpo"}),
         ),
         Unsafe(
             "aws-other-accounts-block",
             "aws",
             "bucket whose only public access block is another account's",
             [other_account, block],
-            frozenset({"no-public-access"}),
+            frozenset({"data-access-logged", "no-public-access"}),
         ),
         Unsafe(
             "aws-eks-ipv4-mapped",
             "aws",
             "EKS public endpoint open to ::ffff:0.0.0.0/96",
             [mapped],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
         Unsafe(
             "aws-kms-external-key",
@@ -353,7 +368,7 @@ def _subtle() -> list[Unsafe]:
             "gcp",
             "GKE private IP endpoint, DNS endpoint open",
             [dns],
-            frozenset({"kubernetes-api-not-public"}),
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
         ),
         Unsafe(
             "azure-classic-account",
@@ -365,7 +380,201 @@ def _subtle() -> list[Unsafe]:
     ]
 
 
-UNSAFE = [*_aws(), *_gcp(), *_azure(), *_subtle()]
+def _deny_deletes(name: str) -> str:
+    objects = f"arn:aws:s3:::{name}/*"
+    deny = {
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+        "Resource": objects,
+    }
+    return json.dumps({"Version": "2012-10-17", "Statement": [deny]})
+
+
+def _posing_sink(name: str, **bucket_inputs: Any) -> list[Res]:
+    """A bucket dressed as a site's access-log sink to keep SSE-S3 (AES256): another bucket's
+    access logs go to it and its policy denies deletes. `[bucket, logged source, its logging,
+    encryption, policy]`."""
+    sink = _s3("aws:s3/bucket:Bucket", name, **bucket_inputs)
+    source = _s3("aws:s3/bucket:Bucket", f"{name}-source")
+    logging = (
+        Res(
+            "aws:s3/bucketLogging:BucketLogging",
+            f"{name}-source-logs",
+            {"bucket": source.inputs["bucket"], "targetBucket": name},
+        )
+        .link("bucket", source)
+        .link("targetBucket", sink)
+    )
+    sse = Res(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        f"{name}-sse",
+        {
+            "bucket": name,
+            "rules": [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}],
+        },
+    ).link("bucket", sink)
+    policy = Res(
+        "aws:s3/bucketPolicy:BucketPolicy",
+        f"{name}-policy",
+        {"bucket": name, "policy": _deny_deletes(name)},
+    ).link("bucket", sink)
+    return [sink, source, logging, sse, policy]
+
+
+def _log_sinks() -> list[Unsafe]:
+    """Issue 15: buckets passing as an access-log sink to keep SSE-S3 instead of the site key
+    (data-encrypted-at-rest's one exception)."""
+    component = Res("gpudr:storage:DataBucket", "use1-weights", {})
+    in_component = _posing_sink("weights-as-logs", tags={"gpudr:dr-role": "site-logs"})
+    in_component[0].parent = component.urn
+    tagged = _posing_sink("datasets-as-logs", tags={"gpudr:data-class": "datasets"})
+    replicated = _posing_sink("replicated-logs")
+    replicated.append(
+        Res(
+            "aws:s3/bucketReplicationConfig:BucketReplicationConfig",
+            "replicated-logs-replication",
+            {
+                "bucket": "replicated-logs",
+                "role": "arn:aws:iam::123456789012:role/replication",
+                "rules": [
+                    {"id": "all", "status": "Enabled", "destination": {"bucket": "arn:aws:s3:::x"}}
+                ],
+            },
+        ).link("bucket", replicated[0])
+    )
+    deletable = _posing_sink("deletable-logs")[:-1]  # no deny-delete policy
+    return [
+        Unsafe(
+            "aws-data-bucket-posing-as-log-sink",
+            "aws",
+            "DataBucket's bucket re-tagged as site logs, SSE-S3, deletes denied, logs sent to it",
+            [*in_component, component],
+            frozenset({"data-encrypted-at-rest", "data-access-logged"}),
+        ),
+        Unsafe(
+            "aws-data-tagged-log-sink",
+            "aws",
+            "bucket still tagged gpudr:data-class, SSE-S3, receiving another bucket's logs",
+            tagged,
+            frozenset({"data-encrypted-at-rest", "data-access-logged"}),
+        ),
+        Unsafe(
+            "aws-replicated-log-sink",
+            "aws",
+            "log sink with SSE-S3 that replicates its contents elsewhere",
+            replicated,
+            frozenset({"data-encrypted-at-rest"}),
+        ),
+        Unsafe(
+            "aws-deletable-log-sink",
+            "aws",
+            "log sink with SSE-S3 whose objects anyone allowed may delete",
+            deletable,
+            frozenset({"data-encrypted-at-rest"}),
+        ),
+    ]
+
+
+def _storage_unlogged() -> list[Unsafe]:
+    """Issue 15: data access logged short of what the pack requires."""
+    audited = Res(
+        "gcp:storage/bucket:Bucket",
+        "audited",
+        {"name": "audited", "project": "acme-prod", "location": "US-EAST4"},
+        protect=True,
+    )
+    exempted = Res(
+        "gcp:projects/iAMAuditConfig:IAMAuditConfig",
+        "storage-audit",
+        {
+            "project": "acme-prod",
+            "service": "storage.googleapis.com",
+            "auditLogConfigs": [
+                {"logType": "DATA_READ", "exemptedMembers": ["serviceAccount:etl@acme.iam"]},
+                {"logType": "DATA_WRITE"},
+            ],
+        },
+    )
+    account = Res(
+        "azure-native:storage/v20230101:StorageAccount",
+        "blobs",
+        {"accountName": "blobs", "minimumTlsVersion": "TLS1_2"},
+        protect=True,
+    )
+    on_account = Res(
+        "azure-native:insights:DiagnosticSetting",
+        "blobs-logs",
+        {
+            "resourceUri": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/"
+            "storageAccounts/blobs",
+            "workspaceId": "/subscriptions/s/resourceGroups/g/providers/"
+            "Microsoft.OperationalInsights/workspaces/w",
+            "logs": [{"categoryGroup": "allLogs", "enabled": True}],
+        },
+    )
+    return [
+        Unsafe(
+            "gcp-bucket-audit-exempts-a-reader",
+            "gcp",
+            "GCS bucket whose project's Data Access audit logs exempt a service account",
+            [audited, exempted],
+            frozenset({"data-access-logged"}),
+        ),
+        Unsafe(
+            "azure-diagnostics-on-the-account",
+            "azure",
+            "API-version storage account whose diagnostic setting is on the account, not its blobs",
+            [account, on_account],
+            frozenset({"data-access-logged"}),
+        ),
+    ]
+
+
+def _control_planes_unlogged() -> list[Unsafe]:
+    """Issue 15: clusters whose control plane logs leave out the audit trail or its context."""
+    eks = Res("aws:eks/cluster:Cluster", "partial", {"enabledClusterLogTypes": ["api", "audit"]})
+    gke = Res(
+        "gcp:container/cluster:Cluster",
+        "defaults",
+        {"loggingConfig": {"enableComponents": ["SYSTEM_COMPONENTS", "WORKLOADS"]}},
+    )
+    aks = Res(
+        "azure-native:containerservice:ManagedCluster",
+        "quiet",
+        {"resourceName": "quiet", "addonProfiles": {"omsagent": {"enabled": False}}},
+    )
+    aks_logs = Res(
+        "azure-native:monitor:DiagnosticSetting",
+        "quiet-logs",
+        {
+            "resourceUri": "/subscriptions/s/resourceGroups/g/providers/"
+            "Microsoft.ContainerService/managedClusters/quiet",
+            "workspaceId": "w",
+            "logs": [{"category": "kube-apiserver", "enabled": True}],
+        },
+    ).link("resourceUri", aks)
+    policies = frozenset({"cluster-control-plane-logged"})
+    return [
+        Unsafe("aws-eks-partial-control-plane-logs", "aws", "EKS logging api and audit only",
+               [eks], policies),
+        Unsafe("gcp-gke-default-logging", "gcp",
+               "GKE logging system components and workloads only (the default)", [gke], policies),
+        Unsafe("azure-aks-no-audit-log", "azure",
+               "AKS with an API server log but no kube-audit, Container Insights off",
+               [aks, aks_logs], policies),
+    ]  # fmt: skip
+
+
+UNSAFE = [
+    *_aws(),
+    *_gcp(),
+    *_azure(),
+    *_subtle(),
+    *_log_sinks(),
+    *_storage_unlogged(),
+    *_control_planes_unlogged(),
+]
 
 
 # --- tampering with gpudr's own stacks ---------------------------------------------------------
@@ -535,6 +744,48 @@ def retyped_only(records: Records) -> Records:
     return records
 
 
+LOGGING = (
+    "aws:s3/bucketLogging:BucketLogging",
+    "aws:s3/bucketLoggingV2:BucketLoggingV2",
+    "gcp:projects/iAMAuditConfig:IAMAuditConfig",
+    "azure-native:monitor:DiagnosticSetting",
+)
+S3_ENCRYPTION = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+)
+
+
+def access_logging_removed(records: Records) -> Records:
+    """Every access log, audit config and diagnostic setting deleted, inline logging too."""
+    for r in records:
+        r["inputs"].pop("logging", None)
+        r["inputs"].pop("loggings", None)
+    return [r for r in records if r["type"] not in LOGGING]
+
+
+def posing_as_log_sink(records: Records) -> Records:
+    """Every S3 data bucket dressed as the site's access-log sink to keep SSE-S3 (AES256)
+    instead of the site key: data tags replaced by the sink's role, its encryption switched to
+    AES256. Its URN still names the DataBucket component it belongs to."""
+    urns = {r["urn"] for r in _data_buckets(records) if r["type"] == BUCKETS[0]}
+    for r in records:
+        if r["urn"] in urns:
+            found, prefix, _ = _labels(r)
+            for key in [k for k in found if k.startswith(prefix)]:
+                if key not in (prefix + "system", prefix + "site", prefix + "site-role"):
+                    del found[key]
+            found[prefix + "dr-role"] = "site-logs"
+        elif (
+            r["type"] == S3_ENCRYPTION
+            and set((r.get("property_dependencies") or {}).get("bucket") or []) & urns
+        ):
+            r["inputs"]["rules"] = [
+                {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
+            ]
+            r["property_dependencies"].pop("rules", None)
+    return records
+
+
 TAMPERS: dict[str, Callable[[Records], Records]] = {
     "quota-inflated": quota_inflated,
     "sizing-zeroed": sizing_zeroed,
@@ -545,6 +796,8 @@ TAMPERS: dict[str, Callable[[Records], Records]] = {
     "roles-swapped-replication-removed": roles_swapped,
     "dr-role-stripped": tags_stripped,
     "retyped-and-zeroed": retyped,
+    "access-logging-removed": access_logging_removed,
+    "data-bucket-posing-as-log-sink": posing_as_log_sink,
 }
 # Not a tamper the pack must refuse (a BucketV2 is as safe as a Bucket): it must change nothing.
 TRANSFORMS = {**TAMPERS, "retyped-only": retyped_only}

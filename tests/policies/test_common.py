@@ -6,13 +6,19 @@ from typing import Any
 
 import pytest
 from pulumi_policy import PolicyConfigSchema, StackValidationArgs
+from pulumi_policy.proxy import UnknownValueError
 
 from gpudr.contract.tags import gcp_labels
 from policies.common import (
+    AZ_DIAGNOSTIC_SETTING,
     AZ_STORAGE_ACCOUNT,
     GCS_BUCKET,
     GKE_NODE_POOL,
     S3_BUCKET,
+    S3_LOGGING,
+    ancestor_types,
+    any_proven,
+    canonical_type,
     duration_s,
     gpudr_tag,
     number,
@@ -22,6 +28,7 @@ from policies.common import (
     tag_is,
 )
 from tests.policies.builders import CHECKPOINTS, tags
+from tests.policies.harness import UNKNOWN, Res, policy_resources, records
 
 
 @pytest.mark.parametrize(
@@ -122,3 +129,47 @@ def test_config_defaults_apply_when_the_cli_sends_none() -> None:
 def test_config_sent_is_merged_over_the_defaults() -> None:
     args = StackValidationArgs([], {"headroom": 1.5, "enforcementLevel": "advisory"})
     assert policy_config(SCHEMA, args) == {"headroom": 1.5, "modes": ["COMPLIANCE"]}
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("aws:s3/bucketLoggingV2:BucketLoggingV2", S3_LOGGING),
+        ("azure-native:monitor/v20210501preview:DiagnosticSetting", AZ_DIAGNOSTIC_SETTING),
+        ("azure-native:insights:DiagnosticSetting", AZ_DIAGNOSTIC_SETTING),
+        ("azure-native:insights/v20210501preview:DiagnosticSetting", AZ_DIAGNOSTIC_SETTING),
+        ("azure-native:aadiam:DiagnosticSetting", "azure-native:aadiam:DiagnosticSetting"),
+    ],
+)
+def test_other_sdk_classes_fold_onto_the_logging_tokens(token: str, expected: str) -> None:
+    """pulumi-aws 7.51.1 registers both logging classes; pulumi-azure-native 3.29.0 registers
+    the diagnostic setting under monitor with insights and API-version aliases (Entra ID's
+    aadiam setting is another resource)."""
+    assert canonical_type(token) == expected
+
+
+def test_ancestor_types_come_from_the_parent_chain_and_the_urn() -> None:
+    site = Res("gpudr:site:AwsSite", "use1", {})
+    component = Res("gpudr:storage:DataBucket", "use1-weights", {}, parent=site.urn)
+    bucket = Res(S3_BUCKET, "use1-weights-bucket", {}, parent=component.urn)
+    found = {r.urn: r for r in policy_resources(records([site, component, bucket]))}
+    assert ancestor_types(found[bucket.urn]) == {"gpudr:site:AwsSite", "gpudr:storage:DataBucket"}
+    # The engine's URN names the parents' types even when they are not sent.
+    alone = Res(S3_BUCKET, "b", {})
+    resource = policy_resources(records([alone]))[0]
+    resource.urn = (
+        "urn:pulumi:s::gpudr::gpudr:site:AwsSite$gpudr:storage:DataBucket$aws:s3/bucket:Bucket::b"
+    )
+    assert ancestor_types(resource) == {"gpudr:site:AwsSite", "gpudr:storage:DataBucket"}
+
+
+def _unknown(_: object) -> bool:
+    raise UnknownValueError(UNKNOWN, ["value"])
+
+
+def test_any_proven_raises_only_when_no_candidate_passes() -> None:
+    assert any_proven([1, 2], lambda n: n == 2)
+    assert not any_proven([1, 2], lambda n: n == 3)
+    assert any_proven([0, 1], lambda n: _unknown(n) if n == 0 else True)
+    with pytest.raises(UnknownValueError):
+        any_proven([0, 1], lambda n: _unknown(n) if n == 0 else False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -9,8 +10,19 @@ import pytest
 from pulumi_policy import StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
+from policies.common import S3_REPLICATION
 from policies.encryption_at_rest import data_encrypted_at_rest
-from tests.policies.builders import azure, gcs, s3
+from tests.policies.builders import (
+    LOG_SINK,
+    WEIGHTS,
+    azure,
+    deny_deletes_document,
+    gcs,
+    rtc_rule,
+    s3,
+    s3_log_sink,
+    s3_logging,
+)
 from tests.policies.harness import (
     UNKNOWN,
     Res,
@@ -165,3 +177,224 @@ def test_an_unknown_value_stops_only_its_bucket_and_is_raised_after_the_others()
         args = StackValidationArgs(policy_resources(records([*unknown.values(), *bad.values()])))
         data_encrypted_at_rest.validate(args, collector(found))
     assert [u for _, u in found] == [bad["bucket"].urn]
+
+
+# --- the access-log sink: SSE-S3 only for a bucket that is a sink and nothing else ------------
+
+
+def sink_stack() -> dict[str, Res]:
+    """A data bucket (site key) logging into the site's SSE-S3 log sink."""
+    data, sink = s3(), s3_log_sink()
+    return {
+        **{f"data-{k}": v for k, v in data.items()},
+        **sink,
+        "logging": s3_logging(data["bucket"], sink["bucket"]),
+    }
+
+
+def statements(r: dict[str, Res]) -> list[dict[str, Any]]:
+    """The statements of the sink's bucket policy (a copy: write them back as JSON)."""
+    return json.loads(r["policy"].inputs["policy"])["Statement"]  # type: ignore[no-any-return]
+
+
+def edit_deny(**changes: Any) -> Mutation:
+    def mutate(r: dict[str, Res]) -> None:
+        found = statements(r)
+        found[-1].update(changes)
+        found[-1] = {k: v for k, v in found[-1].items() if v is not None}
+        r["policy"].inputs["policy"] = json.dumps({"Version": "2012-10-17", "Statement": found})
+
+    return mutate
+
+
+def split_deny(r: dict[str, Res]) -> None:
+    found = statements(r)
+    deny = found.pop()
+    found += [{**deny, "Action": "s3:DeleteObject"}, {**deny, "Action": "s3:DeleteObjectVersion"}]
+    r["policy"].inputs["policy"] = json.dumps({"Statement": found})
+
+
+def replicated(r: dict[str, Res]) -> None:
+    r["replication"] = Res(
+        S3_REPLICATION,
+        "logs-replication",
+        {"bucket": LOG_SINK, "role": "arn:aws:iam::1:role/r", "rules": [rtc_rule()]},
+    ).link("bucket", r["bucket"])
+
+
+def replication_destination(r: dict[str, Res], linked: bool) -> None:
+    rule = r["data-replication"].inputs["rules"][0]
+    rule["destination"]["bucket"] = f"arn:aws:s3:::{LOG_SINK}"
+    if linked:
+        rule["destination"]["bucket"] = UNKNOWN
+        r["data-replication"].link("rules", r["bucket"])
+
+
+def datasync_location(r: dict[str, Res]) -> None:
+    r["location"] = Res(
+        "aws:datasync/s3Location:S3Location",
+        "logs-location",
+        {"s3BucketArn": f"arn:aws:s3:::{LOG_SINK}", "subdirectory": "/"},
+    )
+
+
+def in_data_bucket_component(r: dict[str, Res]) -> None:
+    component = Res("gpudr:storage:DataBucket", "use1-weights", {})
+    r["component"] = component
+    r["bucket"].parent = component.urn
+
+
+def sink_tags(**changes: str) -> Mutation:
+    return lambda r: (
+        r["bucket"]
+        .inputs["tags"]
+        .update({f"gpudr:{k.replace('_', '-')}": v for k, v in changes.items()})
+    )
+
+
+def self_logging(r: dict[str, Res]) -> None:
+    r.pop("logging")
+    r["own-logging"] = s3_logging(r["bucket"], r["bucket"])
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="log-sink"),
+        pytest.param(
+            lambda r: r["logging"].property_dependencies.clear(), None, id="logging-by-name"
+        ),
+        pytest.param(edit_deny(Action="s3:Delete*"), None, id="deny-wildcard"),
+        pytest.param(edit_deny(Action="s3:*"), None, id="deny-all-s3"),
+        pytest.param(edit_deny(Principal={"AWS": ["*"]}), None, id="principal-aws-star"),
+        pytest.param(split_deny, None, id="deny-in-two-statements"),
+        pytest.param(
+            lambda r: r["bucket"].inputs["tags"].update({"gpudr:dr-role": "site-logs"}),
+            None,
+            id="site-logs-role",
+        ),
+        pytest.param(
+            lambda r: r.pop("logging"),
+            "no other bucket of this stack sends its access logs to it",
+            id="receives-no-logs",
+        ),
+        pytest.param(self_logging, "no other bucket", id="logs-only-itself"),
+        pytest.param(
+            sink_tags(data_class="weights"),
+            "it holds data (it carries gpudr:data-class 'weights')",
+            id="data-class-tag",
+        ),
+        pytest.param(
+            sink_tags(dr_role="data-replica"),
+            "gpudr:dr-role is 'data-replica'",
+            id="data-role",
+        ),
+        pytest.param(
+            in_data_bucket_component,
+            "part of a gpudr:storage:DataBucket component",
+            id="data-bucket-component",
+        ),
+        pytest.param(replicated, "it replicates (logs-replication)", id="replicates"),
+        pytest.param(
+            lambda r: r["bucket"].inputs.update(
+                replicationConfiguration={"role": "r", "rules": [rtc_rule()]}
+            ),
+            "it replicates (inline replication_configuration)",
+            id="replicates-inline",
+        ),
+        pytest.param(
+            lambda r: replication_destination(r, linked=False),
+            "checkpoints-replication replicates into it",
+            id="replication-destination",
+        ),
+        pytest.param(
+            lambda r: replication_destination(r, linked=True),
+            "replicates into it",
+            id="replication-destination-from-this-stack",
+        ),
+        pytest.param(datasync_location, "DataSync location logs-location", id="datasync"),
+        pytest.param(
+            lambda r: r.pop("policy"), "does not deny s3:DeleteObject", id="no-bucket-policy"
+        ),
+        pytest.param(edit_deny(Action="s3:DeleteObject"), "does not deny", id="versions-open"),
+        pytest.param(
+            edit_deny(Condition={"StringNotEquals": {"aws:PrincipalArn": "arn:aws:iam::1:r"}}),
+            "does not deny",
+            id="deny-with-condition",
+        ),
+        pytest.param(
+            edit_deny(Principal={"AWS": "arn:aws:iam::1:role/ops"}),
+            "does not deny",
+            id="deny-one-principal",
+        ),
+        pytest.param(
+            edit_deny(Resource="arn:aws:s3:::other/*"), "does not deny", id="deny-other-bucket"
+        ),
+        pytest.param(
+            edit_deny(Resource=f"arn:aws:s3:::{LOG_SINK}/2024/*"),
+            "does not deny",
+            id="deny-one-prefix",
+        ),
+        pytest.param(edit_deny(Effect="Allow"), "does not deny", id="allow-not-deny"),
+        pytest.param(
+            edit_deny(NotPrincipal={"AWS": "arn:aws:iam::1:root"}),
+            "does not deny",
+            id="not-principal",
+        ),
+        pytest.param(
+            lambda r: sse(r).update(sseAlgorithm="aws:kms"),
+            "does not use one",
+            id="kms-without-key-is-no-exception",
+        ),
+    ],
+)
+def test_sse_s3_only_for_an_access_log_sink(mutate: Mutation, expected: str | None) -> None:
+    r = sink_stack()
+    mutate(r)
+    found = run_stack(data_encrypted_at_rest, list(r.values()))
+    check(found, r["bucket"], expected)
+
+
+def test_a_refused_sink_names_every_reason() -> None:
+    r = sink_stack()
+    r.pop("logging")
+    r.pop("policy")
+    sink_tags(data_class="weights")(r)
+    found = run_stack(data_encrypted_at_rest, list(r.values()))
+    check(found, r["bucket"], "SSE-S3 (AES256) is accepted only for an access-log sink")
+    message = found[0][0]
+    for reason in ("no other bucket", "holds data", "does not deny"):
+        assert reason in message, message
+
+
+def test_a_data_bucket_posing_as_log_sink_keeps_its_key_requirement() -> None:
+    """A weights bucket re-tagged as the site's logs, its tags stripped, SSE-S3, given a
+    deny-delete policy and another bucket's access logs: still a DataBucket's child."""
+    r = sink_stack()
+    weights = s3("weights", WEIGHTS)
+    weights["bucket"].inputs["tags"] = {"gpudr:dr-role": "site-logs"}
+    component = Res("gpudr:storage:DataBucket", "use1-weights", {})
+    weights["bucket"].parent = component.urn
+    weights["encryption"].inputs["rules"] = [
+        {"applyServerSideEncryptionByDefault": {"sseAlgorithm": "AES256"}}
+    ]
+    weights["encryption"].property_dependencies.pop("rules")
+    name = weights["bucket"].inputs["bucket"]
+    weights["policy"].inputs["policy"] = deny_deletes_document(name)
+    r["logging"].inputs["targetBucket"] = name
+    r["logging"].property_dependencies["targetBucket"] = [weights["bucket"].urn]
+    resources = [*r.values(), *weights.values(), component]
+    # The real sink, left with no bucket logging into it, is refused too; here only the weights.
+    found = [v for v in run_stack(data_encrypted_at_rest, resources) if v[1] != r["bucket"].urn]
+    check(found, weights["bucket"], "part of a gpudr:storage:DataBucket component")
+
+
+def test_an_unknown_policy_decides_the_exception_only_when_nothing_else_refuses() -> None:
+    r = sink_stack()
+    r["policy"].inputs["policy"] = UNKNOWN  # the document holds the bucket's ARN: unknown
+    with pytest.raises(UnknownValueError):
+        args = StackValidationArgs(policy_resources(records(list(r.values()))))
+        data_encrypted_at_rest.validate(args, collector([]))
+    sink_tags(data_class="datasets")(r)
+    found = run_stack(data_encrypted_at_rest, list(r.values()))
+    check(found, r["bucket"], "holds data")

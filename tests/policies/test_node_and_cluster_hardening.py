@@ -33,6 +33,7 @@ GOOD = {
     },
     AKS: {
         "agentPoolProfiles": [{"name": "system", "enableEncryptionAtHost": True}],
+        "networkProfile": {"networkDataplane": "cilium", "networkPolicy": "cilium"},
         "securityProfile": {"azureKeyVaultKms": {"enabled": True}},
         "addonProfiles": {"azurepolicy": {"enabled": True}},
         "autoUpgradeProfile": {"upgradeChannel": "patch"},
@@ -58,9 +59,8 @@ def cluster(token: str, change: dict[str, Any]) -> Res:
         pytest.param(
             EKS, {"encryptionConfig": None}, "secrets are not encrypted", id="eks-secrets"
         ),
-        pytest.param(
-            EKS, {"enabledClusterLogTypes": ["api"]}, "audit, authenticator", id="eks-logs"
-        ),
+        # Control plane logs are cluster-control-plane-logged's (mandatory), not reported here.
+        pytest.param(EKS, {"enabledClusterLogTypes": None}, None, id="eks-logs-elsewhere"),
         pytest.param(GKE, {}, None, id="gke-as-gpudr-builds-it"),
         pytest.param(GKE, {"datapathProvider": None}, "network policy", id="gke-no-netpol"),
         pytest.param(
@@ -78,6 +78,13 @@ def cluster(token: str, change: dict[str, Any]) -> Res:
             {"agentPoolProfiles": [{"name": "system"}]},
             "pools system without encryption at host",
             id="aks-host-encryption",
+        ),
+        pytest.param(AKS, {"networkProfile": None}, "network policy", id="aks-no-netpol"),
+        pytest.param(
+            AKS,
+            {"networkProfile": {"networkPolicy": "none"}},
+            "network policy",
+            id="aks-netpol-none",
         ),
         pytest.param(AKS, {"securityProfile": None}, "Key Vault key", id="aks-kms"),
         pytest.param(AKS, {"addonProfiles": None}, "Azure Policy", id="aks-policy-addon"),

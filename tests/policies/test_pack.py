@@ -14,13 +14,14 @@ from tests.conftest import ROOT
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REASON = "static site, rebuilt from git (SEC-1)"
 TOKEN = "aws:s3/bucket:Bucket"
-HELPERS = {"__init__.py", "__main__.py", "common.py", "grants.py", "pack.py"}
+HELPERS = {"__init__.py", "__main__.py", "common.py", "grants.py", "logs.py", "pack.py"}
 # Advisory where a violation costs money or RTO, or cannot be avoided on a first deployment.
 ADVISORY = {
     "gpu-standby-sizing",
     "weights-immutability-locked",
     "storage-network-restricted",
     "kubernetes-cluster-hardened",
+    "network-flow-logged",
 }
 
 
@@ -45,6 +46,15 @@ def test_one_policy_per_module_all_in_the_pack() -> None:
     assert len(set(names)) == len(names)
     modules = sorted(p.name for p in (ROOT / "policies").glob("*.py") if p.name not in HELPERS)
     assert len(modules) == len(POLICIES), modules
+
+
+def test_the_logging_policies_are_registered_at_their_levels() -> None:
+    """Issue 15: data access and control-plane logs are mandatory; flow logs advisory (billed
+    by volume, and a network works without them)."""
+    levels = {p.name: p.enforcement_level for p in POLICIES}
+    assert levels["data-access-logged"] is EnforcementLevel.MANDATORY
+    assert levels["cluster-control-plane-logged"] is EnforcementLevel.MANDATORY
+    assert levels["network-flow-logged"] is EnforcementLevel.ADVISORY
 
 
 def test_no_policy_reads_the_planners_answer() -> None:
