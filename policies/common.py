@@ -92,6 +92,10 @@ EC2_FLOW_LOG = "aws:ec2/flowLog:FlowLog"
 GCP_SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
 GCP_PROJECT_AUDIT_CONFIG = "gcp:projects/iAMAuditConfig:IAMAuditConfig"  # sic: the SDK's token
 AZ_DIAGNOSTIC_SETTING = "azure-native:monitor:DiagnosticSetting"
+CLOUDWATCH_LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+GCP_LOG_BUCKET = "gcp:logging/projectBucketConfig:ProjectBucketConfig"
+GCP_LOG_SINK = "gcp:logging/projectSink:ProjectSink"
+GCP_LOG_EXCLUSION = "gcp:logging/projectExclusion:ProjectExclusion"
 AZ_LOG_WORKSPACE = "azure-native:operationalinsights:Workspace"
 IAM_ATTACHMENTS = (
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",

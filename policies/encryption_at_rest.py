@@ -13,7 +13,9 @@ One exception, because AWS leaves no other choice: S3 delivers server access log
 bucket whose default encryption is SSE-S3 (`AES256`), so a site's access-log sink cannot use the
 site key. SSE-S3 is accepted for a bucket only when all of these hold, and refused otherwise:
 
-(a) other buckets of the stack send their server access logs to it (policies/logs.py);
+(a) another bucket of the stack sends its server access logs to it and S3 can deliver them
+    there: its bucket policy lets `logging.s3.amazonaws.com` put objects under that bucket's
+    prefix (policies/logs.py); a bucket nothing can deliver logs to is no log sink;
 (b) it holds no data: no gpudr data tag (`gpudr:data-class`, a data `gpudr:dr-role`), not part
     of a gpudr DataBucket component (a data bucket re-tagged to pass as a sink is refused);
 (c) nothing copies data into or out of it: no replication configuration of its own, not the
@@ -68,7 +70,7 @@ from .common import (
     policy_config,
     same,
 )
-from .logs import data_marks, sink_sources
+from .logs import data_marks, undelivered
 
 SCHEMA = config_schema()
 
@@ -154,9 +156,7 @@ def _log_sink_refusals(stack: Stack, bucket: PolicyResource) -> list[str]:
 
 
 def _receives_logs(stack: Stack, bucket: PolicyResource) -> list[str]:
-    if sink_sources(stack, bucket):
-        return []
-    return ["no other bucket of this stack sends its access logs to it"]
+    return undelivered(stack, bucket)
 
 
 def _holds_data(stack: Stack, bucket: PolicyResource) -> list[str]:
@@ -342,8 +342,9 @@ data_encrypted_at_rest = StackValidationPolicy(
         'its location. Azure: set encryption.key_source "Microsoft.Keyvault" with '
         "key_vault_properties and a user-assigned encryption identity. gpudr's components "
         "(components/*/bucket.py) do all three. A site's S3 access-log bucket keeps SSE-S3 "
-        "(AES256): no gpudr data tags, no replication or DataSync, and a bucket policy denying "
-        "s3:DeleteObject and s3:DeleteObjectVersion to every principal."
+        "(AES256): no gpudr data tags, no replication or DataSync, and a bucket policy letting "
+        "logging.s3.amazonaws.com put the access logs and denying s3:DeleteObject and "
+        "s3:DeleteObjectVersion to every principal."
     ),
     tags=["encryption", "data-protection"],
 )

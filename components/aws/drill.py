@@ -5,13 +5,13 @@ What it never declares: a bucket, a KMS key or anything that replicates, a trans
 peering, a VPN or Direct Connect resource, or a route to another site's network. The DR site's
 key is looked up by its alias (`get_key`): used by the clusters for secrets encryption and
 their control-plane log groups, and by the reader for decryption, never managed here. Nothing
-is protected or retained: `pulumi destroy` removes everything the drill created and nothing
-else.
+is protected, and only the clusters' control-plane log groups are retained: `pulumi destroy`
+removes everything else the drill created, and nothing else.
 
 Logs: the drill network's flow logs go to the DR site's log sink, by its name (the DR stack
 owns it), and so do the access logs of the drill's reads of the replicas (the replica buckets
-log there already): both outlive the drill. A cluster's control-plane log group belongs to its
-cluster and is destroyed with the drill.
+log there already): both outlive the drill. A cluster's control-plane log group (its EKS audit
+trail) is retained when the drill is destroyed and expires with the DR site's retention.
 """
 
 from __future__ import annotations

@@ -11,20 +11,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.logs import cloudwatch_retention_days
+from gpudr.contract.logs import EKS_LOG_TYPES, cloudwatch_retention_days
 from gpudr.contract.naming import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
-from gpudr.contract.tags import DrRole, Tag
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
-# Every control-plane log EKS has: the API server, the audit trail of every API request, IAM
-# authentication, and the controller manager and scheduler (CIS Amazon EKS 2.1.1; Security Hub
-# EKS.8 asks for audit). Enabling or disabling them is an in-place update of the cluster.
-CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+CONTROL_PLANE_LOG_TYPES = EKS_LOG_TYPES  # in place on a deployed cluster
 
 
 def control_plane_log_group(cluster: str) -> str:
@@ -33,30 +29,13 @@ def control_plane_log_group(cluster: str) -> str:
     return f"/aws/eks/{cluster}/cluster"
 
 
-def eks_created_log_group(group: str, region: str) -> str | None:
-    """The ARN of log group `group` if it exists without gpudr's tags (EKS created it for a
-    cluster deployed before gpudr declared the group); None if it does not exist or is
-    gpudr's. Looked up in the cluster's own region, so a DR stack never asks another."""
-    found = aws.cloudwatch.get_log_groups(log_group_name_prefix=group, region=region)
-    if group not in (found.log_group_names or []):
-        return None
-    existing = aws.cloudwatch.get_log_group(name=group, region=region)
-    return None if Tag.DR_ROLE.key in (existing.tags or {}) else existing.arn
-
-
-def adopt_log_group_message(resource: str, group: str, arn: str, component: str) -> str:
-    """How to bring an EKS-created log group under the stack, once, outside a failover: tag
-    it (so the program declares it), import it (so `pulumi up` updates rather than creates
-    it), then update (encryption with the site key, retention). Its logs are kept."""
-    return (
-        f"log group {group} exists but is not gpudr's: EKS created it before gpudr declared "
-        "it (not encrypted with the site key, kept forever). Adopt it once, outside a "
-        f"failover, keeping its logs: `aws logs tag-resource --resource-arn {arn} --tags "
-        f"{Tag.DR_ROLE.key}={DrRole.GPU_CLUSTER}`, then `pulumi import "
-        f"aws:cloudwatch/logGroup:LogGroup {resource} {group} --parent "
-        f"{component}=<the URN of {component} from `pulumi stack --show-urns`>`, then "
-        "`pulumi up`"
+def log_group_exists(group: str, region: str, parent: pulumi.Resource) -> bool:
+    """Whether log group `group` exists already, looked up in the cluster's own region (a DR
+    stack never asks another) through the component's provider."""
+    found = aws.cloudwatch.get_log_groups(
+        log_group_name_prefix=group, region=region, opts=pulumi.InvokeOptions(parent=parent)
     )
+    return group in (found.log_group_names or [])
 
 
 # Security-group rule descriptions: what each rule admits and why (EC2 allows up to 255
@@ -144,34 +123,37 @@ class GpuCluster(pulumi.ComponentResource):
         self.pool_sizes = pulumi.Output.from_input(sizes)
         self.register_outputs({"cluster_name": self.cluster_name, "pool_sizes": self.pool_sizes})
 
-    def _log_group(self, name: str, args: GpuClusterArgs) -> aws.cloudwatch.LogGroup | None:
+    def _log_group(self, name: str, args: GpuClusterArgs) -> aws.cloudwatch.LogGroup:
         """Declared before the cluster, under the name EKS writes to: left to EKS, the group
         would be created on first write unencrypted and keeping logs (and billing them)
         forever. Encrypted with the site's key, whose policy admits CloudWatch Logs for this
         group (kms.DataKeyArgs.log_groups); kept for the plan's retention, rounded up to a
         period CloudWatch Logs accepts.
 
-        A cluster deployed before gpudr declared the group has one EKS created: declaring it
-        again would fail the `pulumi up` on "already exists". That is found at preview
-        (`eks_created_log_group`) and stops a standby update with the commands that adopt the
-        group, never its logs deleted; in failover the group is left as it is (EKS keeps
-        writing to it) with a warning, so log hygiene never blocks a failover."""
+        Retained when the cluster goes: a failover-only cluster's audit trail of the disaster
+        window outlives failback, a drill's outlives the drill, each expiring with the
+        retention. A group that exists already (retained so, or created by EKS for a cluster
+        deployed before gpudr declared it) is imported: the engine takes it into the stack and
+        updates it to these settings, its logs kept, or treats it as usual when the stack
+        holds it already. Declaring it without the import would fail `pulumi up` on "already
+        exists", the next failover's included. (Import-then-update on a mismatch needs a
+        Pulumi CLI from 2024 on: pulumi/pulumi#16397.)"""
         group = control_plane_log_group(args.config.eks_name)
-        arn = eks_created_log_group(group, str(args.region))
-        if arn is not None:
-            message = adopt_log_group_message(f"{name}-control-plane-logs", group, arn, name)
-            if not args.failover:
-                raise ValueError(message)
-            pulumi.log.warn(message, resource=self)
-            return None
+        region = args.region
+        if not isinstance(region, str):
+            raise TypeError(f"{name}: the cluster's region must be a plain string")
         return aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",
-            name=control_plane_log_group(args.config.eks_name),
+            name=group,
             retention_in_days=cloudwatch_retention_days(args.log_retention_days),
             kms_key_id=args.key_arn,
-            region=args.region,
+            region=region,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                retain_on_delete=True,
+                import_=group if log_group_exists(group, region, self) else None,
+            ),
         )
 
     def _control_plane(self, name: str, args: GpuClusterArgs) -> aws.eks.Cluster:
@@ -209,10 +191,7 @@ class GpuCluster(pulumi.ComponentResource):
             enabled_cluster_log_types=list(CONTROL_PLANE_LOG_TYPES),
             region=args.region,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[cluster_policy] + ([log_group] if log_group is not None else []),
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_policy, log_group]),
         )
 
     def _pod_identity_agent(

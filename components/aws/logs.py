@@ -21,27 +21,10 @@ from components.aws.bucket import AccessLogs, tls_only_statements
 from gpudr.contract.site import SiteConfig
 from gpudr.contract.tags import DrRole, site_tags
 
-# The retention periods CloudWatch Logs accepts (PutRetentionPolicy `retentionInDays`).
-CLOUDWATCH_RETENTION_DAYS = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
-    3288, 3653,
-)  # fmt: skip
 # The sink's top-level prefixes, one per delivering service: each service may write under its
 # own prefix only.
 ACCESS_LOG_ROOT = "s3"
 FLOW_LOG_ROOT = "vpc-flow-logs"
-
-
-def cloudwatch_retention_days(days: int) -> int:
-    """The plan's retention rounded up to a period CloudWatch Logs accepts: logs are kept at
-    least as long as the plan says, never less."""
-    for allowed in CLOUDWATCH_RETENTION_DAYS:
-        if allowed >= days:
-            return allowed
-    raise ValueError(
-        f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
-        f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
-    )
 
 
 def access_log_prefix(bucket: str) -> str:

@@ -25,12 +25,16 @@ import pulumi
 from pulumi_azure_native import containerservice, monitor, operationalinsights
 
 from gpudr.contract.drill import fit
+from gpudr.contract.logs import (
+    AKS_MONITORING_ADDON,
+    AKS_MONITORING_WORKSPACE_KEY,
+    BLOB_LOG_CATEGORIES,
+)
 from gpudr.contract.site import SiteConfig
 from gpudr.contract.tags import DrRole, site_tags
 
 # The name of gpudr's diagnostic setting on each resource it logs (unique per resource only).
 DIAGNOSTIC_SETTING = "gpudr-logs"
-BLOB_LOG_CATEGORIES = ("StorageRead", "StorageWrite", "StorageDelete")
 # kube-audit-admin, not kube-audit: kube-audit also records every get, list and watch, most of
 # the audit volume, and Log Analytics bills per GB ingested. kube-audit-admin keeps every request
 # that changes something. guard records the Entra ID and Azure RBAC decisions (the clusters
@@ -44,7 +48,7 @@ CONTROL_PLANE_LOG_CATEGORIES = (
 )
 # The monitoring add-on's key in the cluster's add-on profiles, and the names Microsoft's
 # managed-identity onboarding gives the rule's data source and its association with a cluster.
-MONITORING_ADDON = "omsagent"
+MONITORING_ADDON = AKS_MONITORING_ADDON
 CONTAINER_INSIGHTS = "ContainerInsightsExtension"
 # Microsoft's "Logs and Events" preset (container logs, Kubernetes events, pod and node
 # inventory), not the default group, which adds every container's performance counters each
@@ -141,7 +145,7 @@ def container_insights_addon(
     return {
         MONITORING_ADDON: containerservice.ManagedClusterAddonProfileArgs(
             enabled=True,
-            config={"logAnalyticsWorkspaceResourceID": workspace_id, "useAADAuth": "true"},
+            config={AKS_MONITORING_WORKSPACE_KEY: workspace_id, "useAADAuth": "true"},
         )
     }
 

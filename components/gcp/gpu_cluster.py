@@ -12,15 +12,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from gpudr.contract.logs import GKE_LOG_COMPONENTS
 from gpudr.contract.naming import GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_LABEL
 from gpudr.contract.site import ClusterConfig, PoolConfig, PoolSize, pool_size
 
 # What the cluster sends to Cloud Logging: its system components (GKE refuses the control-plane
 # components without them) and the control plane's API server, controller manager and
 # scheduler (who did what to the cluster, why a Pod was or was not placed); the site's sink
-# keeps them (components/gcp/logs.py). Not WORKLOADS: every training job's stdout would be
-# ingested and billed per GiB, which is the workload owner's call, not the DR posture's.
-LOG_COMPONENTS = ("SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER")
+# keeps them (components/gcp/logs.py). And WORKLOADS, GKE's default without a logging config:
+# a deployed cluster keeps its workloads' logs, which stay in _Default, billed as before.
+LOG_COMPONENTS = GKE_LOG_COMPONENTS
 DATAPATH = "ADVANCED_DATAPATH"
 # Settings GKE fixes when a cluster is created: a change replaces the cluster and its warm
 # pools, which on a DR site would put a cluster build into the failover. A new cluster (a new
@@ -135,8 +136,7 @@ class GpuCluster(pulumi.ComponentResource):
             # traffic through.
             enable_intranode_visibility=True,
             # In place on a deployed cluster (GKE's ClusterUpdate carries desiredLoggingConfig):
-            # no replacement. It also turns off workload logging, which GKE enables by default
-            # when no logging_config is given.
+            # no replacement.
             logging_config=gcp.container.ClusterLoggingConfigArgs(
                 enable_components=list(LOG_COMPONENTS)
             ),

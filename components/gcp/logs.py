@@ -5,10 +5,12 @@ that reads and writes of the data buckets are logged at all.
 
 What the sink routes (its filter, `sink_filter`), all of it from the site's own project:
 - the Data Access audit entries (`cloudaudit.googleapis.com/data_access`) of the site's data
-  buckets: who read or wrote which checkpoint, weight or dataset object;
+  buckets: who read or wrote which checkpoint, weight or dataset object; and a copy of their
+  Admin Activity entries (IAM and settings changes), which Google keeps in `_Required`;
 - the flow logs (`compute.googleapis.com/vpc_flows`) of the site's subnetwork;
 - the control-plane logs (`k8s_control_plane_component`: API server, scheduler, controller
-  manager) of the site's GKE clusters, standing or not (a backup/restore cluster declared at
+  manager) and a copy of the Kubernetes audit log (Admin Activity of `k8s_cluster`) of the
+  site's GKE clusters, standing or not (a backup/restore cluster declared at
   failover logs here from its first minute);
 - on a DR site, the same from its drills: a drill's subnetwork and clusters are named from the
   drill id (`gpudr.contract.drill`), which the filter matches by pattern. A drill declares no
@@ -51,6 +53,10 @@ STORAGE_SERVICE = "storage.googleapis.com"
 # their settings) is left out: it says nothing about the data and would add volume.
 DATA_ACCESS_TYPES = ("DATA_READ", "DATA_WRITE")
 DATA_ACCESS_LOG = "cloudaudit.googleapis.com%2Fdata_access"
+# Admin Activity audit logs (bucket IAM and settings changes; the Kubernetes audit log of every
+# API request that changes the cluster). Google keeps them in _Required (its key, 400 days);
+# the sink keeps a copy under the site's key and the plan's retention.
+ADMIN_ACTIVITY_LOG = "cloudaudit.googleapis.com%2Factivity"
 FLOW_LOG = "compute.googleapis.com%2Fvpc_flows"
 CONTROL_PLANE = "k8s_control_plane_component"
 
@@ -172,7 +178,9 @@ def sink_filter(cfg: SiteConfig, project: str) -> str:
     if cfg.buckets:
         clauses.append(
             _all(
-                f'logName="projects/{project}/logs/{DATA_ACCESS_LOG}"',
+                _any(
+                    "logName", [_log(project, DATA_ACCESS_LOG), _log(project, ADMIN_ACTIVITY_LOG)]
+                ),
                 'resource.type="gcs_bucket"',
                 _any("resource.labels.bucket_name", [b.name for b in cfg.buckets]),
             )
@@ -204,7 +212,8 @@ def sink_filter(cfg: SiteConfig, project: str) -> str:
         cluster_patterns = [drill_cluster_pattern(cfg.site, c.name) for c in cfg.clusters]
         clauses.append(
             _all(
-                f'resource.type="{CONTROL_PLANE}"',
+                f'(resource.type="{CONTROL_PLANE}" OR (resource.type="k8s_cluster" AND '
+                f'logName="{_log(project, ADMIN_ACTIVITY_LOG)}"))',
                 _any(
                     "resource.labels.cluster_name",
                     [c.eks_name for c in cfg.clusters],
@@ -213,6 +222,10 @@ def sink_filter(cfg: SiteConfig, project: str) -> str:
             )
         )
     return " OR ".join(clauses)
+
+
+def _log(project: str, log: str) -> str:
+    return f"projects/{project}/logs/{log}"
 
 
 def _all(*terms: str) -> str:

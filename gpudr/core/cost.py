@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpudr.core import reference
-from gpudr.core.enums import Cloud, Mechanism
+from gpudr.core.enums import Cloud, Mechanism, cloudwatch_retention_days
 
 HOURS_PER_MONTH = 730.0  # the month AWS, GCP and Azure price hourly resources with
 DAYS_PER_MONTH = 365.0 / 12.0
@@ -502,9 +502,12 @@ def log_usages(cloud: str, site: str, volume: LogVolume, *, clusters: int, dr: b
             Usage("flow-log-delivery", cloud, site, volume.flow_gb, dr),
         ]
         if clusters:
-            fields = {"clusters": clusters, "days": days}
+            # CloudWatch keeps them for the next period it accepts (components/aws/gpu_cluster.py).
+            kept = cloudwatch_retention_days(days)
+            fields = {"clusters": clusters, "days": kept}
             out.append(Usage("cluster-log-ingest", cloud, site, cluster_gb, dr, fields))
-            out.append(Usage("cluster-log-storage", cloud, site, cluster_gb * months, dr, fields))
+            stored = cluster_gb * kept / DAYS_PER_MONTH
+            out.append(Usage("cluster-log-storage", cloud, site, stored, dr, fields))
         return out
     flow_gb = volume.flow_gb if cloud == Cloud.GCP else 0.0
     ingested = volume.access_gb + cluster_gb

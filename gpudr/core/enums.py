@@ -147,3 +147,23 @@ class Mode(StrEnum):
 class DrillPhase(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # pools at 0
     CAPACITY = "capacity"  # pools at their test size
+
+
+# The retention periods CloudWatch Logs accepts (PutRetentionPolicy `retentionInDays`): a closed
+# set of vendor values, here so that the log group (components) and its cost line agree.
+CLOUDWATCH_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+    3288, 3653,
+)  # fmt: skip
+
+
+def cloudwatch_retention_days(days: int) -> int:
+    """The plan's retention rounded up to a period CloudWatch Logs accepts: logs are kept at
+    least as long as the plan says, never less."""
+    for allowed in CLOUDWATCH_RETENTION_DAYS:
+        if allowed >= days:
+            return allowed
+    raise ValueError(
+        f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
+        f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
+    )

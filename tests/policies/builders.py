@@ -19,7 +19,12 @@ from policies.common import (
     AZ_ROLE_ASSIGNMENT,
     AZ_STORAGE_ACCOUNT,
     AZ_VAULT_KEY,
+    CLOUDWATCH_LOG_GROUP,
+    EKS_CLUSTER,
     GCP_CRYPTO_KEY,
+    GCP_LOG_BUCKET,
+    GCP_LOG_EXCLUSION,
+    GCP_LOG_SINK,
     GCP_PROJECT_AUDIT_CONFIG,
     GCS_BUCKET,
     GCS_IAM_MEMBER,
@@ -424,9 +429,34 @@ def deny_deletes_document(bucket: str) -> str:
     return json.dumps(document)
 
 
+ACCOUNT = "123456789012"
+
+
+def delivery_grant(bucket: str, prefix: str = "s3/") -> dict[str, Any]:
+    """The statement letting S3 server access logging write under `prefix` (components/aws/
+    logs.py `sink_policy`)."""
+    return {
+        "Sid": "S3ServerAccessLogsDelivery",
+        "Effect": "Allow",
+        "Principal": {"Service": "logging.s3.amazonaws.com"},
+        "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{bucket}/{prefix}*",
+        "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+    }
+
+
+def log_sink_document(bucket: str) -> str:
+    """The log sink's policy as gpudr writes it: TLS only, S3 server access logs delivered
+    under `s3/`, and no principal deletes a log (the Deny stays the last statement)."""
+    document = json.loads(deny_deletes_document(bucket))
+    document["Statement"].insert(-1, delivery_grant(bucket))
+    return json.dumps(document)
+
+
 def s3_log_sink(name: str = "logs") -> dict[str, Res]:
     """A site's S3 access-log bucket: SSE-S3 (the only encryption S3 delivers access logs
-    to), versioned, not public, deletes denied; untagged as data, in no DataBucket component."""
+    to), versioned, not public, log delivery allowed under `s3/`, deletes denied; untagged as
+    data, in no DataBucket component."""
     bucket = Res(
         S3_BUCKET,
         f"{name}-bucket",
@@ -455,7 +485,7 @@ def s3_log_sink(name: str = "logs") -> dict[str, Res]:
         "policy": Res(
             S3_POLICY,
             f"{name}-policy",
-            {"bucket": LOG_SINK, "policy": deny_deletes_document(LOG_SINK)},
+            {"bucket": LOG_SINK, "policy": log_sink_document(LOG_SINK)},
         )
         .link("bucket", bucket)
         .link("policy", bucket),
@@ -468,7 +498,8 @@ def s3_log_sink(name: str = "logs") -> dict[str, Res]:
 
 
 def s3_logging(bucket: Res, sink: Res) -> Res:
-    """`bucket`'s server access logs into `sink`, both passed as Outputs."""
+    """`bucket`'s server access logs into `sink` under `s3/<bucket>/`, both passed as
+    Outputs."""
     return (
         Res(
             S3_LOGGING,
@@ -476,7 +507,7 @@ def s3_logging(bucket: Res, sink: Res) -> Res:
             {
                 "bucket": bucket.inputs["bucket"],
                 "targetBucket": sink.inputs["bucket"],
-                "targetPrefix": f"{bucket.inputs['bucket']}/",
+                "targetPrefix": f"s3/{bucket.inputs['bucket']}/",
             },
         )
         .link("bucket", bucket)
@@ -558,3 +589,78 @@ def aks(name: str = "train") -> dict[str, Res]:
     )
     setting = diagnostics(f"{name}-control-plane-logs", cluster, uri, ["kube-audit-admin", "guard"])
     return {"cluster": cluster, "diagnostics": setting}
+
+
+EKS_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def eks(name: str = "train") -> dict[str, Res]:
+    """An EKS cluster logging its control plane into the log group EKS writes to, declared
+    with the site's key and a retention (components/aws/gpu_cluster.py)."""
+    cluster_name = f"llm-use1-{name}"
+    key = Res(AWS_KMS_KEY, f"{name}-key", {"enableKeyRotation": True}, protect=True)
+    group = Res(
+        CLOUDWATCH_LOG_GROUP,
+        f"{name}-control-plane-logs",
+        {
+            "name": f"/aws/eks/{cluster_name}/cluster",
+            "kmsKeyId": KEY_ARN,
+            "retentionInDays": 365.0,
+            "region": "us-east-1",
+        },
+    ).link("kmsKeyId", key)
+    cluster = Res(
+        EKS_CLUSTER,
+        f"{name}-eks",
+        {
+            "name": cluster_name,
+            "enabledClusterLogTypes": list(EKS_LOG_TYPES),
+            "region": "us-east-1",
+            "encryptionConfig": {"provider": {"keyArn": KEY_ARN}, "resources": ["secrets"]},
+        },
+    ).link("encryptionConfig", key)
+    cluster.dependencies.append(group.urn)
+    return {"cluster": cluster, "group": group, "key": key}
+
+
+DATA_ACCESS_FILTER = (
+    f'(logName="projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Fdata_access" AND '
+    'resource.type="gcs_bucket" AND resource.labels.bucket_name="llm-use4-checkpoints-abc123")'
+)
+
+
+def gcp_log_routing(project: str = PROJECT) -> dict[str, Res]:
+    """A site's Cloud Logging bucket (CMEK, retention), the sink routing its buckets' Data
+    Access entries into it, and the exclusion keeping them out of _Default
+    (components/gcp/logs.py)."""
+    key = Res(GCP_CRYPTO_KEY, "logs-key", {"rotationPeriod": "7776000s"}, protect=True)
+    bucket = Res(
+        GCP_LOG_BUCKET,
+        "logs-bucket",
+        {
+            "project": project,
+            "location": "us-east4",
+            "bucketId": "gpudr-llm-use4-logs",
+            "retentionDays": 365.0,
+            "cmekSettings": {"kmsKeyName": GCP_KEY},
+        },
+        protect=True,
+    ).link("cmekSettings", key)
+    sink = Res(
+        GCP_LOG_SINK,
+        "logs-sink",
+        {
+            "name": "gpudr-llm-use4-logs",
+            "project": project,
+            "destination": f"logging.googleapis.com/projects/{project}/locations/us-east4/"
+            "buckets/gpudr-llm-use4-logs",
+            "filter": DATA_ACCESS_FILTER,
+        },
+    ).link("destination", bucket)
+    exclusion = Res(
+        GCP_LOG_EXCLUSION,
+        "logs-default-exclusion",
+        {"name": "gpudr-llm-use4-logs-routed", "project": project, "filter": DATA_ACCESS_FILTER},
+    )
+    exclusion.dependencies.append(sink.urn)
+    return {"log-key": key, "log-bucket": bucket, "sink": sink, "exclusion": exclusion}

@@ -68,12 +68,6 @@ def _aws() -> list[Unsafe]:
         },
     ).link("bucket", source)
     key = Res("aws:kms/key:Key", "data-key", {"enableKeyRotation": False})
-    eks = Res(
-        "aws:eks/cluster:Cluster",
-        "train",
-        {"vpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": OPEN}},
-    )
-    eks_default = Res("aws:eks/cluster:Cluster", "serve", {"vpcConfig": {"subnetIds": ["s-1"]}})
     return [
         Unsafe(
             "aws-bucketv2-public-deletable",
@@ -112,6 +106,18 @@ def _aws() -> list[Unsafe]:
             [key],
             frozenset({"kms-key-rotation", "deletion-protection"}),
         ),
+        *_aws_clusters(),
+    ]
+
+
+def _aws_clusters() -> list[Unsafe]:
+    eks = Res(
+        "aws:eks/cluster:Cluster",
+        "train",
+        {"vpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": OPEN}},
+    )
+    eks_default = Res("aws:eks/cluster:Cluster", "serve", {"vpcConfig": {"subnetIds": ["s-1"]}})
+    return [
         Unsafe(
             "aws-eks-open-api",
             "aws",
@@ -264,6 +270,62 @@ def _azure() -> list[Unsafe]:
 def _subtle() -> list[Unsafe]:
     """What a first review of the guard found passing: narrowed denies, inline settings,
     another account's block, IPv4-mapped ranges, second endpoints, other providers."""
+    mapped = Res(
+        "aws:eks/cluster:Cluster",
+        "mapped",
+        {"vpcConfig": {"publicAccessCidrs": ["::ffff:0.0.0.0/96"]}},
+    )
+    dns = Res(
+        "gcp:container/cluster:Cluster",
+        "dns",
+        {
+            "privateClusterConfig": {"enablePrivateEndpoint": True},
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
+        },
+    )
+    return [
+        *_subtle_storage(),
+        Unsafe(
+            "aws-eks-ipv4-mapped",
+            "aws",
+            "EKS public endpoint open to ::ffff:0.0.0.0/96",
+            [mapped],
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
+        ),
+        Unsafe(
+            "aws-kms-external-key",
+            "aws",
+            "KMS key with imported material (cannot rotate)",
+            [Res("aws:kms/externalKey:ExternalKey", "imported", {}, protect=True)],
+            frozenset({"kms-key-rotation"}),
+        ),
+        Unsafe(
+            "aws-native-bucket",
+            "aws",
+            "S3 bucket declared through aws-native",
+            [Res("aws-native:s3:Bucket", "native", {})],
+            frozenset({"guarded-class-supported"}),
+        ),
+        Unsafe(
+            "gcp-gke-dns-endpoint",
+            "gcp",
+            "GKE private IP endpoint, DNS endpoint open",
+            [dns],
+            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
+        ),
+        Unsafe(
+            "azure-classic-account",
+            "azure",
+            "storage account through the classic azure provider",
+            [Res("azure:storage/account:Account", "classic", {"allowNestedItemsToBePublic": True})],
+            frozenset({"guarded-class-supported"}),
+        ),
+    ]
+
+
+def _subtle_storage() -> list[Unsafe]:
+    """Buckets whose protection a first look took for granted: a narrowed TLS deny, inline
+    grants and replication, another account's public access block."""
     tls = _s3("aws:s3/bucket:Bucket", "narrow", forceDestroy=False)
     deny = {
         "Effect": "Deny",
@@ -307,19 +369,6 @@ def _subtle() -> list[Unsafe]:
             "restrictPublicBuckets": True,
         },
     )
-    mapped = Res(
-        "aws:eks/cluster:Cluster",
-        "mapped",
-        {"vpcConfig": {"publicAccessCidrs": ["::ffff:0.0.0.0/96"]}},
-    )
-    dns = Res(
-        "gcp:container/cluster:Cluster",
-        "dns",
-        {
-            "privateClusterConfig": {"enablePrivateEndpoint": True},
-            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
-        },
-    )
     return [
         Unsafe(
             "aws-tls-deny-narrowed",
@@ -341,41 +390,6 @@ def _subtle() -> list[Unsafe]:
             "bucket whose only public access block is another account's",
             [other_account, block],
             frozenset({"data-access-logged", "no-public-access"}),
-        ),
-        Unsafe(
-            "aws-eks-ipv4-mapped",
-            "aws",
-            "EKS public endpoint open to ::ffff:0.0.0.0/96",
-            [mapped],
-            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
-        ),
-        Unsafe(
-            "aws-kms-external-key",
-            "aws",
-            "KMS key with imported material (cannot rotate)",
-            [Res("aws:kms/externalKey:ExternalKey", "imported", {}, protect=True)],
-            frozenset({"kms-key-rotation"}),
-        ),
-        Unsafe(
-            "aws-native-bucket",
-            "aws",
-            "S3 bucket declared through aws-native",
-            [Res("aws-native:s3:Bucket", "native", {})],
-            frozenset({"guarded-class-supported"}),
-        ),
-        Unsafe(
-            "gcp-gke-dns-endpoint",
-            "gcp",
-            "GKE private IP endpoint, DNS endpoint open",
-            [dns],
-            frozenset({"cluster-control-plane-logged", "kubernetes-api-not-public"}),
-        ),
-        Unsafe(
-            "azure-classic-account",
-            "azure",
-            "storage account through the classic azure provider",
-            [Res("azure:storage/account:Account", "classic", {"allowNestedItemsToBePublic": True})],
-            frozenset({"guarded-class-supported"}),
         ),
     ]
 
@@ -566,6 +580,194 @@ def _control_planes_unlogged() -> list[Unsafe]:
     ]  # fmt: skip
 
 
+# --- review 15: logged in name only -------------------------------------------------------------
+
+S3_LOGGING = "aws:s3/bucketLogging:BucketLogging"
+S3_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+LOG_DELIVERY = "logging.s3.amazonaws.com"
+
+
+def _delivery(name: str) -> dict[str, Any]:
+    return {
+        "Effect": "Allow",
+        "Principal": {"Service": LOG_DELIVERY},
+        "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{name}/*",
+    }
+
+
+def _log_bucket(name: str, algorithm: str = "AES256", grant: bool = True) -> list[Res]:
+    """`[bucket, its default encryption, its policy]`: deletes denied, log delivery allowed
+    on the whole bucket unless `grant` is False."""
+    bucket = _s3("aws:s3/bucket:Bucket", name)
+    default = {
+        "sseAlgorithm": algorithm,
+        **({"kmsMasterKeyId": KEY_ARN} if "kms" in algorithm else {}),
+    }
+    sse = Res(
+        S3_SSE,
+        f"{name}-sse",
+        {"bucket": name, "rules": [{"applyServerSideEncryptionByDefault": default}]},
+    )
+    statements = json.loads(_deny_deletes(name))["Statement"] + ([_delivery(name)] if grant else [])
+    policy = Res(
+        "aws:s3/bucketPolicy:BucketPolicy",
+        f"{name}-policy",
+        {"bucket": name, "policy": json.dumps({"Statement": statements})},
+    )
+    return [bucket, sse.link("bucket", bucket), policy.link("bucket", bucket)]  # fmt: skip
+
+
+def _logs_into(source: Res, target: str, linked: Res | None = None) -> Res:
+    """`source`'s access logs sent to bucket name `target` (computed from `linked`, if given)."""
+    name = source.inputs["bucket"]
+    inputs = {"bucket": name, "targetBucket": target, "targetPrefix": f"{name}/"}
+    logging = Res(S3_LOGGING, f"{name}-access-logs", inputs).link("bucket", source)
+    return logging.link("targetBucket", linked) if linked is not None else logging
+
+
+def _access_logs_undelivered() -> list[Unsafe]:
+    """S3 buckets whose server access logging is declared but delivers nowhere."""
+    typo = _s3("aws:s3/bucket:Bucket", "orders")
+    itself = _s3("aws:s3/bucket:Bucket", "invoices")
+    kms_source, kms_sink = (
+        _s3("aws:s3/bucket:Bucket", "ledger"),
+        _log_bucket("ledger-logs", "aws:kms"),
+    )
+    bare_source, bare_sink = (
+        _s3("aws:s3/bucket:Bucket", "exports-2"),
+        _log_bucket("exports-2-logs", grant=False),
+    )
+    data_source = _s3("aws:s3/bucket:Bucket", "features-2")
+    hand_written = _log_bucket("hand-written-datasets", grant=False)  # untagged, holds data
+    policies = frozenset({"data-access-logged"})
+    return [
+        Unsafe("aws-access-logs-to-a-bucket-not-in-the-stack", "aws",
+               "access logs sent to a bucket name no bucket of the stack has (a typo)",
+               [typo, _logs_into(typo, "attacker-or-typo-bucket")], policies),
+        Unsafe("aws-access-logs-into-itself", "aws", "bucket logging its access into itself",
+               [itself, _logs_into(itself, "invoices", itself)], policies),
+        Unsafe("aws-access-logs-to-an-sse-kms-bucket", "aws",
+               "access logs sent to an SSE-KMS bucket (S3 delivers none there)",
+               [kms_source, *kms_sink, _logs_into(kms_source, "ledger-logs", kms_sink[0])],
+               policies),
+        Unsafe("aws-access-logs-without-delivery-grant", "aws",
+               "access logs sent to a bucket whose policy lets no logging.s3.amazonaws.com write",
+               [bare_source, *bare_sink, _logs_into(bare_source, "exports-2-logs", bare_sink[0])],
+               policies),
+        Unsafe("aws-sse-s3-bucket-posing-as-undelivered-sink", "aws",
+               "untagged SSE-S3 bucket kept as a 'log sink' that no access log can reach",
+               [*hand_written, data_source, _logs_into(data_source, "hand-written-datasets",
+                                                       hand_written[0])],
+               frozenset({"data-encrypted-at-rest"})),
+    ]  # fmt: skip
+
+
+def _eks_log_groups() -> list[Unsafe]:
+    """EKS clusters whose control-plane logs land in a group EKS creates: no key, no expiry."""
+    logs = {
+        "enabledClusterLogTypes": ["api", "audit", "authenticator", "controllerManager",
+                                   "scheduler"],
+        "encryptionConfig": {"provider": {"keyArn": KEY_ARN}, "resources": ["secrets"]},
+        "vpcConfig": {"endpointPublicAccess": False, "endpointPrivateAccess": True},
+    }  # fmt: skip
+    bare = Res("aws:eks/cluster:Cluster", "research", {"name": "research", **logs})
+    weak = Res("aws:eks/cluster:Cluster", "tuning", {"name": "tuning", **logs})
+    group = Res(
+        "aws:cloudwatch/logGroup:LogGroup", "tuning-logs", {"name": "/aws/eks/tuning/cluster"}
+    )
+    other = Res("aws:eks/cluster:Cluster", "serving", {"name": "serving", **logs})
+    misnamed = Res(
+        "aws:cloudwatch/logGroup:LogGroup",
+        "serving-logs",
+        {"name": "/aws/eks/serving-cluster/cluster", "kmsKeyId": KEY_ARN, "retentionInDays": 365},
+    )
+    policies = frozenset({"cluster-control-plane-logged"})
+    return [
+        Unsafe("aws-eks-no-control-plane-log-group", "aws",
+               "EKS logging every type, its log group left to EKS (no key, kept forever)",
+               [bare], policies),
+        Unsafe("aws-eks-log-group-unencrypted-forever", "aws",
+               "EKS log group declared without kms_key_id or retention_in_days", [weak, group],
+               policies),
+        Unsafe("aws-eks-log-group-of-another-name", "aws",
+               "EKS log group declared under a name EKS does not write to", [other, misnamed],
+               policies),
+    ]  # fmt: skip
+
+
+DATA_ACCESS = 'logName:"cloudaudit.googleapis.com%2Fdata_access"'
+
+
+def _gcs_audited(project: str) -> list[Res]:
+    """A GCS bucket whose project's Data Access audit logs are on (data-access-logged's
+    bucket check passes): what follows drops the entries they write."""
+    inputs = {"name": f"{project}-data", "project": project}
+    bucket = Res("gcp:storage/bucket:Bucket", f"{project}-data", inputs)
+    audit = Res(
+        "gcp:projects/iAMAuditConfig:IAMAuditConfig",
+        f"{project}-storage-audit",
+        {
+            "project": project,
+            "service": "storage.googleapis.com",
+            "auditLogConfigs": [{"logType": "DATA_READ"}, {"logType": "DATA_WRITE"}],
+        },
+    )
+    return [bucket, audit]
+
+
+def _sink(project: str, filter_: str, destination: str) -> Res:
+    return Res(
+        "gcp:logging/projectSink:ProjectSink",
+        f"{project}-sink",
+        {"name": "audit", "project": project, "filter": filter_, "destination": destination},
+    )
+
+
+def _gcs_data_access_dropped() -> list[Unsafe]:
+    """GCS Data Access entries written, then dropped before any sink keeps them."""
+
+    def exclusion(project: str) -> Res:
+        inputs = {"name": "drop", "project": project, "filter": DATA_ACCESS}
+        return Res("gcp:logging/projectExclusion:ProjectExclusion", f"{project}-drop", inputs)
+
+    weak_bucket = Res(
+        "gcp:logging/projectBucketConfig:ProjectBucketConfig",
+        "acme-weak-logs",
+        {"project": "acme-weak", "location": "global", "bucketId": "audit"},
+    )
+    weak_destination = "logging.googleapis.com/projects/acme-weak/locations/global/buckets/audit"
+    weak_sink = _sink("acme-weak", DATA_ACCESS, weak_destination).link("destination", weak_bucket)
+    negated = _sink("acme-neg", f"NOT {DATA_ACCESS}", "logging.googleapis.com/projects/acme-neg/x")
+    default = Res(
+        "gcp:logging/projectSink:ProjectSink",
+        "acme-default-sink",
+        {
+            "name": "_Default",
+            "project": "acme-default",
+            "destination": "logging.googleapis.com/projects/acme-default/locations/global/"
+            "buckets/_Default",
+            "exclusions": [{"name": "drop-reads", "filter": DATA_ACCESS}],
+        },
+    )
+    policies = frozenset({"data-access-logged"})
+    return [
+        Unsafe("gcp-data-access-excluded-unrouted", "gcp",
+               "exclusion dropping GCS Data Access entries that no sink routes",
+               [exclusion("acme-drop"), *_gcs_audited("acme-drop")], policies),
+        Unsafe("gcp-data-access-routed-to-a-weak-log-bucket", "gcp",
+               "Data Access entries excluded, routed to a log bucket without CMEK or retention",
+               [exclusion("acme-weak"), weak_sink, weak_bucket, *_gcs_audited("acme-weak")],
+               policies),
+        Unsafe("gcp-data-access-sink-negated", "gcp",
+               "Data Access entries excluded, the only sink naming them filters them out",
+               [exclusion("acme-neg"), negated, *_gcs_audited("acme-neg")], policies),
+        Unsafe("gcp-default-sink-excludes-data-access", "gcp",
+               "the _Default sink excluding Data Access entries, no sink routing them",
+               [default, *_gcs_audited("acme-default")], policies),
+    ]  # fmt: skip
+
+
 UNSAFE = [
     *_aws(),
     *_gcp(),
@@ -574,6 +776,9 @@ UNSAFE = [
     *_log_sinks(),
     *_storage_unlogged(),
     *_control_planes_unlogged(),
+    *_access_logs_undelivered(),
+    *_eks_log_groups(),
+    *_gcs_data_access_dropped(),
 ]
 
 
@@ -786,6 +991,53 @@ def posing_as_log_sink(records: Records) -> Records:
     return records
 
 
+def delivery_grant_removed(records: Records) -> Records:
+    """The log sink's statement letting logging.s3.amazonaws.com write removed: every bucket
+    still declares its logging, none is delivered."""
+    for r in records:
+        if r["type"] != "aws:s3/bucketPolicy:BucketPolicy":
+            continue
+        document = json.loads(r["inputs"]["policy"])
+        kept = [
+            s
+            for s in document["Statement"]
+            if LOG_DELIVERY not in json.dumps(s.get("Principal", ""))
+        ]
+        if len(kept) != len(document["Statement"]):
+            r["inputs"]["policy"] = json.dumps({**document, "Statement": kept})
+    return records
+
+
+def control_plane_log_groups_removed(records: Records) -> Records:
+    """The EKS clusters' log groups deleted: EKS would create them with no key and no expiry."""
+    return [
+        r
+        for r in records
+        if not (
+            r["type"] == "aws:cloudwatch/logGroup:LogGroup"
+            and str(r["inputs"].get("name", "")).startswith("/aws/eks/")
+        )
+    ]
+
+
+def log_routing_sink_removed(records: Records) -> Records:
+    """The GCP site's sink deleted, the exclusion on _Default kept: the entries it routed,
+    Data Access included, are dropped."""
+    return [r for r in records if r["type"] != "gcp:logging/projectSink:ProjectSink"]
+
+
+def log_keys_and_retention_removed(records: Records) -> Records:
+    """The control-plane log groups and the GCP log bucket stripped of key and retention."""
+    for r in records:
+        if r["type"] == "aws:cloudwatch/logGroup:LogGroup":
+            for key in ("kmsKeyId", "retentionInDays"):
+                r["inputs"].pop(key, None)
+        elif r["type"] == "gcp:logging/projectBucketConfig:ProjectBucketConfig":
+            for key in ("cmekSettings", "retentionDays"):
+                r["inputs"].pop(key, None)
+    return records
+
+
 TAMPERS: dict[str, Callable[[Records], Records]] = {
     "quota-inflated": quota_inflated,
     "sizing-zeroed": sizing_zeroed,
@@ -798,6 +1050,10 @@ TAMPERS: dict[str, Callable[[Records], Records]] = {
     "retyped-and-zeroed": retyped,
     "access-logging-removed": access_logging_removed,
     "data-bucket-posing-as-log-sink": posing_as_log_sink,
+    "log-delivery-grant-removed": delivery_grant_removed,
+    "control-plane-log-groups-removed": control_plane_log_groups_removed,
+    "log-routing-sink-removed": log_routing_sink_removed,
+    "log-keys-and-retention-removed": log_keys_and_retention_removed,
 }
 # Not a tamper the pack must refuse (a BucketV2 is as safe as a Bucket): it must change nothing.
 TRANSFORMS = {**TAMPERS, "retyped-only": retyped_only}

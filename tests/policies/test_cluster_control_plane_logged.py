@@ -11,7 +11,7 @@ from pulumi_policy import StackValidationArgs
 from pulumi_policy.proxy import UnknownValueError
 
 from policies.cluster_control_plane_logged import cluster_control_plane_logged
-from tests.policies.builders import aks, workspace
+from tests.policies.builders import aks, eks, workspace
 from tests.policies.harness import (
     UNKNOWN,
     Res,
@@ -70,8 +70,99 @@ Mutation = Callable[[dict[str, Res]], Any]
     ],
 )
 def test_eks_and_gke(token: str, inputs: dict[str, Any], expected: str | None) -> None:
-    cluster = Res(token, "train", inputs)
-    check(run_stack(cluster_control_plane_logged, [cluster]), cluster, expected)
+    if token == EKS:  # named, with its control-plane log group declared
+        r = eks()
+        cluster = r["cluster"]
+        cluster.inputs = {"name": cluster.inputs["name"], **inputs}
+        resources = list(r.values())
+    else:
+        cluster = Res(token, "train", inputs)
+        resources = [cluster]
+    check(run_stack(cluster_control_plane_logged, resources), cluster, expected)
+
+
+# --- Fix 2: the EKS control-plane log group, declared with a key and a retention -------------
+
+GROUP = "/aws/eks/llm-use1-train/cluster"
+
+
+def group(**changes: Any) -> Mutation:
+    """The log group's inputs changed (None removes one)."""
+
+    def mutate(r: dict[str, Res]) -> None:
+        r["group"].inputs.update(changes)
+        r["group"].inputs = {k: v for k, v in r["group"].inputs.items() if v is not None}
+
+    return mutate
+
+
+def name_from_the_cluster(r: dict[str, Res], cluster_name: Any) -> None:
+    """The group's name computed from the cluster's (unknown during preview)."""
+    r["group"].inputs["name"] = UNKNOWN
+    r["group"].link("name", r["cluster"])
+    r["cluster"].inputs["name"] = cluster_name
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        pytest.param(lambda r: None, None, id="declared-with-key-and-retention"),
+        pytest.param(group(kmsKeyId=UNKNOWN), None, id="key-unknown-from-this-stack"),
+        pytest.param(group(region=None), None, id="group-in-the-providers-region"),
+        pytest.param(lambda r: name_from_the_cluster(r, "llm-use1-train"), None,
+                     id="name-unknown-computed-from-the-cluster"),
+        pytest.param(lambda r: name_from_the_cluster(r, UNKNOWN), None,
+                     id="cluster-name-unknown-group-computed-from-it"),
+        pytest.param(lambda r: r.pop("group"),
+                     f"no aws.cloudwatch.LogGroup named {GROUP} in this stack", id="no-group"),
+        pytest.param(group(name="/aws/eks/llm-use1-serve/cluster"), "no aws.cloudwatch.LogGroup",
+                     id="another-clusters-group"),
+        pytest.param(group(name=f"{GROUP}/x"), "no aws.cloudwatch.LogGroup", id="another-name"),
+        pytest.param(group(region="us-west-2"), "no aws.cloudwatch.LogGroup",
+                     id="group-in-another-region"),
+        pytest.param(group(name=UNKNOWN), "no aws.cloudwatch.LogGroup",
+                     id="name-unknown-not-from-the-cluster"),
+        pytest.param(group(kmsKeyId=None), f"its log group train-control-plane-logs ({GROUP}) "
+                     "has no kms_key_id", id="no-key"),
+        pytest.param(group(kmsKeyId=""), "no kms_key_id", id="empty-key"),
+        pytest.param(group(retentionInDays=None), "no retention_in_days", id="kept-forever"),
+        pytest.param(group(retentionInDays=0.0), "no retention_in_days", id="retention-0"),
+        pytest.param(group(kmsKeyId=None, retentionInDays=None),
+                     "no kms_key_id (CloudWatch Logs' own encryption, not the site's key); no "
+                     "retention_in_days", id="neither"),
+        pytest.param(lambda r: r["cluster"].inputs.pop("name"), "its name is not set",
+                     id="cluster-unnamed"),
+        pytest.param(lambda r: (r.pop("group"), r["cluster"].inputs.update(name=UNKNOWN)),
+                     "/aws/eks/<cluster name>/cluster", id="cluster-name-unknown-no-group"),
+    ],
+)  # fmt: skip
+def test_eks_log_group(mutate: Mutation, expected: str | None) -> None:
+    r = eks()
+    mutate(r)
+    check(run_stack(cluster_control_plane_logged, list(r.values())), r["cluster"], expected)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        pytest.param(lambda r: r["cluster"].inputs.update(name=UNKNOWN), id="cluster-name"),
+        pytest.param(
+            lambda r: (
+                r["group"].property_dependencies.pop("kmsKeyId"),
+                r["group"].inputs.update(kmsKeyId=UNKNOWN),
+            ),
+            id="key-from-outside-the-stack",
+        ),
+    ],
+)
+def test_an_unknown_value_that_decides_the_log_group_cannot_be_judged_yet(
+    mutate: Mutation,
+) -> None:
+    r = eks()
+    mutate(r)
+    with pytest.raises(UnknownValueError):
+        args = StackValidationArgs(policy_resources(records(list(r.values()))))
+        cluster_control_plane_logged.validate(args, collector([]))
 
 
 def oms(r: dict[str, Res]) -> dict[str, Any]:

@@ -207,6 +207,17 @@ def edit_deny(**changes: Any) -> Mutation:
     return mutate
 
 
+def edit_grant(**changes: Any) -> Mutation:
+    """The sink policy's S3ServerAccessLogsDelivery statement changed."""
+
+    def mutate(r: dict[str, Res]) -> None:
+        found = statements(r)
+        next(s for s in found if s.get("Sid") == "S3ServerAccessLogsDelivery").update(changes)
+        r["policy"].inputs["policy"] = json.dumps({"Version": "2012-10-17", "Statement": found})
+
+    return mutate
+
+
 def split_deny(r: dict[str, Res]) -> None:
     found = statements(r)
     deny = found.pop()
@@ -265,7 +276,9 @@ def self_logging(r: dict[str, Res]) -> None:
             lambda r: r["logging"].property_dependencies.clear(), None, id="logging-by-name"
         ),
         pytest.param(edit_deny(Action="s3:Delete*"), None, id="deny-wildcard"),
-        pytest.param(edit_deny(Action="s3:*"), None, id="deny-all-s3"),
+        pytest.param(
+            edit_deny(Action="s3:*"), "S3 cannot deliver the access logs", id="deny-all-s3"
+        ),
         pytest.param(edit_deny(Principal={"AWS": ["*"]}), None, id="principal-aws-star"),
         pytest.param(split_deny, None, id="deny-in-two-statements"),
         pytest.param(
@@ -315,6 +328,28 @@ def self_logging(r: dict[str, Res]) -> None:
         pytest.param(datasync_location, "DataSync location logs-location", id="datasync"),
         pytest.param(
             lambda r: r.pop("policy"), "does not deny s3:DeleteObject", id="no-bucket-policy"
+        ),
+        # Condition (a): logs sent to it that S3 can deliver (policies/logs.py).
+        pytest.param(
+            edit_grant(Resource=f"arn:aws:s3:::{LOG_SINK}/*"),
+            None,
+            id="delivery-granted-on-the-whole-bucket",
+        ),
+        pytest.param(
+            lambda r: r["policy"].inputs.update(policy=deny_deletes_document(LOG_SINK)),
+            "S3 cannot deliver the access logs sent to it: the bucket policy of its target "
+            "logs-bucket does not Allow logging.s3.amazonaws.com s3:PutObject",
+            id="no-delivery-grant",
+        ),
+        pytest.param(
+            edit_grant(Resource=f"arn:aws:s3:::{LOG_SINK}/other/*"),
+            "S3 cannot deliver",
+            id="delivery-granted-elsewhere",
+        ),
+        pytest.param(
+            edit_grant(Principal={"Service": "delivery.logs.amazonaws.com"}),
+            "S3 cannot deliver",
+            id="delivery-granted-to-another-service",
         ),
         pytest.param(edit_deny(Action="s3:DeleteObject"), "does not deny", id="versions-open"),
         pytest.param(

@@ -118,3 +118,25 @@ def test_a_flow_log_computed_from_the_vpc_is_linked_before_its_id_exists() -> No
     r = aws_network()
     r["log"].inputs["vpcId"] = UNKNOWN
     assert run_stack(network_flow_logged, list(r.values())) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "present"),
+    [
+        pytest.param('aggregation_interval: "INTERVAL_10_MIN", flow_sampling: 0.5', True,
+                     id="what-gpudr-sets"),
+        pytest.param('metadata: "INCLUDE_ALL_METADATA"', True, id="all-metadata"),
+        pytest.param('aggregation_interval: "INTERVAL_5_SEC", flow_sampling: 1.0', True,
+                     id="what-cis-3.8-audits"),
+        pytest.param('"INTERVAL_5_SEC", flow_sampling: 0.5', False, id="neither-cis-nor-gpudr"),
+    ],
+)  # fmt: skip
+def test_the_remediation_says_what_gpudr_sets_and_what_cis_audits(text: str, present: bool) -> None:
+    """Fix 4: the message and the remediation name gpudr's setting (components/gcp/network.py)
+    and CIS GCP 3.8's audit values (5-second aggregation, 100% sampling), never a mix."""
+    subnetwork = Res(SUBNETWORK, "usc1-subnet", {"name": "s", "ipCidrRange": "10.0.0.0/20"})
+    message = run_stack(network_flow_logged, [subnetwork])[0][0]
+    remediation = network_flow_logged.remediation_steps or ""
+    assert (text in message) is present, message
+    assert (text in remediation) is present, remediation
+    assert "CIS GCP Foundations 3.8" in message and "100% sampling" in remediation

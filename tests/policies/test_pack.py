@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import pytest
 from pulumi_policy import EnforcementLevel, Policy, Severity
 
+from gpudr.contract import logs as contract_logs
 from policies.common import exemption
 from policies.pack import PACK_NAME, POLICIES
 from tests.conftest import ROOT
@@ -96,3 +98,32 @@ def _entry(resource: str, stack: str | None = "test", reason: str = REASON) -> d
 def test_exemptions_match_what_they_name(entry: dict[str, str], exempt: bool) -> None:
     urn = f"urn:pulumi:test::gpudr::{TOKEN}::logs"
     assert (exemption({"exemptions": [entry]}, urn) is not None) is exempt
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("policies.cluster_control_plane_logged", "EKS_LOG_TYPES"),
+        ("policies.cluster_control_plane_logged", "GKE_CONTROL_PLANE_COMPONENTS"),
+        ("policies.cluster_control_plane_logged", "AKS_AUDIT_CATEGORIES"),
+        ("policies.cluster_control_plane_logged", "AKS_MONITORING_ADDON"),
+        ("policies.cluster_control_plane_logged", "AKS_MONITORING_WORKSPACE_KEY"),
+        ("policies.data_access_logged", "GCS_AUDIT_SERVICE"),
+        ("policies.data_access_logged", "GCS_DATA_ACCESS_TYPES"),
+        ("policies.data_access_logged", "BLOB_LOG_CATEGORIES"),
+    ],
+)
+def test_the_log_facts_are_the_contracts(module: str, name: str) -> None:
+    """The log types and categories are written once, in gpudr/contract/logs.py, for the
+    components that set them and the policies that check them."""
+    assert getattr(importlib.import_module(module), name) is getattr(contract_logs, name)
+
+
+@pytest.mark.parametrize(
+    "copy",
+    ["EKS_LOGS", "GKE_COMPONENTS", "AKS_AUDIT", "OMS_AGENT", "OMS_WORKSPACE", "BLOB_CATEGORIES",
+     "GCS_LOG_TYPES"],
+)  # fmt: skip
+def test_no_policy_keeps_its_own_copy_of_a_log_fact(copy: str) -> None:
+    for path in (ROOT / "policies").glob("*.py"):
+        assert not re.search(rf"^{copy}\s*=", path.read_text(), re.M), (path, copy)

@@ -40,6 +40,7 @@ class Registration:
     provider: str
     # Properties the engine keeps as deployed (`ignore_changes`), in the engine's camelCase.
     ignore_changes: tuple[str, ...] = ()
+    import_id: str = ""  # `import_`: the existing resource the engine takes into the stack
 
     def record(self) -> dict[str, Any]:
         """The resource as `gpudr plan --format json` lists it (and the policy tests read it)."""
@@ -69,9 +70,9 @@ class GpudrMocks(pulumi.runtime.Mocks):
     default_region: str = "us-east-1"
     unreachable_regions: frozenset[str] = frozenset()
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # CloudWatch log groups that exist before the program runs ({name: tags}), as on an account
-    # where EKS created a cluster's log group itself; offline, none do.
-    existing_log_groups: dict[str, dict[str, str]] = field(default_factory=dict)
+    # CloudWatch log groups that exist before the program runs, as on an account where EKS
+    # created a cluster's log group itself; offline, none do.
+    existing_log_groups: frozenset[str] = frozenset()
 
     def _check_region(self, what: str, region: str | None) -> None:
         if region and region in self.unreachable_regions:
@@ -182,6 +183,7 @@ class RecordingMonitor(MockMonitor):
             retain_on_delete=bool(request.retainOnDelete),
             provider=request.provider,
             ignore_changes=tuple(request.ignoreChanges),
+            import_id=request.importId,
         )
         self.registrations.append(reg)
         self._by_urn[reg.urn] = reg

@@ -6,7 +6,7 @@ account id is AWS's documented example account: nothing here was created anywher
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,22 +180,16 @@ def lookup(
     region: str | None,
     default_region: str,
     *,
-    existing_log_groups: Mapping[str, Mapping[str, str]] | None = None,
+    existing_log_groups: Iterable[str] = (),
 ) -> dict[str, Any]:
     """What an AWS data source returns; `region` is where the lookup is made, if it says.
-    `existing_log_groups`: the CloudWatch log groups that exist already ({name: tags})."""
-    groups = existing_log_groups or {}
+    `existing_log_groups`: the CloudWatch log groups that exist already."""
+    groups = set(existing_log_groups)
     if token == "aws:cloudwatch/getLogGroups:getLogGroups":
         prefix = str(args.get("logGroupNamePrefix", ""))
         names = sorted(n for n in groups if n.startswith(prefix))
         arns = [_log_group_arn(n, region or default_region) for n in names]
         return {"logGroupNames": names, "arns": arns, "id": region or default_region}
-    if token == "aws:cloudwatch/getLogGroup:getLogGroup":
-        name = str(args.get("name"))
-        if name not in groups:
-            raise ValueError(f"log group {name} does not exist")
-        arn = _log_group_arn(name, region or default_region)
-        return {"name": name, "arn": arn, "id": name, "tags": dict(groups[name])}
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {
             "accountId": OFFLINE_ACCOUNT,

@@ -8,7 +8,6 @@ exactly those groups and the DR site's drills'."""
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from functools import cache
@@ -21,18 +20,14 @@ from components.aws.bucket import tls_only_statements
 from components.aws.datasync import ENHANCED_LOG_GROUP
 from components.aws.drill import AwsDrill, AwsDrillArgs, drill_cluster_pattern
 from components.aws.gpu_cluster import CONTROL_PLANE_LOG_TYPES
-from components.aws.logs import (
-    CLOUDWATCH_RETENTION_DAYS,
-    SiteLogs,
-    SiteLogsArgs,
-    cloudwatch_retention_days,
-)
+from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.site import AwsSite, AwsSiteArgs
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.mocks_aws import OFFLINE_ACCOUNT
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.build.stackconfig import stack_config_values
 from gpudr.contract.drill import DrillConfig
+from gpudr.contract.logs import CLOUDWATCH_RETENTION_DAYS, cloudwatch_retention_days
 from gpudr.contract.site import SiteConfig
 from gpudr.contract.stack import MODE_KEY, SITE_KEY
 from gpudr.contract.tags import DrRole, site_tags
@@ -427,51 +422,48 @@ def test_a_drill_without_logs_is_refused() -> None:
         AwsDrill("t", AwsDrillArgs(config=unlogged(), drill=drill))
 
 
-# --- a cluster deployed before gpudr declared its log group ----------------------------------
+# --- a log group that exists already ----------------------------------------------------------
 
 
-def adopt_run(mode: str, tags: dict[str, str]) -> StackRun:
+def existing_group_run(mode: str, exists: bool) -> StackRun:
     """aws-two-region's DR site in `mode`, on an account where its cluster's log group exists
-    already with `tags` (EKS created it when the cluster was deployed with logging on)."""
+    already (EKS created it for a cluster deployed with logging on, or gpudr retained it when
+    a failover-only cluster went) or not."""
     plan = load_plan(ROOT / "examples" / "aws-two-region.yaml")
     config = stack_config_values(design(plan), plan.sites["usw2"])
     config[MODE_KEY] = mode
     cfg = site_config("aws-two-region", "usw2")
-    group = f"/aws/eks/{cfg.clusters[0].eks_name}/cluster"
-    mocks = GpudrMocks(default_region=cfg.region, existing_log_groups={group: tags})
+    groups = frozenset({f"/aws/eks/{cfg.clusters[0].eks_name}/cluster"} if exists else ())
+    mocks = GpudrMocks(default_region=cfg.region, existing_log_groups=groups)
     return run_stack(f"{plan.name}-usw2", config, mocks)
 
 
-def test_an_eks_created_log_group_stops_a_standby_update_with_the_commands_that_adopt_it() -> None:
-    """Declaring the group EKS created would fail `pulumi up` on "already exists": the preview
-    stops first and says how to adopt it, its logs kept."""
+@pytest.mark.parametrize("mode", ["standby", "failover"])
+def test_an_existing_log_group_is_imported_never_created_twice(mode: str) -> None:
+    """Declaring a group that exists would fail `pulumi up` on "already exists" (a failover's
+    too): the engine imports it, keeps its logs and updates it to the site's settings."""
     cfg = site_config("aws-two-region", "usw2")
     group = f"/aws/eks/{cfg.clusters[0].eks_name}/cluster"
-    with pytest.raises(Exception, match="exists but is not gpudr's") as caught:
-        adopt_run("standby", {})
-    message = str(caught.value)
-    assert "aws logs tag-resource --resource-arn arn:aws:logs:us-west-2:" in message
-    assert (
-        f"pulumi import aws:cloudwatch/logGroup:LogGroup usw2-train-control-plane-logs {group}"
-        in (message)
-    )
-
-
-def test_in_failover_an_eks_created_log_group_is_left_to_eks_and_the_cluster_still_built(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Log hygiene never blocks a failover: the group stays as EKS made it (still written to,
-    all five log types on), with the same warning."""
-    with caplog.at_level(logging.WARNING):
-        run = adopt_run("failover", {})
-    assert [m for m in caplog.messages if "exists but is not gpudr's" in m], caplog.messages
+    run = existing_group_run(mode, exists=True)
     (cluster,) = of_type(run, CLUSTER)
-    assert cluster.inputs["enabledClusterLogTypes"] == list(CONTROL_PLANE_LOG_TYPES), cluster.urn
-    assert not of_type(run, LOG_GROUP), [x.urn for x in of_type(run, LOG_GROUP)]
+    declared = cluster_log_group(run, cluster)
+    assert declared.import_id == group, declared.urn
+    assert declared.inputs["kmsKeyId"] and declared.inputs["retentionInDays"], declared.urn
+    lookups = [a for t, a in run.calls if t == "aws:cloudwatch/getLogGroups:getLogGroups"]
+    assert {a.get("region") for a in lookups} == {cfg.region}, lookups
 
 
-def test_a_log_group_gpudr_declared_is_declared_again() -> None:
-    """gpudr's own group carries its tags: found again, it is simply declared (no stop)."""
-    run = adopt_run("standby", {"gpudr:dr-role": "gpu-cluster"})
+def test_a_new_log_group_is_created_not_imported() -> None:
+    run = existing_group_run("standby", exists=False)
     (cluster,) = of_type(run, CLUSTER)
-    assert cluster_log_group(run, cluster).inputs["kmsKeyId"], cluster.urn
+    assert cluster_log_group(run, cluster).import_id == "", cluster.urn
+
+
+@pytest.mark.parametrize(("kind", "example", "site"), every_run())
+def test_control_plane_logs_outlive_their_cluster(kind: str, example: str, site: str) -> None:
+    """A failover-only cluster's audit trail outlives failback, a drill's the drill: the group
+    is retained when its cluster goes, and expires with the retention."""
+    run = run_of(kind, example, site)
+    for group in of_type(run, LOG_GROUP):
+        if group.inputs["name"].startswith("/aws/eks/"):
+            assert group.retain_on_delete, group.urn

@@ -99,10 +99,11 @@ def test_every_cluster_logs_its_control_plane_not_its_workloads(name: str) -> No
                 "APISERVER",
                 "CONTROLLER_MANAGER",
                 "SCHEDULER",
+                # GKE's default when no logging config is given: a deployed cluster keeps its
+                # workloads' logs (their volume is the workload owner's, as before gpudr).
+                "WORKLOADS",
             ]
         }, c.urn
-    # Training jobs' stdout would be ingested and billed.
-    assert "WORKLOADS" not in LOG_COMPONENTS
 
 
 def test_the_settings_hold_in_failover() -> None:
@@ -222,13 +223,15 @@ def test_primary_sink_filter() -> None:
     primary is never drilled)."""
     p = PRIMARY.project
     assert _filter(standby("usc1")) == (
-        f'(logName="projects/{p}/logs/cloudaudit.googleapis.com%2Fdata_access"'
+        f'((logName="projects/{p}/logs/cloudaudit.googleapis.com%2Fdata_access"'
+        f' OR logName="projects/{p}/logs/cloudaudit.googleapis.com%2Factivity")'
         ' AND resource.type="gcs_bucket"'
         ' AND (resource.labels.bucket_name="llm-usc1-weights-1a2b3c"))'
         f' OR (logName="projects/{p}/logs/compute.googleapis.com%2Fvpc_flows"'
         ' AND resource.type="gce_subnetwork"'
         ' AND (resource.labels.subnetwork_name="gpudr-llm-usc1-us-central1"))'
-        ' OR (resource.type="k8s_control_plane_component"'
+        ' OR ((resource.type="k8s_control_plane_component" OR (resource.type="k8s_cluster"'
+        f' AND logName="projects/{p}/logs/cloudaudit.googleapis.com%2Factivity"))'
         ' AND (resource.labels.cluster_name="llm-usc1-train"))'
     )
 
@@ -236,7 +239,8 @@ def test_primary_sink_filter() -> None:
 def test_dr_sink_filter_names_the_site_and_its_drills() -> None:
     p = DR.project
     assert _filter(standby("use4")) == (
-        f'(logName="projects/{p}/logs/cloudaudit.googleapis.com%2Fdata_access"'
+        f'((logName="projects/{p}/logs/cloudaudit.googleapis.com%2Fdata_access"'
+        f' OR logName="projects/{p}/logs/cloudaudit.googleapis.com%2Factivity")'
         ' AND resource.type="gcs_bucket"'
         ' AND (resource.labels.bucket_name="llm-use4-checkpoints-4d5e6f"'
         ' OR resource.labels.bucket_name="llm-use4-weights-7a8b9c"'
@@ -245,7 +249,8 @@ def test_dr_sink_filter_names_the_site_and_its_drills() -> None:
         ' AND resource.type="gce_subnetwork"'
         ' AND (resource.labels.subnetwork_name="gpudr-llm-use4-us-east4"'
         ' OR resource.labels.subnetwork_name=~"^gpudr-drill-use4-[0-9]{8}t[0-9]{6}z-us-east4$"))'
-        ' OR (resource.type="k8s_control_plane_component"'
+        ' OR ((resource.type="k8s_control_plane_component" OR (resource.type="k8s_cluster"'
+        f' AND logName="projects/{p}/logs/cloudaudit.googleapis.com%2Factivity"))'
         ' AND (resource.labels.cluster_name="llm-use4-train"'
         ' OR resource.labels.cluster_name=~"^drill-use4-[0-9]{8}t[0-9]{6}z-train$"))'
     )

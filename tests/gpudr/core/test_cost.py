@@ -158,7 +158,7 @@ MONTHS = 365 / cost.DAYS_PER_MONTH  # 11.99...: a year of logs stands in the sin
                 "log-bucket-storage": 70 * MONTHS,
                 "flow-log-delivery": 50,
                 "cluster-log-ingest": 60,
-                "cluster-log-storage": 60 * MONTHS,
+                "cluster-log-storage": 60 * MONTHS,  # 365 days is a CloudWatch period
             },
         ),
         (Cloud.AWS, 0, {"log-bucket-storage": 70 * MONTHS, "flow-log-delivery": 50}),
@@ -405,3 +405,14 @@ def test_a_slowdown_outside_0_to_1_is_refused_with_its_field(value: object) -> N
     with pytest.raises(PlanError) as raised:
         parse_plan(raw)
     assert "data.checkpoints.dual_write_slowdown" in str(raised.value)
+
+
+def test_cloudwatch_keeps_control_plane_logs_for_its_next_period_and_is_priced_so() -> None:
+    """100 days is not a CloudWatch retention: the group keeps 120, and the line prices 120."""
+    volume = cost.LogVolume(access_gb=20, flow_gb=50, cluster_gb=30, retention_days=100)
+    usages = {u.rule: u for u in cost.log_usages(Cloud.AWS, "s1", volume, clusters=1, dr=True)}
+    storage = usages["cluster-log-storage"]
+    assert storage.quantity == pytest.approx(30 * 120 / cost.DAYS_PER_MONTH)
+    assert cost.item(storage) == "control-plane logs of 1 cluster(s) kept 120 days"
+    # the log bucket keeps exactly the plan's days (an S3 lifecycle takes any number)
+    assert usages["log-bucket-storage"].quantity == pytest.approx(70 * 100 / cost.DAYS_PER_MONTH)
