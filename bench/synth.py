@@ -103,6 +103,11 @@ def plan_dict(index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     data = _data(pair, rng)
     if data:
         plan["data"] = data
+    if "weights" not in data:
+        # A service's RPO is judged on its site's weights: without any, the model reaches the
+        # DR site another way (its container image), and a stated RPO would be refused.
+        for service in services.values():
+            service["rpo"] = "none"
     if pair == ("aws", "aws"):
         plan["quotas"] = {"s3_rtc_gbps": 5}
     return plan

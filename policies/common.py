@@ -580,8 +580,10 @@ def flow_of(d: tags.BucketTags) -> sizing.Flow:
 
 
 def need_mbps(d: tags.BucketTags) -> float:
-    """The rate the class needs for its RPO (`sizing.need_gbps` over its transfer window)."""
-    return flow_of(d).required_gbps * 1000
+    """The rate the class asks of the carrier it shares (`sizing.path_load_gbps`, as the planner
+    sums it): its need for its RPO (`sizing.need_gbps` over its transfer window), or its steady
+    rate when no bandwidth meets the RPO (replication-meets-rpo refuses that class)."""
+    return sizing.path_load_gbps(flow_of(d)) * 1000
 
 
 def default_quota_mbps(mechanism: str) -> float | None:

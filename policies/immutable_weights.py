@@ -11,11 +11,19 @@ WORM feature, as gpudr deploys it:
 - Azure: version-level immutability on the storage account (every blob version is immutable
   for the period) with blob versioning on. Azure creates the policy unlocked; locking it is a
   second, irreversible step, reported by the advisory policy weights-immutability-locked.
+
+A trial (the plan's `data.weights.lock: governance`) holds weights for the same retention under
+a lock its owner can lift, so that a first deployment leaves nothing undeletable for a year: S3
+Object Lock in GOVERNANCE mode, an unlocked GCS retention policy. It is accepted only when both
+say so: the bucket declares the trial (`gpudr:lock` governance) and the pack config's
+`approved_trials` names its stack. The config is the organisation's and a stack cannot change
+it, so a production stack cannot leave compliance mode by editing its own tags.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 
 from pulumi_policy import (
@@ -26,6 +34,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from gpudr.core.enums import WeightsLock
 
 from .common import (
     AZ_BLOB_SERVICE,
@@ -41,6 +51,7 @@ from .common import (
     describe,
     exempting,
     get,
+    glob_literal,
     gpudr_tag,
     is_true,
     items,
@@ -48,6 +59,8 @@ from .common import (
     number,
     policy_config,
     same,
+    stack_of,
+    tag_is,
 )
 
 SCHEMA = config_schema(
@@ -66,11 +79,60 @@ SCHEMA = config_schema(
             "s3:BypassGovernanceRetention."
         ),
     },
+    approved_trials={
+        "type": "array",
+        "default": [],
+        "description": (
+            "Stacks that may hold weights under a trial's liftable lock (the plan's "
+            "data.weights.lock: governance: S3 Object Lock GOVERNANCE, an unlocked GCS "
+            "retention policy), when their buckets declare it (tag gpudr:lock governance): "
+            "each {stacks: [stack name globs, each with at least 3 literal characters], "
+            "reason}. Never list a production stack."
+        ),
+        "items": {
+            "type": "object",
+            "required": ["stacks", "reason"],
+            "additionalProperties": False,
+            "properties": {
+                "stacks": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "reason": {"type": "string", "minLength": 10},
+            },
+        },
+    },
+)
+# A stack glob must spell out this much to approve a trial: `*` would approve every stack.
+MIN_TRIAL_LITERAL = 3
+TRIAL_RULE = (
+    "a trial's lock is accepted only when the bucket declares it (tag gpudr:lock governance, "
+    "from the plan's data.weights.lock: governance) and the pack config's approved_trials "
+    "names this stack"
 )
 
 
 def is_weights(bucket: PolicyResource) -> bool:
     return gpudr_tag(bucket.resource_type, bucket.props, "data-class") == "weights"
+
+
+def approved_trial(bucket: PolicyResource, config: Mapping[str, Any]) -> str | None:
+    """Why this weights copy may hold a trial's liftable lock, or None: it declares the trial
+    and an approved_trials entry names its stack (with a reason)."""
+    if not tag_is(bucket.resource_type, bucket.props, "lock", WeightsLock.GOVERNANCE):
+        return None
+    stack = stack_of(bucket.urn)
+    for entry in items(config.get("approved_trials")):
+        if not isinstance(entry, Mapping):
+            continue
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or len(reason.strip()) < 10:
+            continue
+        for glob in items(entry.get("stacks")):
+            if (
+                isinstance(glob, str)
+                and len(glob_literal(glob)) >= MIN_TRIAL_LITERAL
+                and fnmatchcase(stack, glob)
+            ):
+                return reason
+    return None
 
 
 def _s3_retention_days(retention: Any) -> float | None:
@@ -86,6 +148,8 @@ def _check_s3(
 ) -> None:
     min_days = config_number(config, "min_retention_days")
     modes = [str(m).upper() for m in items(config.get("allowed_modes"))]
+    if approved_trial(bucket, config) is not None and "GOVERNANCE" not in modes:
+        modes.append("GOVERNANCE")
     problems = []
     if not is_true(bucket.props.get("objectLockEnabled")):
         problems.append(
@@ -107,6 +171,7 @@ def _check_s3(
             problems.append(
                 f"its object lock {locks[0].name} retains mode {get(r, 'mode')!r} for "
                 f"{_s3_retention_days(r)} days"
+                + (f" ({TRIAL_RULE})" if same(get(r, "mode"), "GOVERNANCE") else "")
             )
     versioning = stack.linked(bucket, S3_VERSIONING, "bucket", ("bucket", "id"))
     if not any(
@@ -132,9 +197,10 @@ def _check_gcs(bucket: PolicyResource, config: Mapping[str, Any], report: Report
     if period is None or period < min_days * 86400:
         have = "no retention policy" if period is None else f"retention of {period / 86400:g} days"
         problems.append(f"it has {have}")
-    elif not is_true(get(policy, "isLocked")):
+    elif not is_true(get(policy, "isLocked")) and approved_trial(bucket, config) is None:
         problems.append(
-            "its retention policy is not locked (anyone with storage.buckets.update can remove it)"
+            "its retention policy is not locked (anyone with storage.buckets.update can remove "
+            f"it; {TRIAL_RULE})"
         )
     if is_true(get(bucket.props, "versioning", "enabled")):
         problems.append("versioning is on, which Cloud Storage refuses with a retention policy")
@@ -199,7 +265,8 @@ immutable_weights = StackValidationPolicy(
     description=(
         "Model weights buckets (gpudr:data-class weights) are write-once for at least "
         "min_retention_days: S3 Object Lock in compliance mode on a versioned bucket, a locked "
-        "GCS retention policy, or Azure version-level immutability with versioning."
+        "GCS retention policy, or Azure version-level immutability with versioning; governance "
+        "mode or an unlocked GCS policy only on a trial the pack config approves."
     ),
     validate=_validate,
     enforcement_level=EnforcementLevel.MANDATORY,
@@ -212,7 +279,9 @@ immutable_weights = StackValidationPolicy(
         "and versioning off. Azure: immutable_storage_with_versioning={enabled: True, "
         "immutability_policy: {immutability_period_since_creation_in_days: N}} and blob "
         "versioning; then lock it (`pulumi config set gpudr:lock_weights true`). gpudr sets N "
-        "from the plan's weights retention."
+        "from the plan's weights retention. A trial whose buckets must stay deletable: "
+        "data.weights.lock: governance in the plan, and an approved_trials entry naming the "
+        "stack in this policy's config."
     ),
     tags=["data-protection", "immutability"],
 )

@@ -11,14 +11,15 @@ steady rate, checkpoint interval, publish window, RPO), never from the planner's
 
 Two kinds of carrier:
 
-- Quota-bound mechanisms (S3 RTC, Storage Transfer Service, DataSync): the classes on one
-  mechanism in a stack share the rate quota the user asserts (`gpudr:quota-mbps`; S3 RTC's SLA
-  is void above it). Checked where the mechanism runs: S3 RTC on the source, pulls on the
-  replica.
+- Quota-bound mechanisms (S3 RTC, Storage Transfer Service, DataSync, GCS turbo and default
+  dual-region replication): the classes on one mechanism in a stack share the rate quota the
+  user asserts (`gpudr:quota-mbps`; S3 RTC's SLA is void above it). Checked where the mechanism
+  runs: S3 RTC on the source, pulls on the replica, a dual-region bucket in its owner's stack.
 - Dual writes cross the DR link: their needs are summed and compared with the link capacity
-  registered in the same stack (Direct Connect ports, transit gateway peering, VPN tunnels
-  capped by an Azure VPN gateway's SKU; VPC/VNet peering has no provisioned limit). A link is
-  owned by one of the two stacks, so the stack without it has nothing to compare with.
+  registered in the same stack (Direct Connect ports with their largest location down,
+  transit gateway peering, VPN tunnels capped by an Azure VPN gateway's SKU; VPC/VNet peering
+  has no provisioned limit). A link is owned by one of the two stacks, so the stack without it
+  has nothing to compare with.
 """
 
 from __future__ import annotations
@@ -99,7 +100,14 @@ SCHEMA = config_schema(
 
 # Quota-bound mechanisms are checked where they run: S3 RTC replication is configured on the
 # source; scheduled pulls run at the DR site, on the replica.
-RUNS_ON = {"crr-rtc": "data-source", "sts": "data-replica", "datasync": "data-replica"}
+RUNS_ON = {
+    "crr-rtc": "data-source",
+    "sts": "data-replica",
+    "datasync": "data-replica",
+    # One dual-region bucket, owned by the DR site's stack, replicates itself.
+    "gcs-turbo": "data-dual-region",
+    "gcs-dual-region": "data-dual-region",
+}
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
 
@@ -127,11 +135,11 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
     peerings = stack.of_type(GCP_NETWORK_PEERING, AZ_VNET_PEERING, AWS_VPC_PEERING)
     if peerings:
         return math.inf, [f"{peerings[0].name} (peering: no provisioned limit)"]
-    for conn in stack.of_type(DX_CONNECTION):
+    dx = _dx_capacity(stack)
+    if dx is not None:
         found = True
-        gbps = _dx_gbps(conn.props.get("bandwidth")) or 0.0
-        total += gbps
-        parts.append(f"{conn.name} {gbps:g} Gbps")
+        total += dx[0]
+        parts.append(dx[1])
     tgw = config_number(config, "tgw_peering_gbps")
     for attachment in stack.of_type(TGW_PEERING):
         found = True
@@ -148,6 +156,25 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
         total += vpn[0]
         parts.append(vpn[1])
     return (total, parts) if found else None
+
+
+def _dx_capacity(stack: Stack) -> tuple[float, str] | None:
+    """The Direct Connect ports registered in this stack, as the planner sizes them: with two
+    or more locations, what is left when the one with the most capacity fails
+    (`sizing.surviving_gbps`); at one location, every port."""
+    by_location: dict[str, float] = {}
+    names: list[str] = []
+    for conn in stack.of_type(DX_CONNECTION):
+        gbps = _dx_gbps(conn.props.get("bandwidth")) or 0.0
+        where = str(conn.props.get("location"))
+        by_location[where] = by_location.get(where, 0.0) + gbps
+        names.append(f"{conn.name} {gbps:g} Gbps at {where}")
+    if not names:
+        return None
+    if len(by_location) < 2:
+        return sum(by_location.values()), ", ".join(names)
+    left = sizing.surviving_gbps(list(by_location.values()))
+    return left, f"{', '.join(names)}: {left:g} Gbps with the largest location down"
 
 
 def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] | None:

@@ -147,11 +147,13 @@ def _check_s3_crr(
             bucket.urn,
         )
         return
-    guaranteed = d.interval_s + RTC_LAG_S
+    # The checkpoint interval; none for a dataset, whose interval-s is its refresh period.
+    base = flow_of(d).base_rpo_s
+    guaranteed = base + RTC_LAG_S
     if not sizing.within(d.rpo_s, guaranteed):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: S3 RTC guarantees 15 min, so the "
-            f"worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
+            f"worst case is the {seconds(base)} checkpoint interval + 15 min = "
             f"{seconds(guaranteed)}. Shorten the checkpoint interval, relax the RPO to at least "
             f"{seconds(guaranteed)}, or dual-write this class (replication: dual-write).",
             bucket.urn,
@@ -188,11 +190,12 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
             bucket.urn,
         )
         return
-    guaranteed = d.interval_s + TURBO_LAG_S
+    base = flow_of(d).base_rpo_s  # as for S3 RTC above
+    guaranteed = base + TURBO_LAG_S
     if not sizing.within(d.rpo_s, guaranteed):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: turbo replication targets 15 min, so "
-            f"the worst case is the {seconds(d.interval_s)} checkpoint interval + 15 min = "
+            f"the worst case is the {seconds(base)} checkpoint interval + 15 min = "
             f"{seconds(guaranteed)}. Shorten the checkpoint interval, relax the RPO, or "
             "dual-write this class.",
             bucket.urn,
@@ -322,7 +325,7 @@ def _check_pull(
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {job.name} runs every "
             f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate, plus the "
-            f"{seconds(d.interval_s)} checkpoint interval: {seconds(total)}. Shorten the "
+            f"{seconds(flow_of(d).base_rpo_s)} checkpoint interval: {seconds(total)}. Shorten the "
             "schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
             "(quotas in the plan), or relax the RPO.",
             bucket.urn,

@@ -53,6 +53,17 @@ def _validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
     state = get(immutable, "immutabilityPolicy", "state")
     if same(state, "Locked"):
         return
+    if tag_is(args.resource_type, props, "lock", "governance"):
+        report(
+            f"{args.name} ({args.resource_type}) holds model weights under an immutability "
+            f"policy that is {state or 'Unlocked'}, on purpose: the plan declares a trial "
+            "(data.weights.lock: governance), whose accounts must stay deletable, and gpudr "
+            "refuses to lock them. Before production: data.weights.lock: compliance in the "
+            "plan, `gpudr generate`, `pulumi up`, then `pulumi config set gpudr:lock_weights "
+            "true` and `pulumi up`.",
+            None,
+        )
+        return
     report(
         f"{args.name} ({args.resource_type}) holds model weights under an immutability policy "
         f"that is {state or 'Unlocked'}: an account owner can still shorten or disable it. "

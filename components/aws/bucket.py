@@ -78,7 +78,7 @@ class DataBucket(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
         if cfg.object_lock_days is not None:
-            self._object_lock(name, bucket, versioning, args, cfg.object_lock_days)
+            self._object_lock(name, bucket, versioning, args, cfg)
         self._access_logs(name, bucket, args)
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
@@ -143,22 +143,29 @@ class DataBucket(pulumi.ComponentResource):
         bucket: aws.s3.Bucket,
         versioning: aws.s3.BucketVersioning,
         args: DataBucketArgs,
-        days: int,
+        cfg: BucketConfig,
     ) -> None:
-        # Compliance mode: nobody, root included, can shorten or remove the lock; a published
-        # model version cannot be deleted or overwritten before its retention ends.
         aws.s3.BucketObjectLockConfiguration(
             f"{name}-object-lock",
             bucket=bucket.id,
             object_lock_enabled="Enabled",
             rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
                 default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(
-                    mode="COMPLIANCE", days=days
+                    mode=object_lock_mode(cfg), days=cfg.object_lock_days
                 )
             ),
             region=args.region,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning], protect=True),
         )
+
+
+def object_lock_mode(cfg: BucketConfig) -> str:
+    """COMPLIANCE: nobody, root included, can shorten or remove a version's lock; a published
+    model version cannot be deleted or overwritten before its retention ends, nor the bucket
+    while it holds one. GOVERNANCE, for a trial (data.weights.lock: governance): the same
+    retention, which a principal granted s3:BypassGovernanceRetention can lift, so the trial's
+    buckets can be emptied and deleted. The policy pack accepts it only on an approved trial."""
+    return "GOVERNANCE" if cfg.trial_lock else "COMPLIANCE"
 
 
 def _lifecycle_rules(cfg: BucketConfig) -> list[aws.s3.BucketLifecycleConfigurationRuleArgs]:

@@ -193,7 +193,8 @@ def _network_rules() -> storage.NetworkRuleSetArgs:
 def _immutability(cfg: BucketConfig, state: str) -> storage.ImmutableStorageAccountArgs | None:
     """Version-level WORM for weights: every blob version is immutable for object_lock_days
     from its creation. A locked account policy only lets the period grow: nobody, the account
-    owner included, can shorten it or delete a version before it ends.
+    owner included, can shorten it or delete a version before it ends. A trial's
+    (data.weights.lock: governance) is never locked: its owner can disable it and delete.
 
     Account level, not container level: a container-level policy
     (`storage.BlobContainerImmutabilityPolicy`) is locked by a separate POST action that this
@@ -201,6 +202,14 @@ def _immutability(cfg: BucketConfig, state: str) -> storage.ImmutableStorageAcco
     can be deleted."""
     if cfg.object_lock_days is None:
         return None
+    if cfg.trial_lock and state == "Locked":
+        # Locking is irreversible: a trial's accounts must stay deletable.
+        raise ValueError(
+            f"bucket {cfg.data_class}: the plan's weights lock is governance (a trial), but "
+            "gpudr:lock_weights asks to lock its immutability, which cannot be undone; run "
+            "`pulumi config rm gpudr:lock_weights`, or set data.weights.lock: compliance in the "
+            "plan and regenerate the stack"
+        )
     return storage.ImmutableStorageAccountArgs(
         enabled=True,
         immutability_policy=storage.AccountImmutabilityPolicyPropertiesArgs(

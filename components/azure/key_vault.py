@@ -19,6 +19,7 @@ from components.azure.arm import (
     assignment_name,
     role_definition_id,
 )
+from gpudr.contract.site import KEY_VAULT_SOFT_DELETE_DAYS
 
 KEY_NAME = "data"
 
@@ -72,7 +73,7 @@ class AzureDataKey(pulumi.ComponentResource):
                 sku=keyvault.SkuArgs(family=keyvault.SkuFamily.A, name=keyvault.SkuName.PREMIUM),
                 enable_purge_protection=True,
                 enable_soft_delete=True,
-                soft_delete_retention_in_days=90,
+                soft_delete_retention_in_days=KEY_VAULT_SOFT_DELETE_DAYS,
                 enable_rbac_authorization=True,
             ),
             tags=args.tags,

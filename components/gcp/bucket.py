@@ -72,10 +72,12 @@ class DataBucket(pulumi.ComponentResource):
             # object can be deleted or overwritten before its retention ends, by anyone).
             versioning=gcp.storage.BucketVersioningArgs(enabled=not locked),
             retention_policy=gcp.storage.BucketRetentionPolicyArgs(
-                # A string in this provider, in seconds. Locking is irreversible: the period
-                # can then only grow, and the bucket cannot be deleted while objects are held.
+                # A string in this provider, in seconds. Locking (Bucket Lock) is irreversible:
+                # the period can then only grow, and the bucket cannot be deleted while objects
+                # are held. A trial (data.weights.lock: governance) holds objects just as long
+                # under an unlocked policy, which its owner can remove to delete the bucket.
                 retention_period=str((cfg.object_lock_days or 0) * 86400),
-                is_locked=True,
+                is_locked=not cfg.trial_lock,
             )
             if locked
             else None,

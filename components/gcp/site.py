@@ -17,14 +17,14 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
-from components.gcp.bucket import DataBucket, DataBucketArgs
+from components.gcp.bucket import DataBucket, DataBucketArgs, grant_bucket_roles
 from components.gcp.cross_cloud import GcsHmacReader, GcsHmacReaderArgs
 from components.gcp.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
 from components.gcp.logs import SiteLogs, SiteLogsArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
-from components.gcp.transfer import ScheduledTransfer, ScheduledTransferArgs
+from components.gcp.transfer import SOURCE_ROLES, ScheduledTransfer, ScheduledTransferArgs
 from components.gcp.writer import DualWriterArgs, dual_writer
 from gpudr.contract.grants import needs_write_grant
 from gpudr.contract.naming import writer_account_id
@@ -92,6 +92,7 @@ class GcpSite(pulumi.ComponentResource):
         keys = self._keys(key_ring, agents, inbound)
         buckets = self._buckets(keys)
         self._writers(buckets)
+        self._sts_readers(buckets)
         for b in inbound:
             assert agents.transfer is not None
             key = keys[key_location(cfg, b)]
@@ -221,6 +222,28 @@ class GcpSite(pulumi.ComponentResource):
                 opts=self._child,
             )
         return out
+
+    def _sts_readers(self, buckets: dict[str, DataBucket]) -> None:
+        """A GCP DR site's Storage Transfer jobs read this site's copies of the classes they
+        pull: its project's transfer service agent gets read on each, granted by this stack
+        (the source's owner), so the DR stack never writes to the primary's project. Without
+        it the first scheduled run fails on permissions."""
+        cfg = self._cfg
+        pulled = [b for b in cfg.buckets if b.role == "source" and b.mechanism == "sts"]
+        readers = [p for p in cfg.peers if p.role == "dr" and p.cloud == "gcp" and p.project]
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+        for peer in readers if pulled else []:
+            agent = gcp.storage.get_transfer_project_service_account_output(
+                project=peer.project, opts=invoke
+            ).email.apply(lambda e: f"serviceAccount:{e}")
+            for b in pulled:
+                grant_bucket_roles(
+                    f"{self._name}-{b.data_class}-{peer.site}-sts-reader",
+                    bucket=buckets[b.data_class].bucket_name,
+                    roles=SOURCE_ROLES,
+                    member=agent,
+                    opts=self._child,
+                )
 
     def _writers(self, buckets: dict[str, DataBucket]) -> None:
         """Each dual-written class's writer at this site, with its grant on this copy."""

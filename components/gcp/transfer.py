@@ -27,6 +27,7 @@ import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
 from components.gcp.bucket import grant_bucket_roles
+from gpudr.contract.grants import GCS_OBJECT_VIEWER
 from gpudr.contract.site import InboundTransfer
 from gpudr.contract.stack import copy_credential_command
 
@@ -34,6 +35,13 @@ from gpudr.contract.stack import copy_credential_command
 # and the bucket's metadata.
 SINK_ROLES = {
     "object-admin": "roles/storage.objectAdmin",
+    "bucket-reader": "roles/storage.legacyBucketReader",
+}
+# What a Storage Transfer Service agent needs on a Cloud Storage source: list and read objects,
+# and the bucket's metadata (Storage Transfer Service, "Configure access to a source: Cloud
+# Storage"). Granted by the source's stack.
+SOURCE_ROLES = {
+    "object-viewer": GCS_OBJECT_VIEWER,
     "bucket-reader": "roles/storage.legacyBucketReader",
 }
 # A start date in the past with no start time of day: a recurring job runs at once, then every

@@ -37,6 +37,7 @@ from gpudr.build.stackconfig import (
 )
 from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
 from gpudr.core.design import Design
+from gpudr.core.enums import WeightsLock
 from gpudr.core.spec import Plan
 from gpudr.docs.diff import MARKER as DIFF_MARKER
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
@@ -136,6 +137,9 @@ def render_stack_files(design: Design, command: str) -> list[Rendered]:
             "stack": name,
             "role": site.role,
             "cloud": site.cloud,
+            # A trial's weights stay liftable: the program refuses gpudr:lock_weights there.
+            "lock_weights": plan.weights is not None
+            and plan.weights.lock == WeightsLock.COMPLIANCE,
             "credentials": [
                 {"key": c.key, "secret": c.secret, "command": c.command(name)}
                 for c in transfer_credential_keys(design, site)

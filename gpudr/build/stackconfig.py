@@ -50,6 +50,7 @@ from gpudr.core.enums import (
     Pattern,
     PoolKind,
     SiteRole,
+    WeightsLock,
 )
 from gpudr.core.spec import Cluster, Plan, Service, Site, gcs_dual_region
 
@@ -146,11 +147,17 @@ def _bucket_fields(
         "kms_location": owner.region if gcp else None,
         "storage_account": storage_account_name(plan, owner, cls) if azure else None,
         "sku": skus["primary" if role == BucketRole.SOURCE else "replica"] if azure else None,
-        "interval_s": c.interval_s if cls == DataClass.CHECKPOINTS and c else 0.0,
+        # The burst's period: the checkpoint interval, or a dataset's refresh period.
+        "interval_s": f.flow.burst_period_s
+        if f
+        else (c.interval_s if cls == DataClass.CHECKPOINTS and c else 0.0),
         "publish_window_s": plan.weights.publish_window_s
         if cls == DataClass.WEIGHTS and plan.weights and dual_write
         else None,
         "quota_gbps": _quota(plan, f.mechanism) if f else None,
+        "object_lock_mode": plan.weights.lock
+        if cls == DataClass.WEIGHTS and plan.weights
+        else WeightsLock.COMPLIANCE,
     }
 
 

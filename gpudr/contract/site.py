@@ -18,7 +18,11 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
-from gpudr.core.enums import Pattern
+from gpudr.core.enums import Pattern, WeightsLock
+
+# An Azure site's Key Vault keeps a deleted vault or key this long, unpurgeable (purge
+# protection): the plan names it among the settings a deployment cannot undo.
+KEY_VAULT_SOFT_DELETE_DAYS = 90
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,21 @@ class BucketConfig:
     sku: str | None = None
     inbound: tuple[InboundTransfer, ...] = ()
     # Raw facts the policy pack recomputes the bandwidth need from (never the answer itself):
-    # the checkpoint interval (loss replication cannot remove), the window a dual-written
-    # publish has, and the rate quota the user asserts for a quota-bounded mechanism.
+    # the checkpoint interval (loss replication cannot remove) or a dataset's refresh period
+    # (how often its burst comes), the window a dual-written publish has, and the rate quota
+    # the user asserts for a quota-bounded mechanism.
     interval_s: float = 0.0
     publish_window_s: float | None = None
     quota_gbps: float | None = None
+    # With object_lock_days: how the copy is write-once (`WeightsLock`). compliance: S3 Object
+    # Lock COMPLIANCE, a locked GCS retention policy, Azure immutability that gpudr:lock_weights
+    # may lock; governance (a trial): S3 GOVERNANCE, the GCS policy unlocked, Azure never locked.
+    object_lock_mode: str = WeightsLock.COMPLIANCE.value
+
+    @property
+    def trial_lock(self) -> bool:
+        """A trial's lock: its owner can undo it (data.weights.lock: governance)."""
+        return self.object_lock_days is not None and self.object_lock_mode == WeightsLock.GOVERNANCE
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from gpudr.core.enums import Cloud
 PREFIX = "gpudr:"
 GCP_PREFIX = "gpudr-"
 GCP_LABEL_MAX = 63
+# `gpudr:required-mbps` of a need no bandwidth meets.
+UNBOUNDED = "unbounded"
 
 
 class Tag(StrEnum):
@@ -49,6 +51,8 @@ class Tag(StrEnum):
     INTERVAL_S = "interval-s"
     PUBLISH_WINDOW_S = "publish-window-s"
     QUOTA_MBPS = "quota-mbps"
+    # a write-once (weights) copy: compliance, or governance for a trial the pack must approve
+    LOCK = "lock"
     # GPU pools
     POOL = "pool"
     PATTERN = "pattern"
@@ -114,6 +118,15 @@ def _number(value: float | None) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
+def _required_mbps(gbps: float | None) -> str:
+    """The planner's need in Mbps; `unbounded` when no bandwidth meets the RPO (an asynchronous
+    copy of a checkpoint whose interval is the whole RPO), which the stack config carries as
+    null (it holds no infinities)."""
+    if gbps is None or not math.isfinite(gbps):
+        return UNBOUNDED
+    return f"{gbps * 1000:.3f}"
+
+
 def site_tags(site: SiteConfig, dr_role: str, **extra: str) -> dict[str, str]:
     """The tags every resource of a site carries, and `extra` ones (`data_class=` writes
     `gpudr:data-class`)."""
@@ -139,13 +152,15 @@ def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
         "burst_bytes": str(int(bucket.burst_bytes)),
         "steady_mbps": f"{bucket.steady_gbps * 1000:.3f}",
         "steady_kbps": str(round(bucket.steady_gbps * 1e6)),
-        "required_mbps": f"{bucket.required_gbps * 1000:.3f}",
+        "required_mbps": _required_mbps(bucket.required_gbps),
         "interval_s": _number(bucket.interval_s),
     }
     if bucket.publish_window_s is not None:
         extra["publish_window_s"] = _number(bucket.publish_window_s)
     if bucket.quota_gbps is not None:
         extra["quota_mbps"] = _number(round(bucket.quota_gbps * 1000, 3))
+    if bucket.object_lock_days is not None:
+        extra["lock"] = bucket.object_lock_mode
     return site_tags(site, data_role(bucket.role), **extra)
 
 

@@ -11,7 +11,7 @@ listed as unpriced, never invented.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpudr.core import reference
@@ -38,6 +38,18 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     # Every site
+    # A public IPv4 address billed by the hour: a NAT's (AWS Elastic IP, GCP NAT IP), a VPN's
+    # tunnel endpoints (AWS) or gateway instances (Azure).
+    "public-ipv4": Rule(
+        "network",
+        "IP-hour",
+        {
+            Cloud.AWS: ("public_ipv4_hour",),
+            Cloud.GCP: ("external_ip_hour",),
+            Cloud.AZURE: ("public_ip_hour",),
+        },
+        "public IPv4 addresses ({what})",
+    ),
     "data-key": Rule(
         "keys",
         "key-month",
@@ -78,6 +90,14 @@ RULES: dict[str, Rule] = {
         "node-hour",
         {ANY: ("instance_hour", "{instance_type}")},
         "{pool}: {instance_type} {what}",
+    ),
+    # Dual-written checkpoints slow the training that writes them (a step waits for the second
+    # copy): that share of the primary training cluster's node-hours, at the primary's price.
+    "dual-write-slowdown": Rule(
+        "gpu",
+        "node-hour",
+        {ANY: ("instance_hour", "{instance_type}")},
+        "{pool}: {instance_type} training {share} slower with dual-written checkpoints",
     ),
     # Data
     "storage": Rule(
@@ -151,6 +171,13 @@ RULES: dict[str, Rule] = {
         {Cloud.AWS: ("tgw_processed_gb",)},
         "{data_class} dual writes through the transit gateway",
     ),
+    # The receiving site's transit gateway bills what arrives from Direct Connect or a VPN.
+    "tgw-processing-in": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("tgw_processed_gb",)},
+        "{data_class} dual writes into the transit gateway from {link}",
+    ),
     "endpoint-hours": Rule(
         "network",
         "endpoint-AZ-hour",
@@ -162,7 +189,7 @@ RULES: dict[str, Rule] = {
         "network",
         "attachment-hour",
         {Cloud.AWS: ("tgw_attachment_hour",)},
-        "transit gateway attachments (VPC + peering)",
+        "transit gateway attachments ({what})",
     ),
     "dx-ports": Rule(
         "network",
@@ -280,6 +307,9 @@ class CostLine:
     unit_usd: float
     source: str
     dr: bool
+    # A volume-tiered price: the bands and the volume they were applied to (unit_usd is then
+    # the blended rate of that volume); empty for a flat price.
+    tiers: str = ""
 
     @property
     def amount_usd(self) -> float:
@@ -304,8 +334,48 @@ def item(usage: Usage) -> str:
     return RULES[usage.rule].item.format(**usage.fields)
 
 
-def price(usage: Usage) -> CostLine | str:
-    """The usage's cost line, or why it could not be priced (for the unpriced list)."""
+# Usages whose volumes share one price's tiers: a cloud bills a band per account and region (per
+# site here, the high side when one account holds several sites), per priced thing.
+VolumeKey = tuple[str, str, tuple[str, ...]]
+
+
+def volume_key(usage: Usage) -> VolumeKey:
+    return (usage.cloud, usage.site, price_path(usage))
+
+
+def tiered_usd(tiers: Sequence[reference.PriceTier], quantity: float) -> float:
+    """What `quantity` units cost when each band of the month's volume bills at its own rate:
+
+    amount = sum over bands of (the part of the quantity inside the band) x (the band's rate)
+
+    e.g. 73,000,000 GB through interface endpoints: 1,000,000 x $0.01 + 4,000,000 x $0.006 +
+    68,000,000 x $0.004 = $306,000 (not 73,000,000 x $0.01 = $730,000)."""
+    amount, floor = 0.0, 0.0
+    for tier in tiers:
+        top = quantity if tier.up_to is None else min(quantity, tier.up_to)
+        amount += max(0.0, top - floor) * tier.usd
+        if tier.up_to is None or quantity <= tier.up_to:
+            break
+        floor = tier.up_to
+    return amount
+
+
+def _tiered(unit_price: reference.Price, volume: float, site: str, unit: str) -> tuple[float, str]:
+    """The blended rate of `volume` on a tiered price, and the line's account of it."""
+    tiers = unit_price.tiers
+    rate = tiered_usd(tiers, volume) / volume if volume > 0 else tiers[0].usd
+    bands = ", ".join(
+        f"${t.usd:.6g} above" if t.up_to is None else f"${t.usd:.6g} to {t.up_to:,.0f} {unit}"
+        for t in tiers
+    )
+    cited = f"; bands from {unit_price.tiers_citation}" if unit_price.tiers_citation else ""
+    return rate, f"volume tiers on {site}'s {volume:,.0f} {unit}: {bands}{cited}"
+
+
+def price(usage: Usage, volumes: Mapping[VolumeKey, float] | None = None) -> CostLine | str:
+    """The usage's cost line, or why it could not be priced (for the unpriced list). A tiered
+    price bills the blended rate of the volume all of the site's usages of it add up to
+    (`volumes`, from `report`), or of this usage's own quantity."""
     rule = RULES[usage.rule]
     try:
         path = price_path(usage)
@@ -313,15 +383,20 @@ def price(usage: Usage) -> CostLine | str:
     except reference.ReferenceError:
         where = ".".join((usage.cloud, *_safe_path(usage)))
         return f"{usage.site}: {item(usage)} ({where} is not in prices.yaml)"
+    unit_usd, tiers = unit_price.usd, ""
+    if unit_price.tiers:
+        volume = (volumes or {}).get(volume_key(usage), usage.quantity)
+        unit_usd, tiers = _tiered(unit_price, volume, usage.site, rule.unit)
     return CostLine(
         usage.site,
         rule.category,
         item(usage),
         usage.quantity,
         rule.unit,
-        unit_price.usd,
+        unit_usd,
         unit_price.citation,
         usage.dr,
+        tiers,
     )
 
 
@@ -385,9 +460,13 @@ def cluster_usages(
 
 
 def nat_usages(cloud: str, site: str, *, dr: bool, hours: float = HOURS_PER_MONTH) -> list[Usage]:
-    """One NAT per site for node egress (Azure nodes egress through the cluster's load
-    balancer: no NAT)."""
-    return [] if cloud == Cloud.AZURE else [Usage("nat-gateway", cloud, site, hours, dr)]
+    """One NAT per site for node egress, with its public address (an Elastic IP on AWS; on GCP
+    the one address AUTO_ONLY allocates for a few VMs, more with more). Azure nodes egress
+    through the cluster's load balancer: no NAT."""
+    if cloud == Cloud.AZURE:
+        return []
+    ip = Usage("public-ipv4", cloud, site, hours, dr, {"what": "NAT gateway"})
+    return [Usage("nat-gateway", cloud, site, hours, dr), ip]
 
 
 @dataclass(frozen=True)
@@ -447,12 +526,25 @@ def log_usages(cloud: str, site: str, volume: LogVolume, *, clusters: int, dr: b
     return out
 
 
+def volumes(usages: Iterable[Usage]) -> dict[VolumeKey, float]:
+    """Each site's total quantity of each priced thing: what its volume tiers apply to."""
+    out: dict[VolumeKey, float] = defaultdict(float)
+    for usage in usages:
+        try:
+            out[volume_key(usage)] += usage.quantity
+        except (reference.ReferenceError, KeyError):
+            continue  # unpriced: listed as such by `price`
+    return dict(out)
+
+
 def report(usages: Iterable[Usage]) -> CostReport:
     """Every usage priced: its line, or its entry in the unpriced list (each listed once)."""
     lines: list[CostLine] = []
     unpriced: list[str] = []
-    for usage in usages:
-        priced = price(usage)
+    listed = list(usages)
+    totals = volumes(listed)
+    for usage in listed:
+        priced = price(usage, totals)
         if isinstance(priced, CostLine):
             lines.append(priced)
         elif priced not in unpriced:

@@ -10,12 +10,13 @@ decides what is deployed and how much of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpudr.core import cost, reference, sizing
 from gpudr.core.cost import HOURS_PER_MONTH, SECONDS_PER_MONTH, Usage
 from gpudr.core.enums import (
+    DATA_CLASSES,
     DR_PATTERNS,
     DUAL_REGION,
     PULLED,
@@ -27,10 +28,11 @@ from gpudr.core.enums import (
     PoolKind,
     ServicePath,
     SiteRole,
+    WeightsLock,
     WorkloadKind,
 )
 from gpudr.core.spec import PAIRS, Cluster, Plan, Service, Site, gcs_dual_region
-from gpudr.core.units import fmt_duration, transfer_seconds
+from gpudr.core.units import fmt_duration, fmt_gbps, fmt_size, transfer_seconds
 
 __all__ = ["SECONDS_PER_MONTH", "DataFlow", "Design", "Path", "Pool", "Workload", "design"]
 
@@ -53,6 +55,8 @@ class DataFlow:
     replica_class: str
     notes: tuple[str, ...]
     schedule: sizing.Schedule | None = None
+    # The runbook's check of the DR copy (`sizing.verify_seconds`); None: not timed (a listing).
+    check_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,24 @@ class PatternOption:
     monthly_usd: float
     meets: bool
     stages: dict[str, float]
+    # Every GPU it needs at failover stands or is reserved (`sizing.capacity_guaranteed`);
+    # False: its RTO holds only if on-demand capacity is found.
+    guaranteed: bool = True
+    scales: bool = False  # GPU nodes are added at failover (fewer stand than it needs)
+
+
+@dataclass(frozen=True)
+class CapacityOffer:
+    """What makes a pool's GPUs certain at failover when its pattern leaves some to be found:
+    a capacity reservation for every node, or, where the cloud has none for the instance, every
+    node kept standing (active-active)."""
+
+    how: str  # "reserve" | "stand"
+    what: str  # how the cloud calls it
+    nodes: int
+    monthly_usd: float  # the pool's GPU bill with it
+    estimated_rto_s: float
+    meets: bool
 
 
 @dataclass(frozen=True)
@@ -111,10 +133,15 @@ class Pool:
     estimated_rpo_s: float | None
     options: tuple[PatternOption, ...]
     notes: tuple[str, ...]
+    offer: CapacityOffer | None = None  # when the chosen pattern's GPUs are not guaranteed
 
     @property
     def chosen(self) -> PatternOption:
         return next(o for o in self.options if o.pattern == self.pattern)
+
+    @property
+    def guaranteed(self) -> bool:
+        return self.chosen.guaranteed
 
     @property
     def workload_name(self) -> str:
@@ -140,6 +167,20 @@ class Workload:
     estimated_rto_s: float | None
     meets: bool
     notes: tuple[str, ...] = ()
+    # False: the RTO estimate holds only if on-demand GPU capacity is found at failover.
+    guaranteed: bool = True
+
+    @property
+    def verdict(self) -> str:
+        """`met`, `not met`, or met with GPUs nobody secured (`CONDITIONAL`)."""
+        if not self.meets:
+            return NOT_MET
+        return MET if self.guaranteed else CONDITIONAL
+
+
+MET = "met"
+NOT_MET = "not met"
+CONDITIONAL = "met only if on-demand capacity is found"
 
 
 @dataclass(frozen=True)
@@ -151,6 +192,8 @@ class Design:
     workloads: tuple[Workload, ...]
     cost: cost.CostReport
     alternatives: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    # What the cost report priced: one usage per priced thing a site deploys or moves.
+    usages: tuple[Usage, ...] = ()
 
     @property
     def meets(self) -> bool:
@@ -159,6 +202,14 @@ class Design:
     def standing_clusters(self, dr: str) -> tuple[str, ...]:
         """The DR site's clusters whose control plane stands before a failover."""
         return tuple(c for site, c in standing_clusters(self.pools) if site == dr)
+
+    def failover(self, primary: str, dr: str) -> tuple[sizing.TimedStep, ...]:
+        """The pair's failover as timed steps: the runbook's step graph takes their times and
+        order from here, and each pool's estimated RTO is its finish here."""
+        flows = [f for f in self.flows if f.primary == primary and f.dr == dr]
+        pools = [p for p in self.pools if p.primary == primary and p.dr == dr]
+        timings = [_timing(p.kind, p.name, p.chosen) for p in pools]
+        return _failover(self.plan, _checks(flows), timings)
 
     def replication_meets(self, f: DataFlow) -> bool:
         """Whether replication holds the class's RPO: its estimate within the target and its
@@ -231,7 +282,8 @@ def _monthly_bytes(plan: Plan, data_class: DataClass) -> float:
     if data_class == DataClass.WEIGHTS and w:
         return w.size_b * w.publishes_per_month
     if data_class == DataClass.DATASETS and d:
-        return d.daily_change_b * cost.DAYS_PER_MONTH
+        refreshes = d.refresh.size_b * SECONDS_PER_MONTH / d.refresh.every_s if d.refresh else 0.0
+        return d.daily_change_b * cost.DAYS_PER_MONTH + refreshes
     return 0.0
 
 
@@ -257,7 +309,14 @@ def _flows_for_pair(
         out.append((DataClass.WEIGHTS, mech, flow))
     if d and d.site == primary.name:
         mech = choose_mechanism(d.replication, d.rpo_s, primary, dr)
-        out.append((DataClass.DATASETS, mech, sizing.dataset_flow(mech, d.daily_change_b, d.rpo_s)))
+        flow = sizing.dataset_flow(
+            mech,
+            d.daily_change_b,
+            d.rpo_s,
+            refresh_b=d.refresh.size_b if d.refresh else 0.0,
+            refresh_every_s=d.refresh.every_s if d.refresh else 0.0,
+        )
+        out.append((DataClass.DATASETS, mech, flow))
     return out
 
 
@@ -269,7 +328,7 @@ def _quota_source(plan: Plan, key: str, default: str) -> str:
 
 
 def _path_capacity(
-    plan: Plan, kind: str, need_gbps: float
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int = 2
 ) -> tuple[float, str, sizing.PortPlan | None]:
     """What a path can carry (Gbps), where that figure comes from, and Direct Connect's ports."""
     sources = reference.defaults()["sources"]
@@ -280,7 +339,11 @@ def _path_capacity(
     if kind == ServicePath.S3_CRR:
         return math.inf, "S3 CRR without RTC has no rate quota (and no time guarantee)", None
     if kind in (ServicePath.GCS_TURBO, ServicePath.GCS_DUAL_REGION):
-        return math.inf, "one dual-region bucket; no published replication rate limit", None
+        # Google publishes no replication throughput for a dual-region bucket: an assumption the
+        # plan can override (quotas.gcs_turbo_gbps, quotas.gcs_dual_region_gbps).
+        key = "gcs_turbo_gbps" if kind == ServicePath.GCS_TURBO else "gcs_dual_region_gbps"
+        default = f"quotas.{key} default (assumption: Google publishes no replication rate)"
+        return float(getattr(plan.quotas, key)), _quota_source(plan, key, default), None
     if kind == ServicePath.AZURE_OR:
         return math.inf, "standard object replication has no rate limit (and no SLA)", None
     if kind == ServicePath.STS:
@@ -289,11 +352,11 @@ def _path_capacity(
     if kind == ServicePath.DATASYNC:
         default = "quotas.datasync_gbps default (assumption: AWS publishes no agentless rate)"
         return plan.quotas.datasync_gbps, _quota_source(plan, "datasync_gbps", default), None
-    return _link_capacity(plan, kind, need_gbps)
+    return _link_capacity(plan, kind, need_gbps, dx_locations)
 
 
 def _link_capacity(
-    plan: Plan, kind: str, need_gbps: float
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int
 ) -> tuple[float, str, sizing.PortPlan | None]:
     if kind == LinkKind.VPN:
         _, capacity, src = sizing.vpn_gateway(need_gbps)
@@ -315,10 +378,26 @@ def _link_capacity(
         for speed in dx["port_gbps"]
     }
     lag_max = {int(k): int(v) for k, v in dx["lag_max_ports"].items()}
-    plan_ports = sizing.size_direct_connect(
-        need_gbps, ports, int(dx["min_connections"]), lag_max, locations=2
+    p = sizing.size_direct_connect(
+        need_gbps, ports, int(dx["min_connections"]), lag_max, locations=dx_locations
     )
-    return plan_ports.capacity_gbps, "Direct Connect ports sized by gpudr", plan_ports
+    what = f"{p.ports} x {p.port_gbps} Gbps Direct Connect ports sized by gpudr"
+    if p.locations < 2:
+        # Nothing survives the loss of the only location: the link is sized with every port up.
+        return p.capacity_gbps, f"{what}, at one location", p
+    # A location fails whole: the need must hold on what the other locations keep.
+    return (
+        p.survivable_gbps,
+        f"{what} over {p.locations} locations: {p.survivable_gbps:g} Gbps with the largest "
+        f"location down ({p.capacity_gbps:g} Gbps with all up)",
+        p,
+    )
+
+
+def _dx_locations(dr: Site) -> int:
+    """The Direct Connect locations the DR site's link names (components/aws/links.py spreads
+    the ports over them)."""
+    return 2 if dr.link is not None and dr.link.secondary_location else 1
 
 
 def _group_flows(
@@ -336,8 +415,10 @@ def _group_flows(
 
 def _path(plan: Plan, primary: Site, dr: Site, kind: str, flows: Iterable[sizing.Flow]) -> Path:
     members = list(flows)
-    required = sum(f.required_gbps for f in members)
-    capacity, source, ports = _path_capacity(plan, kind, required * plan.headroom)
+    required = sum(sizing.path_load_gbps(f) for f in members)
+    capacity, source, ports = _path_capacity(
+        plan, kind, required * plan.headroom, _dx_locations(dr)
+    )
     return Path(
         key=f"{primary.name}->{dr.name}:{kind}",
         primary=primary.name,
@@ -436,28 +517,55 @@ def _data_flow(plan: Plan, x: FlowFacts) -> DataFlow:
         replica_class=str(replica_class),
         notes=(x.estimate.reason, *_data_notes(plan, x, spec.rpo_s)),
         schedule=x.schedule,
+        check_s=_check_s(plan, x),
     )
 
 
-def _data_rto(plan: Plan, x: FlowFacts) -> float | None:
-    """The data is already at the DR site: usable after detection and the read of its working
-    set by one node."""
-    spec = plan.data_spec(x.data_class)
-    if spec is None or spec.rto_s is None:
-        return None
+def _check_s(plan: Plan, x: FlowFacts) -> float | None:
+    """The runbook's check of the DR copy: the newest checkpoint (as stored) or the weights
+    version read whole by one host (`sizing.verify_seconds`); datasets are only listed (not
+    timed)."""
     c = plan.checkpoints
     if x.data_class == DataClass.CHECKPOINTS and c:
         working = c.size_b / c.compression_ratio
+    elif x.data_class == DataClass.WEIGHTS:
+        working = x.flow.burst_bytes
     else:
-        working = x.flow.burst_bytes if x.data_class == DataClass.WEIGHTS else 0.0
-    return plan.recovery.detection_s + transfer_seconds(working, plan.recovery.read_gbps_per_node)
+        return None
+    r = plan.recovery
+    return sizing.verify_seconds(working, r.read_gbps_per_node, _read_ceiling(plan, x.dr))
+
+
+def _data_rto(plan: Plan, x: FlowFacts) -> float | None:
+    """The data is already at the DR site: usable after detection and the runbook's check of it
+    (`_check_s`)."""
+    spec = plan.data_spec(x.data_class)
+    if spec is None or spec.rto_s is None:
+        return None
+    return plan.recovery.detection_s + (_check_s(plan, x) or 0.0)
+
+
+def _read_ceiling(plan: Plan, dr: Site) -> float:
+    """What the DR site's object storage serves to all its readers at once: the plan's
+    `recovery.storage_read_gbps`, else the DR cloud's (`sizing.default_storage_read_gbps`)."""
+    ceiling = plan.recovery.storage_read_gbps
+    return sizing.default_storage_read_gbps(dr.cloud) if ceiling is None else ceiling
 
 
 def _data_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[str]:
     yield from _lag_bound_note(plan, x, rpo_s)
+    yield from _dataset_change_note(plan, x, rpo_s)
+    w = plan.weights
+    if x.data_class == DataClass.WEIGHTS and w and w.lock == WeightsLock.GOVERNANCE:
+        yield (
+            "a trial's lock (data.weights.lock: governance): the weights' owner can lift it and "
+            "delete them; the policy pack refuses it unless its config approves these stacks "
+            "as trials (immutable-weights approved_trials)"
+        )
     yield from _seed_note(plan, x)
     if x.mechanism == Mechanism.DUAL_WRITE:
         yield "every writer must write both copies before it reports success"
+        yield from _dual_write_notes(plan, x)
     yield from _schedule_notes(plan, x, rpo_s)
     if x.mechanism in DUAL_REGION:
         yield (
@@ -468,17 +576,80 @@ def _data_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[str]:
         yield _azure_priority_note(x, rpo_s)
 
 
+# A Direct Connect gateway does not route between the gateways associated with it: between two
+# AWS regions the traffic turns at the customer's router (shared/reference/dr-facts-2.md 4).
+DX_HAIRPIN_NOTE = (
+    "Direct Connect between two AWS regions: the Direct Connect gateway does not route from one "
+    "transit gateway to the other; the writes leave AWS at the Direct Connect location and only "
+    "come back if your router there advertises each region's range back to the other "
+    "(a hairpin through your equipment, which gpudr does not configure). Each GB goes out over "
+    "the ports and back in, and both transit gateways bill it. AWS's own region-to-region path is "
+    "transit gateway peering (link.kind: tgw-peering)"
+)
+
+
+def _dual_write_notes(plan: Plan, x: FlowFacts) -> Iterator[str]:
+    """What a dual write costs beyond its bytes, and the DX hairpin between two AWS regions."""
+    c = plan.checkpoints
+    if x.data_class == DataClass.CHECKPOINTS and c is not None:
+        nodes = sum(cl.nodes for cl in plan.clusters.values() if cl.site == c.site)
+        yield (
+            f"dual-written checkpoints slow the training that writes them by "
+            f"{c.dual_write_slowdown:.0%} (data.checkpoints.dual_write_slowdown; the brief quotes "
+            f"15-20%): priced as {c.dual_write_slowdown:.0%} of the GPU hours of the "
+            f"{nodes} training node(s) at {c.site}"
+        )
+    kind = _path_kind(x.mechanism, x.primary, x.dr)
+    if kind == LinkKind.DIRECT_CONNECT and x.primary.cloud == x.dr.cloud == Cloud.AWS:
+        yield DX_HAIRPIN_NOTE
+
+
 def _lag_bound_note(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[str]:
     floor = sizing.lag_floor_s(x.mechanism)
     c = plan.checkpoints
-    if x.data_class != DataClass.CHECKPOINTS or not c or rpo_s is None or floor is None:
+    if x.data_class != DataClass.CHECKPOINTS or not c or rpo_s is None:
         return
-    if rpo_s - c.interval_s < floor:
+    if rpo_s <= c.interval_s and not sizing.is_synchronous(x.mechanism):
+        # The copy starts once the checkpoint is written: it has RPO - interval = 0 s.
+        yield (
+            f"no bandwidth can meet this: the checkpoint interval ({fmt_duration(c.interval_s)}) "
+            f"is the whole RPO ({fmt_duration(rpo_s)}), leaving no time to replicate a "
+            "checkpoint after it is written; checkpoint more often, relax the RPO, or dual-write "
+            "the checkpoints (replication: dual-write)"
+        )
+    elif floor is not None and rpo_s - c.interval_s < floor:
         yield (
             f"no bandwidth can meet this: the interval ({fmt_duration(c.interval_s)}) plus the "
             f"{x.mechanism} lag bound ({fmt_duration(floor)}) exceeds the RPO; checkpoint more "
             "often or relax the RPO"
         )
+
+
+def _dataset_change_note(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[str]:
+    """What the datasets' need assumes about when their changes arrive."""
+    d = plan.datasets
+    if x.data_class != DataClass.DATASETS or not d:
+        return
+    daily = sizing.daily_change_gbps(d.daily_change_b)
+    size = f"{fmt_size(d.daily_change_b)}/day"
+    if d.refresh is None:
+        yield (
+            f"the need assumes the daily change spread evenly over the day ({size}: "
+            f"{fmt_gbps(daily)}); changes arriving in a burst must reach the DR site within the "
+            "RPO: declare them as data.datasets.refresh {size, every} to size for them"
+        )
+        return
+    r = d.refresh
+    head = f"a {fmt_size(r.size_b)} refresh every {fmt_duration(r.every_s)}"
+    change = f"{fmt_gbps(daily)} for the daily change ({size}, assumed spread evenly over the day)"
+    if rpo_s is None:
+        yield f"{head} has no RPO to meet: sized at its average rate, plus {change}"
+        return
+    yield (
+        f"{head} must reach the DR site within the {fmt_duration(rpo_s)} RPO: "
+        f"{fmt_gbps(sizing.required_gbps(r.size_b, rpo_s))}, plus {change}; "
+        f"{fmt_gbps(x.flow.required_gbps)} in all"
+    )
 
 
 def _seed_note(plan: Plan, x: FlowFacts) -> Iterator[str]:
@@ -545,7 +716,7 @@ _meets = sizing.within
 # --- GPU pools ----------------------------------------------------------------------------------
 
 
-def _rto_params(plan: Plan, kind: PoolKind) -> sizing.RtoParams:
+def _rto_params(plan: Plan, kind: PoolKind, dr: Site) -> sizing.RtoParams:
     r = plan.recovery
     return sizing.RtoParams(
         detection_s=r.detection_s,
@@ -553,9 +724,9 @@ def _rto_params(plan: Plan, kind: PoolKind) -> sizing.RtoParams:
         infra_create_s=r.infra_create_s,
         gpu_node_boot_s=r.gpu_node_boot_s,
         gpu_capacity_wait_s=r.gpu_capacity_wait_s,
-        warm_scale_up_s=r.warm_scale_up_s,
         restart_s=r.restart_training_s if kind == PoolKind.TRAINING else r.restart_service_s,
         read_gbps_per_node=r.read_gbps_per_node,
+        storage_read_gbps=_read_ceiling(plan, dr),
     )
 
 
@@ -566,6 +737,45 @@ def _working_set(plan: Plan, kind: PoolKind) -> float:
         c = plan.checkpoints
         return c.size_b / c.compression_ratio if c else 0.0
     return plan.weights.size_b if plan.weights else 0.0
+
+
+def reservation(cloud: str, instance_type: str) -> str | None:
+    """How `cloud` reserves GPU capacity for `instance_type`, or None where it has no
+    reservation for it (reference data `recovery.reservations`, with sources)."""
+    entry = reference.defaults()["recovery"]["reservations"][cloud]
+    unsupported = entry.get("unsupported_prefix")
+    if unsupported and instance_type.startswith(str(unsupported)):
+        return None
+    return str(entry["kind"])
+
+
+def _reserved(dr: Site, instance_type: str) -> bool:
+    """The DR site reserves its GPUs and its cloud has a reservation for the instance."""
+    return dr.reserve_capacity and reservation(dr.cloud, instance_type) is not None
+
+
+Checks = tuple[tuple[str, float | None], ...]  # (data class, the runbook's check of it)
+
+
+def _checks(flows: Iterable[DataFlow]) -> Checks:
+    ordered = sorted(flows, key=lambda f: DATA_CLASSES.index(f.data_class))
+    return tuple((str(f.data_class), f.check_s) for f in ordered)
+
+
+def _timing(kind: PoolKind, name: str, option: PatternOption) -> sizing.PoolTiming:
+    return sizing.PoolTiming(name, kind, option.stages, option.scales)
+
+
+def _failover(
+    plan: Plan, checks: Checks, pools: Sequence[sizing.PoolTiming]
+) -> tuple[sizing.TimedStep, ...]:
+    return sizing.failover_steps(plan.recovery.detection_s, dict(checks), pools)
+
+
+def _finishes(plan: Plan, checks: Checks, pools: Sequence[sizing.PoolTiming]) -> list[float]:
+    """Each pool's estimated RTO: when its last step ends among the pair's failover steps."""
+    done = sizing.finish_times(_failover(plan, checks, pools))
+    return [done[sizing.workload_step(p.kind, p.name)] for p in pools]
 
 
 @dataclass(frozen=True)
@@ -581,6 +791,7 @@ class PoolSpec:
     # Another pool keeps this DR cluster's control plane up: backup/restore creates no
     # infrastructure at failover, and no pattern pays for the control plane on this pool.
     control_plane_standing: bool = False
+    checks: Checks = ()  # the pair's data checks, which the pool's work waits for
 
     @property
     def cluster(self) -> str:
@@ -588,53 +799,167 @@ class PoolSpec:
         return w.cluster if isinstance(w, Service) else w.name
 
 
-def _pattern_option(plan: Plan, p: PoolSpec, instance_type: str, pattern: Pattern) -> PatternOption:
-    params = _rto_params(plan, p.kind)
+def _pattern_option(
+    plan: Plan,
+    p: PoolSpec,
+    instance_type: str,
+    pattern: Pattern,
+    reserve: bool | None = None,  # None: as the DR site says; True: priced and timed reserved
+) -> PatternOption:
+    params = _rto_params(plan, p.kind, p.dr)
     if p.control_plane_standing:
         params = replace(params, infra_create_s=0.0)
     nodes = p.workload.nodes
+    standing = sizing.standing_nodes(pattern, nodes, p.dr.warm_fraction)
+    site = p.dr if reserve is None else replace(p.dr, reserve_capacity=reserve)
+    held = _reserved(site, instance_type)
     stages = sizing.rto_stages(
         pattern,
         p.kind,
         nodes=nodes,
+        standing=standing,
         working_set_b=_working_set(plan, p.kind),
-        reserved=p.dr.reserve_capacity,
+        reserved=held,
         params=params,
     )
-    total = sizing.rto_total(stages)
-    usages = list(_gpu_usages(p.dr, p.name, instance_type, pattern, nodes))
+    scales = standing < nodes
+    (total,) = _finishes(plan, p.checks, [sizing.PoolTiming(p.name, p.kind, stages, scales)])
+    usages = list(_gpu_usages(site, p.name, instance_type, pattern, nodes))
     if pattern != Pattern.BACKUP_RESTORE and not p.control_plane_standing:
         usages += _cluster_usages(p.dr, p.cluster, dr=True)
     return PatternOption(
-        pattern, total, cost.total(usages), _meets(p.workload.rto_s, total), stages
+        pattern,
+        total,
+        cost.total(usages),
+        _meets(p.workload.rto_s, total),
+        stages,
+        sizing.capacity_guaranteed(nodes, standing, held),
+        scales,
     )
 
 
+def _choose(p: PoolSpec, options: Sequence[PatternOption]) -> tuple[Pattern, str | None]:
+    """The spec's pattern, else the cheapest that meets the RTO, else the fastest (the cheapest
+    of equally fast ones); and why."""
+    forced = p.workload.pattern or p.dr.pattern
+    if forced is not None:
+        return forced, f"pattern {forced} set in the spec"
+    choice = sizing.cheapest(
+        [(o.pattern, o.monthly_usd, o.meets, o.estimated_rto_s) for o in options]
+    )
+    if choice is not None:
+        return Pattern(choice), None
+    # Ties as `sizing.cheapest` breaks them: the cheaper, then the more standing.
+    fastest = min(
+        options,
+        key=lambda o: (
+            round(o.estimated_rto_s, 6),
+            round(o.monthly_usd, 2),
+            -DR_PATTERNS.index(o.pattern),
+        ),
+    )
+    return fastest.pattern, (
+        f"no pattern meets the RTO; {fastest.pattern} is the fastest "
+        f"({fmt_duration(fastest.estimated_rto_s)})"
+    )
+
+
+def _capacity_offer(
+    plan: Plan, p: PoolSpec, instance_type: str, chosen: PatternOption
+) -> CapacityOffer:
+    """What makes the chosen pattern's missing GPUs certain, priced by the cost engine: the
+    cloud's reservation for every node, else every node standing (active-active)."""
+    kind = reservation(p.dr.cloud, instance_type)
+    if kind is not None:
+        o = _pattern_option(plan, p, instance_type, chosen.pattern, reserve=True)
+        return CapacityOffer(
+            "reserve", kind, p.workload.nodes, o.monthly_usd, o.estimated_rto_s, o.meets
+        )
+    o = _pattern_option(plan, p, instance_type, Pattern.ACTIVE_ACTIVE)
+    return CapacityOffer(
+        "stand", "every node standing", p.workload.nodes, o.monthly_usd, o.estimated_rto_s, o.meets
+    )
+
+
+def _capacity_note(
+    plan: Plan, p: PoolSpec, instance_type: str, chosen: PatternOption, offer: CapacityOffer
+) -> str:
+    w, dr = p.workload, p.dr
+    missing = w.nodes - sizing.standing_nodes(chosen.pattern, w.nodes, dr.warm_fraction)
+    wait = fmt_duration(plan.recovery.gpu_capacity_wait_s)
+    verdict = f"RTO {CONDITIONAL}" if chosen.meets else "RTO not met, nor its GPUs certain"
+    head = (
+        f"{verdict}: {missing} of {w.nodes} {instance_type} nodes are neither standing nor "
+        f"reserved, and in a regional outage every tenant of the failed region "
+        f"({p.primary.region}) looks for capacity at once; the estimate assumes {dr.region} has "
+        f"them within recovery.gpu_capacity_wait ({wait})"
+    )
+    extra = f"${offer.monthly_usd - chosen.monthly_usd:,.0f} more than {chosen.pattern} now"
+    rto = fmt_duration(offer.estimated_rto_s) + ("" if offer.meets else ", above the target")
+    if offer.how == "reserve":
+        fix = (
+            f"reserve_capacity: true on site {dr.name} makes them certain: {offer.what} for "
+            f"{offer.nodes} nodes, ${offer.monthly_usd:,.0f}/month billed whether used or not "
+            f"({extra}), RTO {rto}"
+        )
+    else:
+        fix = (
+            f"{dr.cloud} has no capacity reservation for {instance_type} (reference data "
+            f"recovery.reservations): only {offer.what} makes them certain (pattern: "
+            f"active-active), ${offer.monthly_usd:,.0f}/month ({extra}), RTO {rto}"
+        )
+    return f"{head}. {fix}"
+
+
+def _check_note(plan: Plan, p: PoolSpec, chosen: PatternOption) -> list[str]:
+    """Say so when the runbook's check of a data class, not the wait for GPUs, holds the work of
+    a pool that adds nodes up."""
+    timing = sizing.PoolTiming(p.name, p.kind, chosen.stages, chosen.scales)
+    path = sizing.critical_path(
+        _failover(plan, p.checks, [timing]), sizing.workload_step(p.kind, p.name)
+    )
+    checks = dict(p.checks)
+    held = [k.removeprefix("data:") for k, _ in path if k.startswith("data:")]
+    if not held or not chosen.scales:
+        return []
+    gpus = chosen.stages["infrastructure"] + chosen.stages["capacity"]
+    return [
+        f"its work waits for the runbook's check of the {held[0]} at {p.dr.name} "
+        f"({fmt_duration(checks[held[0]])}: one host reads them whole to hash them), longer "
+        f"than its GPUs take ({fmt_duration(gpus)}); a faster checking host "
+        "(recovery.read_gbps_per_node) shortens it"
+    ]
+
+
 def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
-    """Price and time every pattern for one pool and pick one: the spec's, else the cheapest
-    that meets the RTO, else the fastest."""
+    """Price and time every pattern for one pool and pick one (`_choose`)."""
     # The same GPU as the DR cloud sells it (p5.48xlarge at AWS is a3-highgpu-8g at GCP).
     w, dr = p.workload, p.dr
-    offer = reference.gpu_offer(dr.cloud, w.gpu)
-    if offer is None:
+    gpu = reference.gpu_offer(dr.cloud, w.gpu)
+    if gpu is None:
         raise ValueError(f"{dr.cloud} offers no {w.gpu}; the spec check should have said so")
-    options = [_pattern_option(plan, p, offer.instance_type, pattern) for pattern in DR_PATTERNS]
-    forced = w.pattern or dr.pattern
-    notes: list[str] = []
-    if forced is not None:
-        pattern = forced
-        notes.append(f"pattern {forced} set in the spec")
-    else:
-        choice = sizing.cheapest(
-            [(o.pattern, o.monthly_usd, o.meets, o.estimated_rto_s) for o in options]
-        )
-        if choice is None:
-            pattern = Pattern.ACTIVE_ACTIVE
-            notes.append("no pattern meets the RTO; active-active is the fastest")
-        else:
-            pattern = Pattern(choice)
+    options = [_pattern_option(plan, p, gpu.instance_type, pattern) for pattern in DR_PATTERNS]
+    pattern, why = _choose(p, options)
+    notes = [why] if why else []
+    chosen = next(o for o in options if o.pattern == pattern)
+    offer = None
+    if not chosen.guaranteed:
+        offer = _capacity_offer(plan, p, gpu.instance_type, chosen)
+        notes.append(_capacity_note(plan, p, gpu.instance_type, chosen, offer))
+    notes += _check_note(plan, p, chosen)
     if dr.reserve_capacity:
         notes.append(f"capacity reservation for {w.nodes} nodes is billed whether used or not")
+    if dr.reserve_capacity and not _reserved(dr, gpu.instance_type):
+        notes.append(
+            f"{dr.cloud} has no capacity reservation for {gpu.instance_type} (reference data "
+            "recovery.reservations): reserve_capacity makes no GPU certain here"
+        )
+    if isinstance(w, Service) and (plan.weights is None or plan.weights.site != w.site):
+        notes.append(
+            f"RPO not applicable: the plan replicates no model weights from {w.site}, so gpudr "
+            "protects no data of this service; its model must reach the DR site another way "
+            "(e.g. in its container image), and its RTO assumes no model load"
+        )
     return Pool(
         name=p.name,
         kind=p.kind,
@@ -642,9 +967,9 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
         primary=p.primary.name,
         dr=dr.name,
         gpu=w.gpu,
-        instance_type=offer.instance_type,
-        gpus_per_node=offer.gpus_per_node,
-        efa_interfaces=offer.efa_interfaces if isinstance(w, Cluster) else 0,
+        instance_type=gpu.instance_type,
+        gpus_per_node=gpu.gpus_per_node,
+        efa_interfaces=gpu.efa_interfaces if isinstance(w, Cluster) else 0,
         nodes=w.nodes,
         pattern=pattern,
         standing=sizing.standing_nodes(pattern, w.nodes, dr.warm_fraction),
@@ -654,18 +979,22 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
         estimated_rpo_s=p.rpo_estimate,
         options=tuple(options),
         notes=tuple(notes),
+        offer=offer,
     )
 
 
-def _plan_pools(plan: Plan, primary: Site, dr: Site, weights_rpo: float | None) -> list[Pool]:
+def _plan_pools(
+    plan: Plan, primary: Site, dr: Site, weights_rpo: float | None, checks: Checks
+) -> list[Pool]:
     """Pools per DR cluster, in two passes: each pool chooses alone; if any pool keeps the
-    cluster's control plane up, the others choose again knowing it is standing."""
+    cluster's control plane up, the others choose again knowing it is standing. Then each is
+    timed among all the pair's pools (`_on_the_pair`)."""
     specs = [
-        PoolSpec(primary, dr, cl.pool_name, PoolKind.TRAINING, cl, None)
+        PoolSpec(primary, dr, cl.pool_name, PoolKind.TRAINING, cl, None, checks=checks)
         for cl in plan.clusters.values()
         if cl.site == primary.name
     ] + [
-        PoolSpec(primary, dr, svc.pool_name, PoolKind.SERVICE, svc, weights_rpo)
+        PoolSpec(primary, dr, svc.pool_name, PoolKind.SERVICE, svc, weights_rpo, checks=checks)
         for svc in plan.services.values()
         if svc.site == primary.name
     ]
@@ -679,6 +1008,27 @@ def _plan_pools(plan: Plan, primary: Site, dr: Site, weights_rpo: float | None) 
         )
         again = replace(spec, control_plane_standing=True)
         out.append(_plan_pool(plan, again) if others_stand else pool)
+    return _on_the_pair(plan, checks, out)
+
+
+def _on_the_pair(plan: Plan, checks: Checks, pools: list[Pool]) -> list[Pool]:
+    """Each pool's chosen estimate as its finish among all the pair's failover steps. A pool
+    that adds nodes waits for the one capacity step (one `pulumi up` grows every pool), which
+    lasts as long as the slowest pool's growth: a pool may finish later than it would alone."""
+    timings = [_timing(p.kind, p.name, p.chosen) for p in pools]
+    out = []
+    for p, rto in zip(pools, _finishes(plan, checks, timings), strict=True):
+        if abs(rto - p.chosen.estimated_rto_s) < 1e-6:
+            out.append(p)
+            continue
+        chosen = replace(p.chosen, estimated_rto_s=rto, meets=_meets(p.rto_s, rto))
+        note = (
+            f"waits for the capacity step, which grows the pair's other pools too: "
+            f"{fmt_duration(rto)}, not the {fmt_duration(p.chosen.estimated_rto_s)} it would "
+            "take alone"
+        )
+        options = tuple(chosen if o.pattern == p.pattern else o for o in p.options)
+        out.append(replace(p, options=options, notes=(*p.notes, note)))
     return out
 
 
@@ -694,20 +1044,23 @@ def design(plan: Plan) -> Design:
         flows += pair_flows
         paths.update((p.key, p) for p in pair_paths)
         # A service at the DR site serves what was replicated there: its RPO is the weights'.
-        # Without a weights class gpudr protects none of its data, so it has no estimate.
+        # Without weights from its site gpudr protects none of its data: the spec leaves its
+        # RPO unset (not applicable) and refuses one stated (spec._services_rpo).
         est_weights = next(
             (f.estimate.estimated_s for f in pair_flows if f.data_class == DataClass.WEIGHTS),
             None,
         )
-        pools.extend(_plan_pools(plan, primary, dr, est_weights))
+        pools.extend(_plan_pools(plan, primary, dr, est_weights, _checks(pair_flows)))
+    usages = tuple(_usages(plan, flows, paths, pools))
     return Design(
         plan,
         tuple(flows),
         paths,
         tuple(pools),
         tuple(_workloads(flows, paths, pools)),
-        cost.report(_usages(plan, flows, paths, pools)),
-        _alternatives(plan, pools),
+        cost.report(usages),
+        _alternatives(plan, pools, flows),
+        usages,
     )
 
 
@@ -716,12 +1069,7 @@ def _workloads(flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool])
 
 
 def _data_workload(f: DataFlow, path: Path) -> Workload:
-    notes = list(f.notes)
-    if not path.ok:
-        notes.append(
-            f"path {path.kind} needs {path.needed_gbps:.2f} Gbps with headroom but has "
-            f"{path.capacity_gbps:g} Gbps"
-        )
+    notes = [*f.notes, *_shortfall_notes(path)]
     if not path.ok and f.estimate.guaranteed:
         notes.append("the mechanism's guarantee does not hold while the path is over capacity")
     meets = _meets(f.rpo_s, f.estimate.estimated_s) and _meets(f.rto_s, f.estimated_rto_s)
@@ -742,6 +1090,24 @@ def _data_workload(f: DataFlow, path: Path) -> Workload:
     )
 
 
+def _shortfall_notes(path: Path) -> Iterator[str]:
+    """Why a path cannot carry its flows, and by how much."""
+    if path.ok:
+        return
+    has = f"has {path.capacity_gbps:,.6g} Gbps"
+    if path.ports is not None:
+        # Direct Connect is sized to the need: short only beyond the largest plan.
+        has = (
+            f"the largest Direct Connect plan gpudr deploys has {path.capacity_gbps:,.6g} Gbps "
+            f"({path.capacity_source})"
+        )
+    short = path.needed_gbps - path.capacity_gbps
+    yield (
+        f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has}: "
+        f"{short:,.2f} Gbps short"
+    )
+
+
 def _pool_workload(p: Pool) -> Workload:
     chosen = p.chosen
     return Workload(
@@ -758,6 +1124,7 @@ def _pool_workload(p: Pool) -> Workload:
         estimated_rto_s=chosen.estimated_rto_s,
         meets=_meets(p.rto_s, chosen.estimated_rto_s) and _meets(p.rpo_s, p.estimated_rpo_s),
         notes=p.notes,
+        guaranteed=p.guaranteed,
     )
 
 
@@ -807,6 +1174,8 @@ def _usages(
     out += _endpoint_usages(plan, flows)
     for path in paths.values():
         out += _link_usages(plan, path)
+    out += _tgw_attachment_usages(plan, paths)
+    out += _slowdown_usages(plan, flows)
     return out + _log_usages(plan, pools)
 
 
@@ -836,7 +1205,13 @@ def _site_usages(plan: Plan, site: Site, flows: list[DataFlow]) -> list[Usage]:
     """Every site's data key and NAT; a primary's own clusters, pools and data copies (shown for
     scale, not part of the DR posture)."""
     is_dr = site.role == SiteRole.DR
-    out = [_usage("data-key", site, 1, is_dr), *cost.nat_usages(site.cloud, site.name, dr=is_dr)]
+    # A GCP site owning a dual-region bucket keys it in the bucket's multi-region location too
+    # (gpudr/build/stackconfig.py: kms_location), so it holds a second key.
+    keys = 1 + int(any(f.dr == site.name and f.mechanism in DUAL_REGION for f in flows))
+    out = [
+        _usage("data-key", site, keys, is_dr),
+        *cost.nat_usages(site.cloud, site.name, dr=is_dr),
+    ]
     if is_dr:
         return out
     workloads: list[Cluster | Service] = [*plan.clusters.values(), *plan.services.values()]
@@ -904,7 +1279,26 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
                 dst=dr.cloud,
             )
         )
-    return out + list(_mechanism_usages(plan, f, gb))
+    return out + list(_mechanism_usages(plan, f, gb)) + list(_tgw_processing(plan, f, path, gb))
+
+
+# The DR links that attach to an AWS site's transit gateway; a transit gateway bills every GB
+# sent into it from a VPC, a VPN or Direct Connect, none arriving over a peering attachment.
+TGW_LINKS = (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT, LinkKind.HA_VPN)
+
+
+def _tgw_processing(plan: Plan, f: DataFlow, path: Path, gb: float) -> Iterator[Usage]:
+    """Dual writes on a DR link through transit gateways: the sender's processes them out of
+    its VPC; the receiver's processes what arrives from Direct Connect or a VPN (a hairpin
+    through your router on Direct Connect between two AWS regions)."""
+    if f.mechanism != Mechanism.DUAL_WRITE or path.kind not in TGW_LINKS:
+        return
+    primary, dr = plan.sites[f.primary], plan.sites[f.dr]
+    if primary.cloud == Cloud.AWS:
+        yield _usage("tgw-processing", primary, gb, True, data_class=f.data_class)
+    if dr.cloud == Cloud.AWS and path.kind != LinkKind.TGW_PEERING:
+        link = "Direct Connect" if path.kind == LinkKind.DIRECT_CONNECT else "the VPN"
+        yield _usage("tgw-processing-in", dr, gb, True, data_class=f.data_class, link=link)
 
 
 def _mechanism_usages(plan: Plan, f: DataFlow, gb: float) -> Iterator[Usage]:
@@ -924,8 +1318,6 @@ def _mechanism_usages(plan: Plan, f: DataFlow, gb: float) -> Iterator[Usage]:
     if f.mechanism == Mechanism.DUAL_WRITE and dr.cloud == Cloud.AWS:
         # Per GB the receiving site's S3 interface endpoint takes in (its hours: below).
         yield _usage("endpoint-processing", dr, gb, True, data_class=f.data_class)
-        if primary.cloud == Cloud.AWS:
-            yield _usage("tgw-processing", primary, gb, True, data_class=f.data_class)
 
 
 def _endpoint_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:
@@ -942,10 +1334,6 @@ def _endpoint_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:
-    if path.kind == LinkKind.TGW_PEERING:
-        # One VPC attachment per site plus the peering attachment on each side.
-        for name in (path.primary, path.dr):
-            yield _usage("tgw-attachments", plan.sites[name], 2 * HOURS_PER_MONTH, True)
     if path.kind == LinkKind.DIRECT_CONNECT and path.ports:
         ports = path.ports
         yield _usage(
@@ -968,12 +1356,70 @@ def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         "ha-vpn-tunnels", by_cloud[Cloud.GCP], tunnels * HOURS_PER_MONTH, True, tunnels=tunnels
     )
     if Cloud.AWS in by_cloud:
+        aws = by_cloud[Cloud.AWS]
+        connections = aws_vpn_connections(path.kind)
         yield _usage(
-            "aws-vpn-connections", by_cloud[Cloud.AWS], 2 * HOURS_PER_MONTH, True, connections=2
+            "aws-vpn-connections", aws, connections * HOURS_PER_MONTH, True, connections=connections
         )
+        # Each connection's two tunnels have an AWS public IPv4 address.
+        ips = 2 * connections
+        what = f"{ips} VPN tunnel endpoints"
+        yield _usage("public-ipv4", aws, ips * HOURS_PER_MONTH, True, what=what)
     if Cloud.AZURE in by_cloud and path.gateway_sku:
+        azure = by_cloud[Cloud.AZURE]
+        yield _usage("azure-vpn-gateway", azure, HOURS_PER_MONTH, True, sku=path.gateway_sku)
+        # An active-active gateway: one Standard static address per instance, one per tunnel.
+        what = f"VPN gateway, {tunnels} instances"
+        yield _usage("public-ipv4", azure, tunnels * HOURS_PER_MONTH, True, what=what)
+
+
+def aws_vpn_connections(kind: str) -> int:
+    """AWS site-to-site VPN connections on a VPN path: each brings two tunnels."""
+    return int(reference.defaults()["links"][kind]["tunnels"]) // 2
+
+
+def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage]:
+    """Every AWS site's transit gateway attachments, billed per hour: its VPC's (every site
+    has one, components/aws/network.py), a peering attachment on each side of transit gateway
+    peering, one per VPN connection of a VPN path, one for the Direct Connect gateway."""
+    for site in plan.sites.values():
+        if site.cloud != Cloud.AWS:
+            continue
+        parts = {"VPC": 1}
+        for path in paths.values():
+            if site.name not in (path.primary, path.dr):
+                continue
+            if path.kind == LinkKind.TGW_PEERING:
+                parts["peering"] = parts.get("peering", 0) + 1
+            elif path.kind == LinkKind.HA_VPN:
+                parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.kind)
+            elif path.kind == LinkKind.DIRECT_CONNECT:
+                parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
+        what = " + ".join(k if n == 1 else f"{n} {k}" for k, n in parts.items())
+        count = sum(parts.values())
+        yield _usage("tgw-attachments", site, count * HOURS_PER_MONTH, True, what=what)
+
+
+def _slowdown_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:
+    """Dual-written checkpoints slow the training that writes them: that share of the primary
+    training clusters' GPU hours (data.checkpoints.dual_write_slowdown)."""
+    c = plan.checkpoints
+    if c is None or not any(
+        f.data_class == DataClass.CHECKPOINTS and f.mechanism == Mechanism.DUAL_WRITE for f in flows
+    ):
+        return
+    site = plan.sites[c.site]
+    for cl in plan.clusters.values():
+        if cl.site != site.name or not c.dual_write_slowdown:
+            continue
         yield _usage(
-            "azure-vpn-gateway", by_cloud[Cloud.AZURE], HOURS_PER_MONTH, True, sku=path.gateway_sku
+            "dual-write-slowdown",
+            site,
+            c.dual_write_slowdown * cl.nodes * HOURS_PER_MONTH,
+            True,
+            pool=cl.pool_name,
+            instance_type=cl.instance_type,
+            share=f"{c.dual_write_slowdown:.0%}",
         )
 
 
@@ -992,28 +1438,45 @@ def replica_bytes(plan: Plan, cls: DataClass) -> float:
     return 0.0
 
 
-def _alternatives(plan: Plan, pools: list[Pool]) -> dict[str, tuple[float, bool]]:
+def _alternatives(
+    plan: Plan, pools: list[Pool], flows: list[DataFlow]
+) -> dict[str, tuple[float, bool]]:
     """The DR GPU and control-plane bill if every pool used one pattern, and whether every
-    pool's RTO target would hold. Timed afresh: with every pool on backup/restore, no control
-    plane stands, so each pays the infrastructure stage."""
+    pool's RTO target would hold, timed as the failover's steps time them. Timed afresh: with
+    every pool on backup/restore, no control plane stands, so each pays the infrastructure
+    stage."""
     out: dict[str, tuple[float, bool]] = {}
     for pattern in DR_PATTERNS:
         usages: list[Usage] = []
         ok = True
-        for p in pools:
-            dr = plan.sites[p.dr]
-            usages += _gpu_usages(dr, p.name, p.instance_type, pattern, p.nodes)
-            stages = sizing.rto_stages(
-                pattern,
-                p.kind,
-                nodes=p.nodes,
-                working_set_b=_working_set(plan, p.kind),
-                reserved=p.reserved,
-                params=_rto_params(plan, p.kind),
-            )
-            ok = ok and _meets(p.rto_s, sizing.rto_total(stages))
+        for (primary, dr_name), group in _by_pair(pools).items():
+            dr = plan.sites[dr_name]
+            timings = []
+            for p in group:
+                usages += _gpu_usages(dr, p.name, p.instance_type, pattern, p.nodes)
+                standing = sizing.standing_nodes(pattern, p.nodes, dr.warm_fraction)
+                stages = sizing.rto_stages(
+                    pattern,
+                    p.kind,
+                    nodes=p.nodes,
+                    standing=standing,
+                    working_set_b=_working_set(plan, p.kind),
+                    reserved=_reserved(dr, p.instance_type),
+                    params=_rto_params(plan, p.kind, dr),
+                )
+                timings.append(sizing.PoolTiming(p.name, p.kind, stages, standing < p.nodes))
+            checks = _checks(f for f in flows if f.primary == primary and f.dr == dr_name)
+            rtos = _finishes(plan, checks, timings)
+            ok = ok and all(_meets(p.rto_s, t) for p, t in zip(group, rtos, strict=True))
         if pattern != Pattern.BACKUP_RESTORE:
             for dr_name, cluster in sorted({(p.dr, p.cluster) for p in pools}):
                 usages += _cluster_usages(plan.sites[dr_name], cluster, dr=True)
         out[pattern] = (cost.total(usages), ok)
+    return out
+
+
+def _by_pair(pools: Iterable[Pool]) -> dict[tuple[str, str], list[Pool]]:
+    out: dict[tuple[str, str], list[Pool]] = {}
+    for p in pools:
+        out.setdefault((p.primary, p.dr), []).append(p)
     return out

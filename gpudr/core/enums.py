@@ -92,6 +92,19 @@ class WorkloadKind(StrEnum):
     SERVICE = "service"
 
 
+class WeightsLock(StrEnum):
+    """`data.weights.lock`: how the weights copies are made write-once (gpudr:lock on them)."""
+
+    # Production: S3 Object Lock COMPLIANCE, a locked GCS retention policy (Bucket Lock), Azure
+    # immutability locked with gpudr:lock_weights. Nobody can delete a version before its
+    # retention ends, nor the bucket while it holds one.
+    COMPLIANCE = "compliance"
+    # A trial: the same retention, undoable by its owner (S3 GOVERNANCE mode, an unlocked GCS
+    # retention policy, Azure immutability left unlocked). The policy pack accepts it only on
+    # stacks its config approves as trials.
+    GOVERNANCE = "governance"
+
+
 class BucketRole(StrEnum):
     """A data bucket's place in its class's replication."""
 

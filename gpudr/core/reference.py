@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from gpudr.core import units
+
 DATA_DIR = Path(__file__).parent / "data"
 
 
@@ -43,12 +45,24 @@ def catalog() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class PriceTier:
+    """One volume band of a tiered price: `usd` per unit for the units of a month's volume up to
+    `up_to` (None: every unit above the previous band)."""
+
+    up_to: float | None
+    usd: float
+
+
+@dataclass(frozen=True)
 class Price:
-    """One priced item: the amount and where it comes from."""
+    """One priced item: the amount and where it comes from. A volume-tiered price also carries
+    its bands (`usd` is then the first band's rate)."""
 
     usd: float
     source: str
     url: str
+    tiers: tuple[PriceTier, ...] = ()
+    tiers_citation: str = ""  # where the bands come from, when not from `source`
 
     @property
     def citation(self) -> str:
@@ -68,13 +82,47 @@ def price(cloud: str, *path: str) -> Price:
     if not isinstance(node, dict) or "usd" not in node:
         dotted = ".".join((cloud, *path))
         raise ReferenceError(f"gpudr/core/data/prices.yaml: {dotted} is not a price")
-    usd = float(node["usd"])
-    if node.get("per") == "GiB":
-        usd /= 2**30 / 1e9  # gpudr sizes in decimal GB
+    per_gb = 2**30 / 1e9 if node.get("per") == "GiB" else 1.0  # gpudr sizes in decimal GB
     source_id = str(node.get("source", ""))
+    tiers = _tiers(".".join((cloud, *path)), node.get("tiers"), per_gb)
+    tiers_source = str(node.get("tiers_source", ""))
+    return Price(
+        usd=float(node["usd"]) / per_gb,
+        source=source_id,
+        url=_source_url(source_id),
+        tiers=tiers,
+        tiers_citation=(_source_url(tiers_source) or tiers_source) if tiers_source else "",
+    )
+
+
+def _source_url(source_id: str) -> str:
     source = prices().get("sources", {}).get(source_id, {})
-    url = str(source.get("url", "")) if isinstance(source, dict) else ""
-    return Price(usd=usd, source=source_id, url=url)
+    return str(source.get("url", "")) if isinstance(source, dict) else ""
+
+
+def _tiers(dotted: str, raw: Any, per_gb: float) -> tuple[PriceTier, ...]:
+    """A price's volume bands, `up_to` a size (`1PB`, `10TiB`) read as GB of the month's volume,
+    in ascending order, the last one unbounded."""
+    if raw is None:
+        return ()
+    where = f"gpudr/core/data/prices.yaml: {dotted}.tiers"
+    if not isinstance(raw, list) or not raw:
+        raise ReferenceError(f"{where} must be a list of {{up_to, usd}} bands")
+    out: list[PriceTier] = []
+    for band in raw:
+        if not isinstance(band, dict) or "usd" not in band:
+            raise ReferenceError(f"{where}: every band needs usd (and up_to but the last)")
+        up_to = band.get("up_to")
+        out.append(
+            PriceTier(
+                None if up_to is None else units.parse_size(up_to) / 1e9,
+                float(band["usd"]) / per_gb,
+            )
+        )
+    bounds = [t.up_to for t in out[:-1] if t.up_to is not None]
+    if out[-1].up_to is not None or len(bounds) < len(out) - 1 or bounds != sorted(set(bounds)):
+        raise ReferenceError(f"{where}: bounds must ascend and only the last band be unbounded")
+    return tuple(out)
 
 
 def recovery_default(name: str) -> float:

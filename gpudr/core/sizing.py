@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudr.core import reference
-from gpudr.core.enums import DR_PATTERNS, Mechanism, Pattern, PoolKind
+from gpudr.core.enums import DR_PATTERNS, DataClass, Mechanism, Pattern, PoolKind
 from gpudr.core.units import transfer_seconds
 
 # --- the facts that cross to the policy pack, at the precision the tags carry them -------------
@@ -44,8 +44,9 @@ def within(target: float | None, estimate: float | None) -> bool:
 
 
 def fits(need_gbps: float, capacity_gbps: float) -> bool:
-    """A need (with its headroom) fits a capacity."""
-    return need_gbps <= capacity_gbps + 1e-9
+    """A need (with its headroom) fits a capacity; an unbounded need fits none, not even a path
+    without a provisioned limit."""
+    return math.isfinite(need_gbps) and need_gbps <= capacity_gbps + 1e-9
 
 
 # --- replication bandwidth ------------------------------------------------------------------
@@ -80,11 +81,20 @@ def transfer_window_s(
     """Time one burst has to reach the DR site; None without a target.
 
     window = publish window                      (a dual-written weights publish)
+           = interval                            (a dual-written checkpoint)
            = min(RPO - interval, interval)       (with a checkpoint interval)
            = RPO                                 (otherwise)
+
+    A dual-written checkpoint is at the DR site once its write completes, so nothing is left to
+    replicate after it (the RPO is the interval, as `achieved_rpo` estimates): its write only has
+    to finish before the next checkpoint. An asynchronous copy starts once the checkpoint is
+    written, so at RPO = interval it has no time at all and no bandwidth meets the RPO (the need
+    is infinite: `required_gbps`).
     """
     if mechanism == Mechanism.DUAL_WRITE and publish_window_s is not None:
         return publish_window_s
+    if mechanism == Mechanism.DUAL_WRITE and interval_s > 0:
+        return interval_s
     if rpo_s is None:
         return None
     if interval_s > 0:
@@ -101,14 +111,40 @@ def required_gbps(size_b: float, window_s: float) -> float:
     return size_b * 8 / window_s / 1e9
 
 
-def need_gbps(burst_bytes: float, steady_gbps: float, window_s: float | None) -> float:
-    """need = max(steady rate, burst x 8 / window); the steady rate alone without a window."""
-    burst = 0.0 if window_s is None else required_gbps(burst_bytes, window_s)
-    return max(steady_gbps, burst)
+def continuous_gbps(burst_bytes: float, steady_gbps: float, period_s: float) -> float:
+    """The part of a flow's steady rate that is not its bursts' own average, at tag precision:
+
+    continuous = steady - burst x 8 / period      (0 without a period; never below 0)
+
+    It keeps flowing while a burst drains: a dataset's daily change beside its bulk refresh.
+    Checkpoints have none (their steady rate is their bursts' average), weights none either.
+    """
+    average = required_gbps(burst_bytes, period_s) if period_s > 0 else 0.0
+    return max(0.0, whole_kbps(steady_gbps - average))
+
+
+def need_gbps(
+    burst_bytes: float, steady_gbps: float, window_s: float | None, period_s: float = 0.0
+) -> float:
+    """need = max(steady rate, continuous + burst x 8 / window); the steady rate alone without
+    a window. `continuous_gbps` is 0 for checkpoints and weights: need = max(steady, burst x 8 /
+    window) there."""
+    if window_s is None:
+        return steady_gbps
+    burst = required_gbps(burst_bytes, window_s)
+    return max(steady_gbps, continuous_gbps(burst_bytes, steady_gbps, period_s) + burst)
 
 
 def with_headroom(gbps: float, factor: float) -> float:
     return gbps * factor
+
+
+def path_load_gbps(flow: Flow) -> float:
+    """What a flow asks of the path it shares: the need for its RPO; its steady rate when no
+    bandwidth meets the RPO (an asynchronous copy of a checkpoint whose interval is the whole
+    RPO). Such a flow fails on its own estimate; the path is sized for the flows that can be
+    met, and still carries the unbounded one's average rate, or its backlog grows."""
+    return flow.required_gbps if math.isfinite(flow.required_gbps) else flow.steady_gbps
 
 
 @dataclass(frozen=True)
@@ -117,12 +153,29 @@ class Flow:
 
     name: str
     mechanism: str
-    burst_bytes: float  # bytes that arrive at once: one checkpoint delta, one weights publish
+    # bytes that arrive at once: one checkpoint delta, one weights publish, one dataset refresh
+    burst_bytes: float
     steady_gbps: float  # long-run average rate this flow puts on the path
     required_gbps: float  # rate this flow needs to meet its RPO
     base_rpo_s: float  # loss replication cannot remove (the checkpoint interval)
-    # How often a burst arrives (the checkpoint interval); 0 when bursts are irregular.
+    # How often a burst arrives (the checkpoint interval, the refresh period); 0 when bursts
+    # are irregular.
     burst_period_s: float = 0.0
+
+    @property
+    def continuous_gbps(self) -> float:
+        """What keeps flowing while a burst drains (`continuous_gbps`)."""
+        return continuous_gbps(self.burst_bytes, self.steady_gbps, self.burst_period_s)
+
+
+def interval_is_loss(name: str) -> bool:
+    """Whether a flow's interval (`gpudr:interval-s`) is data loss replication cannot remove.
+
+    A checkpoint interval is: work since the newest checkpoint is lost whatever replication does.
+    A dataset refresh period is not: a refresh is whole at the primary before it replicates, so
+    it is only how often the burst comes, and the burst has the whole RPO to reach the DR site.
+    """
+    return name != DataClass.DATASETS
 
 
 def flow(
@@ -136,12 +189,13 @@ def flow(
     publish_window_s: float | None = None,
 ) -> Flow:
     """A flow from the facts the tags carry: the burst and steady rate at tag precision, and
-    the need from its transfer window. The pack builds the same Flow from a bucket's tags."""
+    the need from its transfer window. The pack builds the same Flow from a bucket's tags.
+    `interval_s` is the checkpoint interval, or a dataset's refresh period (`interval_is_loss`)."""
     burst, steady = whole_bytes(burst_bytes), whole_kbps(steady_gbps)
-    window = transfer_window_s(mechanism, rpo_s, interval_s, publish_window_s)
-    return Flow(
-        name, mechanism, burst, steady, need_gbps(burst, steady, window), interval_s, interval_s
-    )
+    loss_s = interval_s if interval_is_loss(name) else 0.0
+    window = transfer_window_s(mechanism, rpo_s, loss_s, publish_window_s)
+    need = need_gbps(burst, steady, window, interval_s)
+    return Flow(name, mechanism, burst, steady, need, loss_s, interval_s)
 
 
 def checkpoint_flow(
@@ -184,10 +238,38 @@ def weights_flow(
     )
 
 
-def dataset_flow(mechanism: str, daily_change_b: float, rpo_s: float | None = None) -> Flow:
-    """Datasets change continuously: the daily change spread over the day."""
-    steady = required_gbps(daily_change_b, 86400.0)
-    return flow("datasets", mechanism, burst_bytes=0.0, steady_gbps=steady, rpo_s=rpo_s)
+def daily_change_gbps(daily_change_b: float) -> float:
+    """A dataset's daily change spread evenly over the day's 86,400 s (the plan states this
+    assumption; a change that arrives at once is a refresh, `dataset_flow`)."""
+    return required_gbps(daily_change_b, 86400.0)
+
+
+def dataset_flow(
+    mechanism: str,
+    daily_change_b: float,
+    rpo_s: float | None = None,
+    *,
+    refresh_b: float = 0.0,
+    refresh_every_s: float = 0.0,
+) -> Flow:
+    """Datasets: the daily change spread evenly over the day, and an optional bulk refresh of
+    `refresh_b` every `refresh_every_s`, a burst that must reach the DR site within the RPO.
+
+    steady = daily change / 86,400 s + refresh / every
+    need   = max(steady, daily change / 86,400 s + refresh x 8 / RPO)
+    """
+    every = refresh_every_s if refresh_b > 0 else 0.0
+    steady = daily_change_gbps(daily_change_b)
+    if every > 0:
+        steady += required_gbps(refresh_b, every)
+    return flow(
+        DataClass.DATASETS,
+        mechanism,
+        burst_bytes=refresh_b if every > 0 else 0.0,
+        steady_gbps=steady,
+        rpo_s=rpo_s,
+        interval_s=every,
+    )
 
 
 # --- achievable RPO -------------------------------------------------------------------------
@@ -231,7 +313,8 @@ def achieved_rpo(
 ) -> RpoEstimate:
     """Worst-case data loss for `flow` on a path of `capacity_gbps` shared with other flows.
 
-    transfer = burst / (capacity - steady load of the other flows on the path)
+    transfer = burst / (capacity - steady load of the other flows on the path
+                        - this flow's continuous part, which keeps flowing meanwhile)
     lag      = max(mechanism's guaranteed lag, transfer)     (0 for synchronous dual write)
     RPO      = base (checkpoint interval) + lag
 
@@ -247,7 +330,8 @@ def achieved_rpo(
             False,
             "the path cannot carry the steady rate: the backlog grows without bound",
         )
-    transfer = transfer_seconds(flow.burst_bytes, available) if flow.burst_bytes else 0.0
+    drain = available - flow.continuous_gbps
+    transfer = transfer_seconds(flow.burst_bytes, drain) if flow.burst_bytes else 0.0
     if synchronous:
         return RpoEstimate(
             flow.base_rpo_s,
@@ -285,18 +369,20 @@ class Schedule:
 def run_bytes(flow: Flow, interval_s: float) -> float:
     """The most one scheduled run copies: everything written since the previous run.
 
-    run = max(steady x interval, burst x ceil(interval / burst period))
+    run = max(steady x interval, continuous x interval + burst x ceil(interval / burst period))
 
     A run `interval` long collects every burst that completed in it: with a burst every
     `period`, up to ceil(interval / period) of them (a 2 h pull of 45 min checkpoints can hold
     three), and at least one whole burst even when bursts are rarer than runs (a 2 TB checkpoint
     every 2 h pulled hourly copies 2 TB, not 1). Without a known period (weights publishes), one
-    burst per run.
+    burst per run. The continuous part of the steady rate (a dataset's daily change beside its
+    refresh) comes on top of the bursts.
     """
     steady = flow.steady_gbps * 1e9 / 8 * interval_s
+    continuous = flow.continuous_gbps * 1e9 / 8 * interval_s
     period = flow.burst_period_s
     bursts = max(1, math.ceil(interval_s / period - 1e-9)) if period > 0 else 1
-    return max(steady, flow.burst_bytes * bursts)
+    return max(steady, continuous + flow.burst_bytes * bursts)
 
 
 def pull_at(
@@ -370,6 +456,8 @@ QUOTA_KEYS: dict[str, str] = {
     Mechanism.CRR_RTC: "s3_rtc_gbps",
     Mechanism.STS: "sts_gbps",
     Mechanism.DATASYNC: "datasync_gbps",
+    Mechanism.GCS_TURBO: "gcs_turbo_gbps",
+    Mechanism.GCS_DUAL_REGION: "gcs_dual_region_gbps",
 }
 
 
@@ -465,6 +553,44 @@ def standing_nodes(pattern: str, nodes: int, warm_fraction: float) -> int:
     return 0
 
 
+# --- reading data back at the DR site: one model for every reader ---------------------------
+
+
+def default_storage_read_gbps(cloud: str) -> float:
+    """The most a DR site's object storage serves to its readers at once, by cloud (reference
+    data `recovery.storage_read_gbps`, each with its source)."""
+    return float(reference.defaults()["recovery"]["storage_read_gbps"][cloud]["value"])
+
+
+def aggregate_read_gbps(readers: int, per_node_gbps: float, ceiling_gbps: float) -> float:
+    """What `readers` nodes reading one bucket at once get between them:
+
+    aggregate = min(readers x read per node, storage read ceiling)
+
+    Each node is bounded by its own client and NIC (`read_gbps_per_node`); all of them together
+    by what the bucket or account serves (`storage_read_gbps`): more nodes stop helping there.
+    """
+    return min(max(readers, 1) * per_node_gbps, ceiling_gbps)
+
+
+def read_seconds(size_b: float, readers: int, per_node_gbps: float, ceiling_gbps: float) -> float:
+    """Seconds for `readers` nodes to read `size_b` bytes between them at `aggregate_read_gbps`."""
+    return transfer_seconds(size_b, aggregate_read_gbps(readers, per_node_gbps, ceiling_gbps))
+
+
+# The runbook's data step verifies a DR copy by reading it whole through one host (it hashes
+# every object of the checkpoint, the whole weights version): one reader.
+VERIFY_READERS = 1
+
+
+def verify_seconds(size_b: float, per_node_gbps: float, ceiling_gbps: float) -> float:
+    """The runbook's check of a DR copy: `size_b` read by `VERIFY_READERS` host."""
+    return read_seconds(size_b, VERIFY_READERS, per_node_gbps, ceiling_gbps)
+
+
+# --- GPU capacity at failover: one model for every pattern -----------------------------------
+
+
 @dataclass(frozen=True)
 class RtoParams:
     detection_s: float
@@ -472,9 +598,28 @@ class RtoParams:
     infra_create_s: float
     gpu_node_boot_s: float
     gpu_capacity_wait_s: float
-    warm_scale_up_s: float
     restart_s: float
     read_gbps_per_node: float
+    storage_read_gbps: float  # the DR site's storage read ceiling (`aggregate_read_gbps`)
+
+
+def capacity_guaranteed(nodes: int, standing: int, reserved: bool) -> bool:
+    """Whether a pool has all its GPUs at failover without finding any: every node already
+    stands, or the missing ones are reserved. Otherwise the RTO holds only if on-demand capacity
+    is found, when every tenant of a failed region asks for it at once."""
+    return reserved or standing >= nodes
+
+
+def capacity_seconds(nodes: int, standing: int, reserved: bool, params: RtoParams) -> float:
+    """GPUs to full size, the same for every pattern:
+
+    capacity = 0                                      every node already stands
+             = node boot                              the missing nodes are reserved
+             = node boot + wait for on-demand GPUs    otherwise (warm standby's missing nodes too)
+    """
+    if standing >= nodes:
+        return 0.0
+    return params.gpu_node_boot_s + (0.0 if reserved else params.gpu_capacity_wait_s)
 
 
 def rto_stages(
@@ -482,49 +627,146 @@ def rto_stages(
     kind: str,
     *,
     nodes: int,
+    standing: int,
     working_set_b: float,
     reserved: bool,
     params: RtoParams,
 ) -> dict[str, float]:
-    """Seconds per recovery stage for a GPU pool of `nodes` at the DR site.
+    """Seconds per recovery stage for a GPU pool of `nodes` at the DR site, `standing` of them
+    running before the disaster.
 
     detection      alarm to decision
     infrastructure backup/restore only: network and control plane created at failover
-    capacity       GPUs to full size: 0 (active-active), warm scale-up (warm standby), or node
-                   boot plus the wait for on-demand capacity (pilot light, backup/restore;
-                   no wait with a capacity reservation)
-    staging        training: the checkpoint read in parallel by all nodes
-                   (working set / (nodes x read per node)); service: every node loads the whole
-                   weights (working set / read per node); 0 for an active-active service
+    capacity       GPUs to full size (`capacity_seconds`)
+    staging        training: the checkpoint read once between all nodes; service: every node
+                   loads the whole weights (nodes x working set); both at `aggregate_read_gbps`;
+                   0 for an active-active service (already serving)
     restart        job or pods start
     traffic_shift  services only: DNS moves clients
+
+    A pool's RTO is not their sum: it is the pool's finish among the failover's steps
+    (`failover_steps`), where its work also waits for the runbook's check of the data it reads.
     """
     if pattern not in PATTERN_ORDER:
         raise ValueError(f"unknown pattern {pattern}")
     serving = kind == PoolKind.SERVICE
     stages = {"detection": params.detection_s}
     stages["infrastructure"] = params.infra_create_s if pattern == Pattern.BACKUP_RESTORE else 0.0
-    if pattern == Pattern.ACTIVE_ACTIVE:
-        capacity = 0.0
-    elif pattern == Pattern.WARM_STANDBY:
-        # With a reservation the missing nodes only boot; without, the brief's scale-up time.
-        capacity = params.gpu_node_boot_s if reserved else params.warm_scale_up_s
-    else:
-        capacity = params.gpu_node_boot_s + (0.0 if reserved else params.gpu_capacity_wait_s)
-    stages["capacity"] = capacity
+    stages["capacity"] = capacity_seconds(nodes, standing, reserved, params)
     if serving and pattern == Pattern.ACTIVE_ACTIVE:
         stages["staging"] = 0.0
         stages["restart"] = 0.0
     else:
-        readers = 1 if serving else max(nodes, 1)
-        stages["staging"] = transfer_seconds(working_set_b, readers * params.read_gbps_per_node)
+        readers = max(nodes, 1)
+        read = working_set_b * readers if serving else working_set_b
+        rate = (params.read_gbps_per_node, params.storage_read_gbps)
+        stages["staging"] = read_seconds(read, readers, *rate)
         stages["restart"] = params.restart_s
     stages["traffic_shift"] = params.traffic_shift_s if serving else 0.0
     return stages
 
 
-def rto_total(stages: Mapping[str, float]) -> float:
-    return float(sum(stages.values()))
+# --- the failover as timed steps: the plan's RTO is its critical path -------------------------
+
+
+@dataclass(frozen=True)
+class TimedStep:
+    """A failover step as the RTO model times it: the runbook step's key, its seconds (None: not
+    timed, counted as 0) and the keys of the steps it waits for (absent keys are ignored)."""
+
+    key: str
+    seconds: float | None
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PoolTiming:
+    """What the failover's steps need of one DR pool."""
+
+    name: str
+    kind: str  # training | service
+    stages: Mapping[str, float]
+    scales: bool  # GPU nodes are added at failover: its work waits for the capacity step
+
+
+# The data classes whose check at the DR site each kind of pool waits for.
+POOL_READS: dict[str, tuple[str, ...]] = {
+    PoolKind.TRAINING: (DataClass.CHECKPOINTS, DataClass.DATASETS),
+    PoolKind.SERVICE: (DataClass.WEIGHTS,),
+}
+
+
+def workload_step(kind: str, pool: str) -> str:
+    """The key of the step that ends a pool's recovery: training restarted, traffic moved."""
+    return f"{'training' if kind == PoolKind.TRAINING else 'traffic'}:{pool}"
+
+
+def failover_steps(
+    detection_s: float, checks: Mapping[str, float | None], pools: Sequence[PoolTiming]
+) -> tuple[TimedStep, ...]:
+    """The timed steps of one primary -> DR pair's failover, in dependency order. The runbook's
+    step graph (`gpudr.core.stepgraph`) takes each of these steps' time and dependencies from
+    here, and the plan's RTO of each pool is its finish here: one model.
+
+    declare          detection
+    data:<class>     the runbook's check of the DR copy (`checks`), after declare
+    capacity         the failover switch: the longest infrastructure + capacity of the pools
+                     that add nodes, after declare
+    training:<pool>  staging + restart, after declare, the check of the data it reads and, if
+                     it adds nodes, capacity
+    service:<pool>   the same for a service, then traffic:<pool> (traffic shift)
+    """
+    out = [TimedStep("declare", detection_s)]
+    out += [TimedStep(f"data:{c}", s, ("declare",)) for c, s in checks.items()]
+    if pools:
+        grow = [p.stages["infrastructure"] + p.stages["capacity"] for p in pools if p.scales]
+        out.append(TimedStep("capacity", max(grow, default=0.0), ("declare",)))
+    for p in sorted(pools, key=lambda p: p.kind != PoolKind.TRAINING):
+        capacity = ("capacity",) if p.scales else ()
+        waits = ("declare", *capacity, *(f"data:{c}" for c in POOL_READS[p.kind]))
+        work = p.stages["staging"] + p.stages["restart"]
+        if p.kind == PoolKind.TRAINING:
+            out.append(TimedStep(f"training:{p.name}", work, waits))
+        else:
+            out.append(TimedStep(f"service:{p.name}", work, waits))
+            out.append(
+                TimedStep(f"traffic:{p.name}", p.stages["traffic_shift"], (f"service:{p.name}",))
+            )
+    return tuple(out)
+
+
+def finish_times(steps: Sequence[TimedStep]) -> dict[str, float]:
+    """When each step is done, from the first alarm: its own time after the latest-finishing of
+    the steps it waits for (the longest path to it). `steps` in dependency order."""
+    done: dict[str, float] = {}
+    for s in steps:
+        start = max((done[k] for k in s.after if k in done), default=0.0)
+        done[s.key] = start + (s.seconds or 0.0)
+    return done
+
+
+def critical_path(steps: Sequence[TimedStep], end: str) -> tuple[tuple[str, float], ...]:
+    """The timed steps whose seconds add up to `end`'s finish, first to last: from `end` back
+    through the predecessor that finishes last (a tie goes to the longer step, then to the one
+    listed first). Untimed steps add nothing and are left out."""
+    done = finish_times(steps)
+    by_key = {s.key: s for s in steps}
+
+    def last(keys: Sequence[str]) -> str | None:
+        present = [k for k in keys if k in done]
+        order = {k: -i for i, k in enumerate(present)}
+        return max(
+            present, key=lambda k: (done[k], by_key[k].seconds or 0.0, order[k]), default=None
+        )
+
+    chain: list[tuple[str, float]] = []
+    key: str | None = end
+    while key is not None:
+        step = by_key[key]
+        if step.seconds is not None:
+            chain.append((key, step.seconds))
+        key = last(step.after)
+    return tuple(reversed(chain))
 
 
 # --- dedicated links ------------------------------------------------------------------------
@@ -534,8 +776,60 @@ def rto_total(stages: Mapping[str, float]) -> float:
 class PortPlan:
     port_gbps: int
     ports: int
-    capacity_gbps: float
+    capacity_gbps: float  # every port up
     hourly_usd: float
+    locations: int = 1
+    # What is left with the largest location down (a location is one building: it fails whole).
+    survivable_gbps: float = 0.0
+
+
+def ports_per_location(ports: int, locations: int) -> list[int]:
+    """How the ports split over the locations: as evenly as they go, the first locations
+    taking one more (components/aws/links.py places them in this order)."""
+    per = math.ceil(ports / max(locations, 1))
+    out, left = [], ports
+    for _ in range(max(locations, 1)):
+        out.append(min(per, left))
+        left -= out[-1]
+    return out
+
+
+def surviving_gbps(by_location: Sequence[float]) -> float:
+    """A link's capacity with its largest location down; one location survives nothing.
+
+    surviving = sum(capacity per location) - max(capacity per location)
+    """
+    return float(sum(by_location) - max(by_location, default=0.0))
+
+
+def _port_plan(speed: int, count: int, usd: float, locations: int) -> PortPlan:
+    split = ports_per_location(count, locations)
+    return PortPlan(
+        speed,
+        count,
+        float(speed * count),
+        usd * count,
+        locations,
+        surviving_gbps([speed * n for n in split]),
+    )
+
+
+def _fewest_ports(
+    need_gbps: float,
+    speed: int,
+    usd: float,
+    min_connections: int,
+    lag_max_ports: Mapping[int, int] | None,
+    locations: int,
+) -> PortPlan | None:
+    """The fewest ports of one speed that carry the need (with the largest location down when
+    there are two or more), within a LAG's ports per location; None if none do."""
+    most = (lag_max_ports.get(speed, 4) if lag_max_ports else 4) * locations
+    for count in range(max(min_connections, math.ceil(need_gbps / speed - 1e-9)), most + 1):
+        plan = _port_plan(speed, count, usd, locations)
+        if fits(need_gbps, plan.survivable_gbps if locations > 1 else plan.capacity_gbps):
+            return plan
+    return None
 
 
 def size_direct_connect(
@@ -545,27 +839,37 @@ def size_direct_connect(
     lag_max_ports: Mapping[int, int] | None = None,
     locations: int = 2,
 ) -> PortPlan:
-    """Cheapest set of Direct Connect ports of one speed whose total meets `need_gbps`.
+    """Cheapest set of Direct Connect ports of one speed that carries `need_gbps` with its
+    largest location down (with one location: with every port up, since nothing survives it).
 
-    ports = max(min_connections, ceil(need / port speed)); a speed is possible when the ports
-    fit in at most `lag_max_ports` per location (a LAG bundles ports of one speed at one
-    location). Ties go to fewer ports. `need_gbps` already includes headroom.
+    ports = the fewest, at least `min_connections`, such that
+            (ports - ports at the largest location) x speed >= need     (two or more locations)
+            ports x speed >= need                                       (one location)
+    A speed is possible when the ports fit in at most `lag_max_ports` per location (a LAG
+    bundles ports of one speed at one location). Ties go to fewer ports. `need_gbps` already
+    includes headroom. E.g. 277.8 Gbps over two locations: 3 x 100 Gbps leaves 100 Gbps when
+    the location holding two ports fails, and 6 x 100 Gbps need 3 per location (a LAG holds
+    2), so 2 x 400 Gbps (400 Gbps survive).
+
+    When no plan carries the need (or it is unbounded), the largest one gpudr deploys: the
+    fastest ports, as many per location as a LAG holds. Its capacity falls short of the need,
+    and the path that uses it reports how far (a verdict, not an error).
     """
+    where = max(locations, 1)
     best: PortPlan | None = None
-    for speed in sorted(port_hour_usd):
-        count = max(min_connections, math.ceil(need_gbps / speed - 1e-9))
-        per_location = math.ceil(count / max(locations, 1))
-        if lag_max_ports and per_location > lag_max_ports.get(speed, 4):
-            continue
-        plan = PortPlan(speed, count, float(speed * count), port_hour_usd[speed] * count)
-        if best is None or (plan.hourly_usd, plan.ports) < (best.hourly_usd, best.ports):
+    for speed in sorted(port_hour_usd) if math.isfinite(need_gbps) else ():
+        plan = _fewest_ports(
+            need_gbps, speed, port_hour_usd[speed], min_connections, lag_max_ports, where
+        )
+        if plan is not None and (
+            best is None or (plan.hourly_usd, plan.ports) < (best.hourly_usd, best.ports)
+        ):
             best = plan
     if best is None:
         largest = max(port_hour_usd)
-        raise ValueError(
-            f"{need_gbps:.1f} Gbps needs more than {lag_max_ports and lag_max_ports.get(largest)} "
-            f"x {largest} Gbps ports per location"
-        )
+        per_location = lag_max_ports.get(largest, 4) if lag_max_ports else 4
+        count = max(min_connections, per_location * where)
+        best = _port_plan(largest, count, port_hour_usd[largest], where)
     return best
 
 

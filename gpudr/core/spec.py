@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import yaml
 
 from gpudr.core import reference
+from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.enums import (
     DR_PATTERNS,
     DUAL_REGION,
@@ -29,8 +30,16 @@ from gpudr.core.enums import (
     Mechanism,
     Pattern,
     SiteRole,
+    WeightsLock,
 )
-from gpudr.core.units import UnitError, fmt_duration, parse_duration, parse_rate_gbps, parse_size
+from gpudr.core.units import (
+    UnitError,
+    fmt_duration,
+    parse_duration,
+    parse_rate_gbps,
+    parse_size,
+    show,
+)
 
 # `auto` in the spec: the planner chooses (a pattern, a mechanism); parsed to None.
 AUTO = "auto"
@@ -66,6 +75,10 @@ REFUSED_PAIRS = {
 GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
+# Upper bounds of open-ended numbers, with the reason shown when one is exceeded: far beyond any
+# real plan, they keep every product (bytes a month, dollars) finite.
+HEADROOM_MAX = (10.0, "a factor above 10 is over-provisioning, not headroom")
+PUBLISHES_MAX = (SECONDS_PER_MONTH, "one publish a second")
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,8 @@ class Checkpoints:
     rpo_s: float | None
     rto_s: float | None
     replication: Mechanism | None  # None: auto, the pair's best mechanism
+    # The share of training time dual writes cost (defaults.yaml: spec.dual_write_slowdown).
+    dual_write_slowdown: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -171,16 +186,28 @@ class Weights:
     rpo_s: float | None
     rto_s: float | None
     replication: Mechanism | None  # None: auto, the pair's best mechanism
+    # compliance (production) or governance (a trial whose buckets its owner can delete).
+    lock: WeightsLock = WeightsLock.COMPLIANCE
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """`data.datasets.refresh`: a bulk rewrite that arrives at once (a re-tokenised corpus, a new
+    snapshot) and must reach the DR site within the datasets' RPO."""
+
+    size_b: float
+    every_s: float
 
 
 @dataclass(frozen=True)
 class Datasets:
     site: str
     size_b: float
-    daily_change_b: float
+    daily_change_b: float  # changes spread over the day, beside any refresh
     rpo_s: float | None
     rto_s: float | None
     replication: Mechanism | None  # None: auto, the pair's best mechanism
+    refresh: Refresh | None = None
 
 
 @dataclass(frozen=True)
@@ -192,10 +219,12 @@ class Recovery:
     infra_create_s: float
     gpu_node_boot_s: float
     gpu_capacity_wait_s: float
-    warm_scale_up_s: float
     restart_training_s: float
     restart_service_s: float
     read_gbps_per_node: float
+    # The DR storage's read ceiling for every DR site; None: each DR cloud's own
+    # (`sizing.default_storage_read_gbps`).
+    storage_read_gbps: float | None = None
     overridden: frozenset[str] = frozenset()
 
 
@@ -205,6 +234,8 @@ class Quotas:
     tgw_peering_gbps: float
     sts_gbps: float
     datasync_gbps: float
+    gcs_turbo_gbps: float
+    gcs_dual_region_gbps: float
     overridden: frozenset[str] = frozenset()
 
 
@@ -325,11 +356,13 @@ _RECOVERY_KEYS = {
     "infra_create": "infra_create_s",
     "gpu_node_boot": "gpu_node_boot_s",
     "gpu_capacity_wait": "gpu_capacity_wait_s",
-    "warm_scale_up": "warm_scale_up_s",
     "restart_training": "restart_training_s",
     "restart_service": "restart_service_s",
     "read_gbps_per_node": "read_gbps_per_node",
+    "storage_read_gbps": "storage_read_gbps",
 }
+# Rates, not durations; the storage read ceiling has a default per DR cloud, not one.
+_RECOVERY_RATES = ("read_gbps_per_node", "storage_read_gbps")
 
 
 class _Reader:
@@ -411,7 +444,7 @@ class _Reader:
 
 
 def _show(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else repr(value)
+    return show(value)
 
 
 def _target(value: Any) -> float | None:
@@ -421,17 +454,37 @@ def _target(value: Any) -> float | None:
     return parse_duration(value)
 
 
+# The most of anything counted in a plan (nodes, checkpoints kept): far beyond any GPU fleet, and
+# small enough that counts times prices and sizes stay finite.
+MAX_COUNT = 1_000_000
+
+
 def _positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{_show(value)} is not a whole number of at least 1")
+    if value > MAX_COUNT:
+        raise ValueError(
+            f"{_show(value)} is too large; use a whole number of at most {MAX_COUNT:,}"
+        )
     return value
+
+
+def _finite(value: Any) -> float:
+    """A YAML number (`.nan`, `.inf` and `-.inf` refused), else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{_show(value)} is not a number")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of more than 308 digits
+        raise ValueError(f"{_show(value)} is too large") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{_show(value)} is not a finite number")
+    return number
 
 
 def _ratio(lo: float, hi: float, hi_open: bool) -> Callable[[Any], float]:
     def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{_show(value)} is not a number")
-        number = float(value)
+        number = _finite(value)
         upper_ok = number < hi if hi_open else number <= hi
         if not (lo <= number and upper_ok):
             bracket = ")" if hi_open else "]"
@@ -443,11 +496,16 @@ def _ratio(lo: float, hi: float, hi_open: bool) -> Callable[[Any], float]:
     return check
 
 
-def _at_least(lo: float) -> Callable[[Any], float]:
+def _at_least(lo: float, hi: float = math.inf, why: str = "") -> Callable[[Any], float]:
+    """A finite number in [lo, hi]; `why` says where the upper bound comes from."""
+
     def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < lo:
+        number = _finite(value)
+        if number < lo:
             raise ValueError(f"{_show(value)} is not a number of at least {lo:g}")
-        return float(value)
+        if number > hi:
+            raise ValueError(f"{_show(value)} is too large; use at most {hi:,.0f} ({why})")
+        return number
 
     return check
 
@@ -517,9 +575,10 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     checkpoints = _parse_checkpoints(r, data.get("checkpoints"), sites)
     weights = _parse_weights(r, data.get("weights"), sites)
     datasets = _parse_datasets(r, data.get("datasets"), sites)
+    services = _services_rpo(r, top.get("services"), services, weights)
     recovery = _parse_recovery(r, top.get("recovery"))
     quotas = _parse_quotas(r, top.get("quotas"))
-    headroom = r.convert(top, "headroom", "", _at_least(1.0), None)
+    headroom = r.convert(top, "headroom", "", _at_least(1.0, *HEADROOM_MAX), None)
     if headroom is None:
         headroom = float(reference.defaults()["headroom"]["factor"])
     drill = _parse_drill(r, top.get("drill"), clusters, services)
@@ -1040,6 +1099,36 @@ def _parse_services(
     return services
 
 
+def _services_rpo(
+    r: _Reader, raw: Any, services: dict[str, Service], weights: Weights | None
+) -> dict[str, Service]:
+    """A service's RPO is the age of the model it serves at the DR site: the RPO of the weights
+    replicated from its site. Without weights there gpudr replicates nothing for the service,
+    so no estimate can ever meet an RPO: one stated in the spec is refused with the fix, the
+    default one is dropped (not applicable; the design says why)."""
+    out: dict[str, Service] = {}
+    for name, svc in services.items():
+        # (weights whose site is in error are reported there, not again here)
+        if svc.rpo_s is None or (weights is not None and weights.site in ("", svc.site)):
+            out[name] = svc
+            continue
+        stated = (
+            isinstance(raw, dict)
+            and isinstance(raw.get(name), dict)
+            and raw[name].get("rpo") is not None
+        )
+        if stated:
+            r.error(
+                f"services.{name}.rpo",
+                f"{fmt_duration(svc.rpo_s)} cannot be judged: a service's RPO is the age of the "
+                f"model weights it serves at the DR site, and the plan replicates no weights from "
+                f"site {svc.site}; declare data.weights there, or set rpo: none if the model "
+                "reaches the DR site another way (e.g. in the service's container image)",
+            )
+        out[name] = replace(svc, rpo_s=None)
+    return out
+
+
 def _spec_default(name: str) -> float:
     """A plan field's default from gpudr/core/data/defaults.yaml (`spec:`), where its source is."""
     value = reference.defaults()["spec"][name]["value"]
@@ -1090,11 +1179,15 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
             "rpo",
             "rto",
             "replication",
+            "dual_write_slowdown",
         ],
     )
     site = _primary_site(r, s, path, sites)
     size = r.convert(s, "size", path, _size, required=True) or 0.0
     interval = r.convert(s, "interval", path, parse_duration, required=True)
+    slowdown = r.convert(
+        s, "dual_write_slowdown", path, _ratio(0.0, 1.0, True), _spec_default("dual_write_slowdown")
+    )
     keep = r.convert(s, "keep", path, _positive_int, int(_spec_default("keep"))) or 1
     dedup = r.convert(s, "dedup_ratio", path, _ratio(0.0, 1.0, True), _spec_default("dedup_ratio"))
     comp = r.convert(
@@ -1131,6 +1224,7 @@ def _parse_checkpoints(r: _Reader, raw: Any, sites: dict[str, Site]) -> Checkpoi
         rpo_s=rpo,
         rto_s=rto,
         replication=replication,
+        dual_write_slowdown=_spec_default("dual_write_slowdown") if slowdown is None else slowdown,
     )
 
 
@@ -1150,6 +1244,7 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
             "rpo",
             "rto",
             "replication",
+            "lock",
         ],
     )
     site = _primary_site(r, s, path, sites)
@@ -1158,14 +1253,20 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
     if retention < 86400:
         r.error(
             f"{path}.retention",
-            "must be at least 1d: weights are locked (S3 Object Lock, compliance mode) for it",
+            "must be at least 1d: every weights version is write-once for it (S3 Object Lock, "
+            "GCS retention, Azure immutability)",
         )
+    lock = r.choice(s, "lock", path, tuple(WeightsLock), default_weights_lock())
     window = r.convert(s, "publish_window", path, parse_duration, _spec_default("publish_window"))
     if window is None or window <= 0:
         r.error(f"{path}.publish_window", "must be longer than 0; use e.g. 1h")
         window = _spec_default("publish_window")
     publishes = r.convert(
-        s, "publishes_per_month", path, _at_least(0.0), _spec_default("publishes_per_month")
+        s,
+        "publishes_per_month",
+        path,
+        _at_least(0.0, *PUBLISHES_MAX),
+        _spec_default("publishes_per_month"),
     )
     rpo = r.target(s, "rpo", path, _default_target("weights", "rpo"))
     rto = r.target(s, "rto", path, _default_target("weights", "rto"))
@@ -1181,14 +1282,22 @@ def _parse_weights(r: _Reader, raw: Any, sites: dict[str, Site]) -> Weights | No
         rpo_s=rpo,
         rto_s=rto,
         replication=replication,
+        lock=WeightsLock(lock),
     )
+
+
+def default_weights_lock() -> WeightsLock:
+    """The weights lock a plan gets when it states none (reference data, with its reason)."""
+    return WeightsLock(reference.defaults()["spec"]["lock"]["value"])
 
 
 def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | None:
     if raw is None:
         return None
     path = "data.datasets"
-    s = r.mapping(raw, path, ["site", "size", "daily_change", "rpo", "rto", "replication"])
+    s = r.mapping(
+        raw, path, ["site", "size", "daily_change", "refresh", "rpo", "rto", "replication"]
+    )
     site = _primary_site(r, s, path, sites)
     size = r.convert(s, "size", path, _size, required=True) or 0.0
     change = r.convert(s, "daily_change", path, parse_size, 0.0) or 0.0
@@ -1204,7 +1313,37 @@ def _parse_datasets(r: _Reader, raw: Any, sites: dict[str, Site]) -> Datasets | 
         rpo_s=rpo,
         rto_s=rto,
         replication=replication,
+        refresh=_parse_refresh(r, s.get("refresh"), f"{path}.refresh", size, rpo),
     )
+
+
+def _parse_refresh(
+    r: _Reader, raw: Any, path: str, dataset_b: float, rpo_s: float | None
+) -> Refresh | None:
+    """`refresh: {size: 100TB, every: 7d}`: `size` bytes rewritten at once every `every`, which
+    must reach the DR site within the RPO (sized as size x 8 / RPO beside the daily change)."""
+    if raw is None:
+        return None
+    s = r.mapping(raw, path, ["size", "every"])
+    if not isinstance(raw, dict):
+        return None
+    size = r.convert(s, "size", path, _size, required=True)
+    every = r.convert(s, "every", path, parse_duration, required=True)
+    if size is not None and dataset_b and size > dataset_b:
+        r.error(f"{path}.size", "is larger than the dataset; check the units")
+    if every is not None and every <= 0:
+        r.error(f"{path}.every", "must be longer than 0; use e.g. 7d")
+        every = None
+    if rpo_s == 0:
+        r.error(
+            f"{path}",
+            "a dual-written refresh (rpo 0) reaches the DR site as fast as its job writes it, "
+            "which the plan cannot size; set data.datasets.rpo to the time a refresh may take "
+            "to reach the DR site (e.g. 6h)",
+        )
+    if size is None or every is None:
+        return None
+    return Refresh(size_b=size, every_s=every)
 
 
 def _parse_drill(
@@ -1302,17 +1441,18 @@ def _parse_logging(r: _Reader, raw: Any) -> Logging:
 def _parse_recovery(r: _Reader, raw: Any) -> Recovery:
     s = r.mapping(raw, "recovery", list(_RECOVERY_KEYS))
     values: dict[str, float] = {}
-    overridden: set[str] = set()
+    overridden = frozenset(attr for key, attr in _RECOVERY_KEYS.items() if key in s)
+    ceiling = r.convert(s, "storage_read_gbps", "recovery", _positive_rate, None)
     for key, attr in _RECOVERY_KEYS.items():
+        if key == "storage_read_gbps":
+            continue
         default = reference.recovery_default(attr)
-        if key == "read_gbps_per_node":
+        if key in _RECOVERY_RATES:
             value = r.convert(s, key, "recovery", _positive_rate, default)
         else:
             value = r.convert(s, key, "recovery", parse_duration, default)
         values[attr] = default if value is None else value
-        if key in s:
-            overridden.add(attr)
-    return Recovery(**values, overridden=frozenset(overridden))
+    return Recovery(**values, storage_read_gbps=ceiling, overridden=overridden)
 
 
 def _positive_rate(value: Any) -> float:
@@ -1323,7 +1463,14 @@ def _positive_rate(value: Any) -> float:
 
 
 def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
-    keys = ("s3_rtc_gbps", "tgw_peering_gbps", "sts_gbps", "datasync_gbps")
+    keys = (
+        "s3_rtc_gbps",
+        "tgw_peering_gbps",
+        "sts_gbps",
+        "datasync_gbps",
+        "gcs_turbo_gbps",
+        "gcs_dual_region_gbps",
+    )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}
     for key in keys:

@@ -1,6 +1,11 @@
 """The recovery of one primary -> DR site pair as a graph of steps, computed from the design
 alone: which steps there are, their keys, phases, order, dependencies, numbers, and how long
-each is expected to take, from the design's RTO stages.
+each is expected to take.
+
+The failover steps the RTO model times (declare, the data checks, capacity, each pool's work
+and traffic) take their time and their dependencies from the design's failover
+(`Design.failover`, `gpudr.core.sizing.failover_steps`), the same steps the plan's estimated
+RTO of each pool is the finish of: the runbook's critical path is the plan's RTO (one model).
 
 The runbook (`gpudr.docs.runbook`) words each step and adds its commands; a drill
 (`gpudr.build.drill`) times some of the failover steps against the same expectations and
@@ -15,12 +20,13 @@ shrinks the DR site to its standby size and restarts replication.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 
+from gpudr.core import sizing
 from gpudr.core.design import DataFlow, Design, Pool
 from gpudr.core.enums import DATA_CLASSES, DUAL_REGION, PULLED, Pattern, PoolKind
-from gpudr.core.units import fmt_duration
+from gpudr.core.units import fmt_duration, fmt_gbps, fmt_size
 
 PHASES = ("prepare", "failover", "failback")
 
@@ -50,7 +56,8 @@ class StepGraph:
     # The slowest workload of the pair (the verdict table's name) and its estimated RTO.
     slowest: str | None = None
     recovery_s: float | None = None
-    # That workload's RTO stages as steps, (step number, seconds): they sum to recovery_s.
+    # The timed steps that workload's recovery waits on, first to last, (step number,
+    # seconds): the graph's longest path to its last step. They sum to recovery_s.
     critical_path: tuple[tuple[int, float], ...] = field(default=())
 
     def find(self, key: str) -> StepNode | None:
@@ -90,6 +97,10 @@ class PairFacts:
     @property
     def detection_s(self) -> float:
         return self.design.plan.recovery.detection_s
+
+    def timed(self) -> dict[str, sizing.TimedStep]:
+        """The failover steps the RTO model times, by key (`Design.failover`)."""
+        return {t.key: t for t in self.design.failover(self.primary, self.dr)}
 
     def flow(self, data_class: str) -> DataFlow | None:
         return next((f for f in self.flows if f.data_class == data_class), None)
@@ -198,13 +209,21 @@ def _prepare(pair: PairFacts) -> list[_Draft]:
     return out
 
 
-def _declare(pair: PairFacts) -> list[_Draft]:
+def _after(t: sizing.TimedStep, timed: Mapping[str, sizing.TimedStep]) -> tuple[str, ...]:
+    """A timed step's dependencies as the runbook lists them: every failover step comes after
+    the declaration, so it is named only when nothing else is."""
+    present = tuple(k for k in t.after if k in timed)
+    rest = tuple(k for k in present if k != "declare")
+    return rest or present
+
+
+def _declare(pair: PairFacts, timed: Mapping[str, sizing.TimedStep]) -> list[_Draft]:
     out = [
         _Draft(
             "declare",
             "declare",
             "failover",
-            expected_s=pair.detection_s,
+            expected_s=timed["declare"].seconds,
             basis="detection stage: alarm to decision, recovery.detection",
             parallel_with=("variables", "cloud-login", "pulumi-login", "kubectl"),
         )
@@ -214,106 +233,132 @@ def _declare(pair: PairFacts) -> list[_Draft]:
     return out
 
 
-def _data(pair: PairFacts) -> list[_Draft]:
+def _checked(pair: PairFacts, f: DataFlow) -> str:
+    """What the data step reads whole to hash it, and its size."""
+    plan = pair.design.plan
+    c, w = plan.checkpoints, plan.weights
+    if f.data_class == "checkpoints" and c:
+        return f"the newest checkpoint ({fmt_size(c.size_b / c.compression_ratio)} as stored)"
+    return f"the weights version ({fmt_size(w.size_b) if w else '-'})"
+
+
+def _data(pair: PairFacts, timed: Mapping[str, sizing.TimedStep]) -> list[_Draft]:
     out = []
     for f in pair.flows:
-        expected = None
-        if f.estimated_rto_s is not None:
-            expected = max(0.0, f.estimated_rto_s - pair.detection_s)
-            basis = (
-                f"the plan's {f.data_class} RTO ({fmt_duration(f.estimated_rto_s)}) less "
-                "detection: one node reads the working set"
-            )
+        t = timed[f"data:{f.data_class}"]
+        if t.seconds is None:
+            basis = f"the {f.data_class} are listed, not read"
         else:
-            basis = f"no RTO for {f.data_class} in the plan; it does not hold up recovery"
+            rto = (
+                f"; the plan's {f.data_class} RTO ({fmt_duration(f.estimated_rto_s)}) is "
+                "detection plus this"
+                if f.estimated_rto_s is not None
+                else ""
+            )
+            rate = fmt_gbps(pair.design.plan.recovery.read_gbps_per_node)
+            basis = f"one host reads {_checked(pair, f)} to hash it, at {rate} at most{rto}"
         out.append(
             _Draft(
                 f"data:{f.data_class}",
                 "data",
                 "failover",
                 subject=f.data_class,
-                after=("declare", *(["pause-pulls"] if f.mechanism in PULLED else [])),
+                after=(*_after(t, timed), *(["pause-pulls"] if f.mechanism in PULLED else [])),
                 parallel_with=("capacity", *(f"data:{o.data_class}" for o in pair.flows)),
-                expected_s=expected,
+                expected_s=t.seconds,
                 basis=basis,
             )
         )
     return out
 
 
-def _capacity(pair: PairFacts) -> list[_Draft]:
+def _growth(p: Pool) -> str:
+    """How long one pool takes to reach full size, and why."""
+    o, s = p.chosen, p.chosen.stages
+    if not o.scales:
+        return f"{p.name} ({p.pattern}): all {p.nodes} nodes already standing"
+    missing = p.nodes - p.standing
+    found = "reserved" if o.guaranteed else "on demand: only if capacity is found"
+    parts = [f"infrastructure {fmt_duration(s['infrastructure'])}"] if s["infrastructure"] else []
+    parts.append(f"capacity {fmt_duration(s['capacity'])} ({missing} nodes {found})")
+    return f"{p.name} ({p.pattern}, {p.standing} -> {p.nodes} nodes): " + " + ".join(parts)
+
+
+def _capacity(pair: PairFacts, timed: Mapping[str, sizing.TimedStep]) -> list[_Draft]:
     if not pair.pools:
         return []
-    stages = [(p, p.chosen.stages) for p in pair.pools]
+    t = timed["capacity"]
     return [
         _Draft(
             "capacity",
             "capacity",
             "failover",
-            after=("declare", "pulumi-login"),
+            after=(*_after(t, timed), "pulumi-login"),
             parallel_with=tuple(f"data:{f.data_class}" for f in pair.flows),
-            expected_s=max(s["infrastructure"] + s["capacity"] for _, s in stages),
-            basis="; ".join(
-                f"{p.name} ({p.pattern}): infrastructure {fmt_duration(s['infrastructure'])} + "
-                f"capacity {fmt_duration(s['capacity'])}"
-                for p, s in stages
-            ),
+            expected_s=t.seconds,
+            basis="the slowest pool that adds nodes; " + "; ".join(_growth(p) for p in pair.pools),
         )
     ]
 
 
-def _workloads(pair: PairFacts) -> list[_Draft]:
-    ckpt, weights = pair.flow("checkpoints"), pair.flow("weights")
-    data = tuple(f"data:{c}" for c in ("checkpoints", "datasets") if pair.flow(c))
-    out = []
-    for p in pair.of_kind(PoolKind.TRAINING):
-        s = p.chosen.stages
-        out.append(
-            _Draft(
-                f"training:{p.name}",
-                "training",
-                "failover",
-                subject=p.name,
-                after=("capacity", *data),
-                expected_s=s["staging"] + s["restart"],
-                basis=f"staging {fmt_duration(s['staging'])} (the checkpoint read by all "
-                f"{p.nodes} nodes) + restart {fmt_duration(s['restart'])}",
-                title=f"Restart training {p.name}"
-                + (" from the verified checkpoint" if ckpt else ""),
-            )
-        )
+def _training(pair: PairFacts, p: Pool, timed: Mapping[str, sizing.TimedStep]) -> _Draft:
+    t = timed[f"training:{p.name}"]
+    s = p.chosen.stages
+    ckpt = pair.flow("checkpoints")
+    return _Draft(
+        f"training:{p.name}",
+        "training",
+        "failover",
+        subject=p.name,
+        after=_after(t, timed),
+        expected_s=t.seconds,
+        basis=f"staging {fmt_duration(s['staging'])} (the checkpoint read once between all "
+        f"{p.nodes} nodes, at most recovery.storage_read_gbps together) + restart "
+        f"{fmt_duration(s['restart'])}",
+        title=f"Restart training {p.name}" + (" from the verified checkpoint" if ckpt else ""),
+    )
+
+
+def _service(pair: PairFacts, p: Pool, timed: Mapping[str, sizing.TimedStep]) -> list[_Draft]:
+    s = p.chosen.stages
+    work, move = timed[f"service:{p.name}"], timed[f"traffic:{p.name}"]
+    serving = p.pattern == Pattern.ACTIVE_ACTIVE
+    weights = pair.flow("weights")
+    load = (
+        "; active-active: already loaded and serving"
+        if serving
+        else f"; each of the {p.nodes} nodes reads the whole weights"
+    )
+    return [
+        _Draft(
+            f"service:{p.name}",
+            "service",
+            "failover",
+            subject=p.name,
+            after=_after(work, timed),
+            expected_s=work.seconds,
+            basis=f"staging {fmt_duration(s['staging'])} + restart "
+            f"{fmt_duration(s['restart'])}" + load,
+            title=f"{p.name}: {'check it serves' if serving else 'start it'}"
+            + (f"{' with' if not serving else ''} the verified weights" if weights else ""),
+        ),
+        _Draft(
+            f"traffic:{p.name}",
+            "traffic",
+            "failover",
+            subject=p.name,
+            after=_after(move, timed),
+            expected_s=move.seconds,
+            basis="traffic_shift stage, recovery.traffic_shift",
+            title=f"{p.name}: move client traffic to {pair.dr}",
+        ),
+    ]
+
+
+def _workloads(pair: PairFacts, timed: Mapping[str, sizing.TimedStep]) -> list[_Draft]:
+    out = [_training(pair, p, timed) for p in pair.of_kind(PoolKind.TRAINING)]
     for p in pair.of_kind(PoolKind.SERVICE):
-        s = p.chosen.stages
-        serving = p.pattern == Pattern.ACTIVE_ACTIVE
-        out += [
-            _Draft(
-                f"service:{p.name}",
-                "service",
-                "failover",
-                subject=p.name,
-                after=("capacity", *(["data:weights"] if weights else [])),
-                expected_s=s["staging"] + s["restart"],
-                basis=f"staging {fmt_duration(s['staging'])} + restart "
-                f"{fmt_duration(s['restart'])}"
-                + (
-                    "; active-active: already loaded and serving"
-                    if serving
-                    else "; one node reads the weights"
-                ),
-                title=f"{p.name}: {'check it serves' if serving else 'start it'}"
-                + (f"{' with' if not serving else ''} the verified weights" if weights else ""),
-            ),
-            _Draft(
-                f"traffic:{p.name}",
-                "traffic",
-                "failover",
-                subject=p.name,
-                after=(f"service:{p.name}",),
-                expected_s=s["traffic_shift"],
-                basis="traffic_shift stage, recovery.traffic_shift",
-                title=f"{p.name}: move client traffic to {pair.dr}",
-            ),
-        ]
+        out += _service(pair, p, timed)
     return out
 
 
@@ -367,30 +412,24 @@ def _failback(pair: PairFacts) -> list[_Draft]:
     return out
 
 
-def _critical_path(pair: PairFacts, workload: str | None) -> list[tuple[str, float]]:
-    """The steps the slowest workload's estimate is made of, with that workload's own stages."""
+def _critical_path(steps: Sequence[StepNode], end: str | None) -> tuple[tuple[int, float], ...]:
+    """The timed steps the recovery of `end` (a step key) waits on, first to last: the graph's
+    longest path to it, as `sizing.critical_path` finds it."""
+    if end is None:
+        return ()
+    keys = {s.number: s.key for s in steps}
+    timed = [sizing.TimedStep(s.key, s.expected_s, tuple(keys[a] for a in s.after)) for s in steps]
+    numbers = {s.key: s.number for s in steps}
+    return tuple((numbers[k], sec) for k, sec in sizing.critical_path(timed, end))
+
+
+def _last_step(pair: PairFacts, workload: str | None) -> str | None:
+    """The key of the step that ends a verdict row's recovery: a pool's last step, a data
+    class's check."""
     for p in pair.pools:
-        if p.workload_name != workload:
-            continue
-        s = p.chosen.stages
-        out = [
-            ("declare", s["detection"]),
-            ("capacity", s["infrastructure"] + s["capacity"]),
-        ]
-        if p.kind == PoolKind.TRAINING:
-            return [*out, (f"training:{p.name}", s["staging"] + s["restart"])]
-        return [
-            *out,
-            (f"service:{p.name}", s["staging"] + s["restart"]),
-            (f"traffic:{p.name}", s["traffic_shift"]),
-        ]
-    for f in pair.flows:
-        if f.data_class == workload and f.estimated_rto_s is not None:
-            return [
-                ("declare", pair.detection_s),
-                (f"data:{f.data_class}", f.estimated_rto_s - pair.detection_s),
-            ]
-    return []
+        if p.workload_name == workload:
+            return sizing.workload_step(p.kind, p.name)
+    return next((f"data:{f.data_class}" for f in pair.flows if f.data_class == workload), None)
 
 
 def step_graph(design: Design, primary: str, dr: str) -> StepGraph:
@@ -400,20 +439,18 @@ def step_graph(design: Design, primary: str, dr: str) -> StepGraph:
     if site is None or site.role != "dr" or site.protects != primary:
         raise ValueError(f"{dr} is not a DR site of {primary} in plan {plan.name}")
     pair = pair_facts(design, primary, dr)
+    timed = pair.timed()
     steps = _number(
         [
             *_prepare(pair),
-            *_declare(pair),
-            *_data(pair),
-            *_capacity(pair),
-            *_workloads(pair),
+            *_declare(pair, timed),
+            *_data(pair, timed),
+            *_capacity(pair, timed),
+            *_workloads(pair, timed),
             *_failback(pair),
         ]
     )
-    timed = [(est, name) for name, est in pair.workloads() if est is not None]
-    recovery_s, slowest = max(timed) if timed else (None, None)
-    numbers = {s.key: s.number for s in steps}
-    path = tuple(
-        (numbers[key], seconds) for key, seconds in _critical_path(pair, slowest) if key in numbers
-    )
+    estimates = [(est, name) for name, est in pair.workloads() if est is not None]
+    recovery_s, slowest = max(estimates) if estimates else (None, None)
+    path = _critical_path(steps, _last_step(pair, slowest))
     return StepGraph(primary, dr, steps, slowest, recovery_s, path)

@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpudr.build.irreversible import irreversible_settings
 from gpudr.core.design import Design, Pool, Workload
 from gpudr.core.design import Path as ReplicationPath
-from gpudr.core.units import fmt_duration, fmt_gbps, fmt_usd
+from gpudr.core.units import UNBOUNDED, fmt_duration, fmt_gbps, fmt_usd
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,9 +28,32 @@ PRICES_FILE = "gpudr/core/data/prices.yaml"
 
 
 def _num(value: float | None) -> float | None:
-    if value is None or (isinstance(value, float) and math.isinf(value)):
+    """A number as JSON holds it: no infinity or NaN (not JSON), which are null; an infinite
+    value says why in its record's `unbounded` (`_unbounded`)."""
+    if value is None or not math.isfinite(value):
         return None
     return round(value, 6)
+
+
+# Why a number of a workload or a path is infinite, by field: JSON carries it as null and the
+# record's `unbounded` maps the field to this reason. An infinite need or estimate (no bandwidth
+# meets it) is not the absent estimate of a mechanism without a replication-time guarantee.
+_NO_LIMIT_WHY = "no provisioned capacity limit (see the path's capacity_source)"
+WORKLOAD_UNBOUNDED = {
+    "required_gbps": "no bandwidth meets the RPO: it leaves no time to replicate (see the notes)",
+    "provisioned_gbps": _NO_LIMIT_WHY,
+    "estimated_rpo_s": "the path has no capacity left for this flow: its backlog grows without "
+    "bound",
+    "estimated_rto_s": "no capacity to read the data at the DR site",
+}
+# A path sums what its flows ask of it (`sizing.path_load_gbps`): finite, even beside a flow
+# whose own need is unbounded.
+PATH_UNBOUNDED = {"provisioned_gbps": _NO_LIMIT_WHY}
+
+
+def _unbounded(why: Mapping[str, str], **values: float | None) -> dict[str, str]:
+    """The fields among `values` that are infinite, each with its reason from `why`."""
+    return {k: why.get(k, "infinite") for k, v in values.items() if v is not None and math.isinf(v)}
 
 
 def _policy_ok(stacks: Sequence[Mapping[str, Any]]) -> bool | None:
@@ -56,6 +80,8 @@ def build_report(design: Design, stacks: Sequence[Mapping[str, Any]]) -> dict[st
         "paths": [_path(p) for p in design.paths.values()],
         "pools": [_pool(p) for p in design.pools],
         "cost": _cost(design),
+        # What a `pulumi up` of these stacks cannot undo: what, where, how long, and the trial.
+        "irreversible": [x.to_dict() for x in irreversible_settings(design)],
     }
 
 
@@ -74,7 +100,18 @@ def _workload(w: Workload) -> dict[str, Any]:
         "estimated_rpo_s": _num(w.estimated_rpo_s),
         "estimated_rto_s": _num(w.estimated_rto_s),
         "meets": w.meets,
+        # met | not met | met only if on-demand capacity is found (GPUs neither standing nor
+        # reserved: `guaranteed` False; the notes offer what makes them certain).
+        "verdict": w.verdict,
+        "guaranteed": w.guaranteed,
         "notes": list(w.notes),
+        "unbounded": _unbounded(
+            WORKLOAD_UNBOUNDED,
+            required_gbps=w.required_gbps,
+            provisioned_gbps=w.provisioned_gbps,
+            estimated_rpo_s=w.estimated_rpo_s,
+            estimated_rto_s=w.estimated_rto_s,
+        ),
     }
 
 
@@ -94,6 +131,12 @@ def _path(p: ReplicationPath) -> dict[str, Any]:
         "ports": None
         if p.ports is None
         else {"port_gbps": p.ports.port_gbps, "ports": p.ports.ports},
+        "unbounded": _unbounded(
+            PATH_UNBOUNDED,
+            required_gbps=p.required_gbps,
+            needed_gbps=p.needed_gbps,
+            provisioned_gbps=p.capacity_gbps,
+        ),
     }
 
 
@@ -109,12 +152,25 @@ def _pool(p: Pool) -> dict[str, Any]:
         "pattern": p.pattern,
         "standby_nodes": p.standing,
         "rto_stages_s": {k: _num(v) for k, v in p.chosen.stages.items()},
+        "capacity_guaranteed": p.guaranteed,
+        # What makes its GPUs certain when they are not, with its price (None when they are).
+        "capacity_offer": None
+        if p.offer is None
+        else {
+            "how": p.offer.how,
+            "what": p.offer.what,
+            "nodes": p.offer.nodes,
+            "monthly_usd": round(p.offer.monthly_usd, 2),
+            "estimated_rto_s": _num(p.offer.estimated_rto_s),
+            "meets": p.offer.meets,
+        },
         "options": [
             {
                 "pattern": o.pattern,
                 "estimated_rto_s": _num(o.estimated_rto_s),
                 "monthly_usd": round(o.monthly_usd, 2),
                 "meets": o.meets,
+                "capacity_guaranteed": o.guaranteed,
             }
             for o in p.options
         ],
@@ -147,6 +203,8 @@ def _cost(design: Design) -> dict[str, Any]:
                 "monthly_usd": round(x.monthly_usd, 2),
                 "dr": x.dr,
                 "source": x.source,
+                # Set when the price has volume tiers: the bands and the volume billed.
+                "tiers": x.tiers,
             }
             for x in c.lines
         ],
@@ -154,7 +212,9 @@ def _cost(design: Design) -> dict[str, Any]:
 
 
 def to_json(report: Mapping[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=False) + "\n"
+    """Strict JSON: a NaN or infinity that reached the report is a bug, refused here rather than
+    written as `NaN`/`Infinity`, which no JSON parser accepts."""
+    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
 
 
 # --- key settings -----------------------------------------------------------------------------
@@ -310,11 +370,25 @@ def short_type(resource_type: str) -> str:
 # --- text and markdown ------------------------------------------------------------------------
 
 
+# How the tables show a need no bandwidth meets, an estimate that never converges, and a
+# capacity without a limit; "no guarantee" is an estimate the mechanism does not give.
+NO_LIMIT = "no limit"
+NO_GUARANTEE = "no guarantee"
+
+
+def _shown(record: Mapping[str, Any], key: str, fmt: Callable[[Any], str]) -> str:
+    """A number of a workload or path as shown: `unbounded` (`no limit` for a capacity) when
+    the report lists it as unbounded, else `fmt` of it."""
+    if key in (record.get("unbounded") or {}):
+        return NO_LIMIT if key == "provisioned_gbps" else UNBOUNDED
+    return fmt(record.get(key))
+
+
 def _provisioned(w: Mapping[str, Any]) -> str:
     if w.get("provisioned_gbps") is not None:
         return fmt_gbps(w["provisioned_gbps"])
     # No capacity figure: a pool (no path), or a path with no provisioned limit.
-    return "-" if w.get("mechanism") is None else "unbounded"
+    return "-" if w.get("mechanism") is None else NO_LIMIT
 
 
 # The recovery-targets and replication-paths tables: column names and one row's cells. The plan
@@ -337,8 +411,13 @@ PATH_COLUMNS = ("path", "kind", "carries", "required", "x headroom", "provisione
 
 def workload_cells(w: Mapping[str, Any]) -> list[str]:
     """A workload of the report as shown, one cell per `WORKLOAD_COLUMNS`."""
-    est_rpo = w.get("estimated_rpo_s")
     mechanism = w.get("mechanism")
+    no_sla = (
+        w.get("estimated_rpo_s") is None
+        and "estimated_rpo_s" not in (w.get("unbounded") or {})
+        and mechanism is not None
+        and w.get("rpo_s") is not None
+    )
     return [
         str(w.get("name")),
         str(w.get("pair")),
@@ -346,14 +425,19 @@ def workload_cells(w: Mapping[str, Any]) -> list[str]:
         fmt_duration(w.get("rto_s")),
         w.get("pattern") or "-",
         mechanism or "-",
-        fmt_gbps(w.get("required_gbps")),
+        _shown(w, "required_gbps", fmt_gbps),
         _provisioned(w),
-        "no guarantee"
-        if est_rpo is None and mechanism is not None and w.get("rpo_s") is not None
-        else fmt_duration(est_rpo),
-        fmt_duration(w.get("estimated_rto_s")),
-        "yes" if w.get("meets") else "NO",
+        NO_GUARANTEE if no_sla else _shown(w, "estimated_rpo_s", fmt_duration),
+        _shown(w, "estimated_rto_s", fmt_duration),
+        _met(w),
     ]
+
+
+def _met(w: Mapping[str, Any]) -> str:
+    """The meets cell: yes, NO, or yes only with GPUs nobody secured."""
+    if not w.get("meets"):
+        return "NO"
+    return "yes" if w.get("guaranteed", True) else "if GPUs found"
 
 
 def path_cells(p: Mapping[str, Any]) -> list[str]:
@@ -364,9 +448,9 @@ def path_cells(p: Mapping[str, Any]) -> list[str]:
         str(p.get("pair")),
         str(p.get("kind")) + (f" ({ports['ports']} x {ports['port_gbps']} Gbps)" if ports else ""),
         ", ".join(p.get("flows") or ()) or "control traffic",
-        fmt_gbps(p.get("required_gbps")),
-        fmt_gbps(p.get("needed_gbps")),
-        fmt_gbps(provisioned) if provisioned is not None else "unbounded",
+        _shown(p, "required_gbps", fmt_gbps),
+        _shown(p, "needed_gbps", fmt_gbps),
+        fmt_gbps(provisioned) if provisioned is not None else NO_LIMIT,
         "yes" if p.get("ok") else "NO",
     ]
 
@@ -412,6 +496,18 @@ def _rows_alternatives(report: Mapping[str, Any]) -> tuple[list[str], list[list[
     return head, rows
 
 
+IRREVERSIBLE_TITLE = "Irreversible settings (what `pulumi up` cannot undo)"
+
+
+def _rows_irreversible(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["stack", "setting", "where", "how long", "in a trial"]
+    rows = [
+        [x["stack"], x["what"], x["where"], x["lasts"], x["trial"]]
+        for x in report.get("irreversible", ())
+    ]
+    return head, rows
+
+
 def custom_resources(stack: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A stack's custom resources: what the clouds hold (components only group them)."""
     return [r for r in stack.get("resources", ()) if r.get("custom", True)]
@@ -453,6 +549,14 @@ def _verdict(report: Mapping[str, Any]) -> str:
         if not failing
         else f"NOT MET: {', '.join(failing)} (see the notes)"
     )
+    conditional = [
+        w["name"] for w in report["workloads"] if w["meets"] and not w.get("guaranteed", True)
+    ]
+    if conditional:
+        verdict += (
+            f" Not guaranteed: {', '.join(conditional)} met only if on-demand GPU capacity is "
+            "found at failover (the notes price what makes it certain)."
+        )
     if report.get("policy_ok") is False:
         verdict += " The policy pack refuses the deployment (mandatory violations above)."
     elif report.get("policy_ok"):
@@ -486,6 +590,9 @@ def to_markdown(report: Mapping[str, Any], resources: bool = True) -> str:
     parts += ["## Replication paths", "", _md_table(*_rows_paths(report)), ""]
     parts += ["## Monthly cost (USD, list prices)", "", _md_table(*_rows_cost(report)), ""]
     parts += [_md_table(*_rows_alternatives(report)), ""]
+    head, rows = _rows_irreversible(report)
+    if rows:
+        parts += [f"## {IRREVERSIBLE_TITLE}", "", _md_table(head, rows), ""]
     notes = _notes(report)
     if notes:
         parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -553,6 +660,9 @@ def render_text(report: Mapping[str, Any], width: int | None = None) -> str:
         _rich_table(f"Monthly cost, USD list prices ({PRICES_FILE})", *_rows_cost(report))
     )
     console.print(_rich_table("DR pattern alternatives", *_rows_alternatives(report)))
+    head, rows = _rows_irreversible(report)
+    if rows:
+        console.print(_rich_table(IRREVERSIBLE_TITLE, head, rows))
     for n in _notes(report):
         console.print(f"- {n}")
     console.print(_verdict(report))
@@ -613,6 +723,13 @@ def _portfolio_verdict(portfolio: Mapping[str, Any]) -> str:
     parts.append(
         "every recovery target is met." if not short else f"targets NOT MET in {', '.join(short)}."
     )
+    found = [
+        r["plan"]["name"]
+        for r in plans
+        if any(w["meets"] and not w.get("guaranteed", True) for w in r["workloads"])
+    ]
+    if found:
+        parts.append(f"Met only if on-demand GPU capacity is found in {', '.join(found)}.")
     if refused:
         parts.append(f"The policy pack refuses {', '.join(refused)}.")
     elif portfolio["policy_ok"]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import jinja2
 
+from gpudr.build.irreversible import Irreversible, irreversible_settings
 from gpudr.build.stackconfig import (
     CredentialKey,
     build_site_configs,
@@ -40,7 +41,7 @@ from gpudr.contract.naming import (
 )
 from gpudr.contract.site import BucketConfig, ClusterConfig, InboundTransfer, PoolConfig, SiteConfig
 from gpudr.contract.stack import MODE_KEY
-from gpudr.core.design import DataFlow, Design, Pool
+from gpudr.core.design import DataFlow, Design, Pool, reservation
 from gpudr.core.enums import DUAL_REGION, PULLED, PUSHED, Mechanism, Mode, Pattern, PoolKind
 from gpudr.core.spec import Plan, Site
 from gpudr.core.stepgraph import PairFacts, StepGraph, StepNode, pair_facts, step_graph
@@ -123,6 +124,8 @@ class Target:
     rto_s: float | None
     estimated_rpo_s: float | None
     estimated_rto_s: float | None
+    # False: the RTO holds only if on-demand GPU capacity is found (Workload.guaranteed)
+    guaranteed: bool = True
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,8 @@ class Runbook:
     variables: tuple[tuple[str, str], ...] = field(default=())  # (name, what to set it to)
     # The slowest workload's stages as steps: (step number, seconds), summing to the estimate.
     critical_path: tuple[tuple[int, float], ...] = field(default=())
+    # What the pair's stacks cannot undo once deployed (gpudr.build.irreversible).
+    irreversible: tuple[Irreversible, ...] = field(default=())
 
     def phase(self, name: str) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.phase == name)
@@ -633,6 +638,7 @@ def _targets(pair: _Pair) -> tuple[Target, ...]:
             rto_s=w.rto_s,
             estimated_rpo_s=w.estimated_rpo_s,
             estimated_rto_s=w.estimated_rto_s,
+            guaranteed=w.guaranteed,
         )
         for w in pair.design.workloads
         if w.pair == pair.facts.name
@@ -972,7 +978,13 @@ def _capacity_step(pair: _Pair, node: StepNode) -> Body:
         why=w.text("why", stack=stack, pools=pair.pools, created=bool(created)),
         commands=tuple(commands),
         checks=tuple(checks),
-        on_failure=w.items("on_failure", trouble=list(trouble), cloud=dcfg.cloud),
+        on_failure=w.items(
+            "on_failure",
+            trouble=list(trouble),
+            cloud=dcfg.cloud,
+            # Whether a capacity reservation exists for every pool's VM size at this cloud.
+            reservable=all(reservation(dcfg.cloud, p.instance_type) for p in pair.pools),
+        ),
     )
 
 
@@ -1417,6 +1429,7 @@ def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
         steps=tuple(_step(pair, node) for node in graph.steps),
         variables=tuple(_variables(pair)),
         critical_path=graph.critical_path,
+        irreversible=irreversible_settings(design, (primary, dr)),
     )
 
 

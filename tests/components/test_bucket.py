@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+from typing import Any
+
 import pulumi
 import pytest
+from pulumi.runtime import MockResourceArgs
 
 from components.aws.bucket import AccessLogs, DataBucket, DataBucketArgs, _bucket_policy
 from components.aws.kms import DataKey, DataKeyArgs
+from gpudr.app.offline.mocks import GpudrMocks
 from gpudr.contract.site import BucketConfig, Lifecycle
 
 CFG = BucketConfig(
@@ -70,3 +75,47 @@ def test_bucket_policy_denies_plain_http_and_old_tls(cross_account: str | None) 
     sids = [s["Sid"] for s in doc["Statement"]]
     assert sids[:2] == ["DenyInsecureTransport", "DenyOutdatedTls"]
     assert ("AcceptReplicasFromSource" in sids) == (cross_account is not None)
+
+
+@dataclass
+class Capture(GpudrMocks):
+    """The mocks, keeping every resource's type and inputs as the component declared them."""
+
+    created: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.created.append((args.typ, dict(args.inputs)))
+        return super().new_resource(args)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        pytest.param("compliance", "COMPLIANCE", id="production"),
+        # A trial's buckets stay deletable: governance retention, liftable with
+        # s3:BypassGovernanceRetention (the pack accepts it only on an approved trial).
+        pytest.param("governance", "GOVERNANCE", id="trial"),
+    ],
+)
+def test_object_lock_mode_comes_from_the_site_config(mode: str, expected: str) -> None:
+    mocks = Capture()
+    pulumi.runtime.set_mocks(mocks, project="gpudr", stack="test", preview=True)
+    cfg = replace(CFG, object_lock_mode=mode)
+
+    @pulumi.runtime.test
+    def declare() -> pulumi.Output[str]:
+        bucket = DataBucket(
+            "t-weights",
+            DataBucketArgs(
+                config=cfg,
+                region="us-east-1",
+                key_arn="arn:aws:kms:us-east-1:1:key/k",
+                tags={},
+                access_logs=AccessLogs("sys-site-logs-abc123", f"s3/{cfg.name}/"),
+            ),
+        )
+        return bucket.bucket_name
+
+    declare()
+    locks = [i for t, i in mocks.created if t.endswith("BucketObjectLockConfiguration")]
+    assert [lock["rule"]["defaultRetention"] for lock in locks] == [{"mode": expected, "days": 365}]

@@ -70,7 +70,9 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
     mechanisms = ["auto", "dual-write", *PAIRS[pair]]
     dr = dict(DR[pair[1]], role="dr", protects="prim")
     if pair == ("aws", "aws") and draw(st.booleans()):
-        dr["link"] = {"kind": "direct-connect", "location": "EqDC2", "secondary_location": "EqSe2"}
+        dr["link"] = {"kind": "direct-connect", "location": "EqDC2"}
+        if draw(st.booleans()):  # sized for the loss of a location, as the pack checks it
+            dr["link"]["secondary_location"] = "EqSe2"
     plan: dict[str, Any] = {
         "name": "prop",
         "sites": {"prim": dict(PRIMARY[pair[0]], role="primary"), "dr": dr},
@@ -78,6 +80,8 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             "s3_rtc_gbps": draw(st.sampled_from([1, 2, 5, 10])),
             "sts_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
             "datasync_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
+            "gcs_turbo_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
+            "gcs_dual_region_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
         },
         "data": {},
     }
@@ -108,6 +112,12 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             "rpo": draw(st.sampled_from(["1h", "6h", "24h", "none"])),
             "replication": draw(st.sampled_from(mechanisms)),
         }
+        if draw(st.booleans()):
+            # A bulk refresh: its burst and period reach the pack as burst-bytes and interval-s.
+            plan["data"]["datasets"]["refresh"] = {
+                "size": f"{draw(st.integers(1, size * 10)) * 100}GB",
+                "every": draw(st.sampled_from(["12h", "1d", "7d", "30d"])),
+            }
     if draw(st.integers(0, 3)) == 0:
         # A GPU cluster adds the DR link even without dual writes, and its pools.
         plan["clusters"] = {"train": {"gpu": "h100", "nodes": 2, "rto": "8h"}}
@@ -150,7 +160,13 @@ def _on_the_edge(raw: dict[str, Any], d: Design, data: st.DataObject) -> dict[st
     return edge
 
 
-QUOTA_OF_PATH = {"s3-rtc": "s3_rtc_gbps", "sts": "sts_gbps", "datasync": "datasync_gbps"}
+QUOTA_OF_PATH = {
+    "s3-rtc": "s3_rtc_gbps",
+    "sts": "sts_gbps",
+    "datasync": "datasync_gbps",
+    "gcs-turbo": "gcs_turbo_gbps",
+    "gcs-dual-region": "gcs_dual_region_gbps",
+}
 
 
 def _verdicts(raw: dict[str, Any]) -> tuple[Design, dict[str, bool], dict[str, bool]]:

@@ -151,3 +151,113 @@ def test_other_classes_are_not_weights() -> None:
     r = s3("checkpoints", CHECKPOINTS)
     assert "lock" not in r
     assert run_stack(immutable_weights, list(r.values())) == []
+
+
+# --- a trial's liftable lock: declared by the stack, approved by the pack config --------------
+
+TRIAL = {"approved_trials": [{"stacks": ["tes*"], "reason": "first deployment in the sandbox"}]}
+
+
+def declare(r: dict[str, Res], value: str = "governance") -> None:
+    """The bucket declares its lock (gpudr:lock), as components set it from the plan."""
+    if "labels" in r["bucket"].inputs:
+        r["bucket"].inputs["labels"]["gpudr-lock"] = value
+    else:
+        r["bucket"].inputs["tags"]["gpudr:lock"] = value
+
+
+def governance(r: dict[str, Res]) -> None:
+    retention(r).update(mode="GOVERNANCE")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "config", "expected"),
+    [
+        pytest.param(
+            lambda r: (governance(r), declare(r)), TRIAL, None, id="declared-and-approved"
+        ),
+        pytest.param(
+            lambda r: (governance(r), declare(r)),
+            None,
+            "approved_trials names this stack",
+            id="declared-not-approved",
+        ),
+        # A production stack flipping its own mode: its tag does not declare a trial.
+        pytest.param(governance, TRIAL, "mode 'GOVERNANCE'", id="approved-not-declared"),
+        pytest.param(
+            lambda r: (governance(r), declare(r, "compliance")),
+            TRIAL,
+            "mode 'GOVERNANCE'",
+            id="declared-compliance",
+        ),
+        # A hostile tag on a stack the config does not name.
+        pytest.param(
+            lambda r: (governance(r), declare(r)),
+            {"approved_trials": [{"stacks": ["prod-*"], "reason": "first deployment"}]},
+            "mode 'GOVERNANCE'",
+            id="other-stack-approved",
+        ),
+        pytest.param(
+            lambda r: (governance(r), declare(r)),
+            {"approved_trials": [{"stacks": ["*"], "reason": "every stack is a trial"}]},
+            "mode 'GOVERNANCE'",
+            id="glob-approving-every-stack",
+        ),
+        pytest.param(
+            lambda r: (governance(r), declare(r)),
+            {"approved_trials": [{"stacks": ["test"], "reason": "short"}]},
+            "mode 'GOVERNANCE'",
+            id="approval-without-reason",
+        ),
+        pytest.param(lambda r: declare(r), TRIAL, None, id="trial-in-compliance-mode"),
+        # A trial still needs a lock: the approval lifts only the mode.
+        pytest.param(
+            lambda r: (declare(r), r.pop("lock")),
+            TRIAL,
+            "no BucketObjectLockConfiguration",
+            id="trial-without-lock",
+        ),
+        pytest.param(
+            lambda r: (governance(r), declare(r), retention(r).update(days=29.0)),
+            TRIAL,
+            "for 29.0 days",
+            id="trial-too-short",
+        ),
+    ],
+)
+def test_s3_trial(mutate: Mutation, config: dict[str, Any] | None, expected: str | None) -> None:
+    r = s3("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values()), config), r["bucket"], expected)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "config", "expected"),
+    [
+        pytest.param(
+            lambda r: (policy(r).update(isLocked=False), declare(r)),
+            TRIAL,
+            None,
+            id="unlocked-declared-and-approved",
+        ),
+        pytest.param(
+            lambda r: (policy(r).update(isLocked=False), declare(r)),
+            None,
+            "not locked",
+            id="unlocked-declared-not-approved",
+        ),
+        pytest.param(
+            lambda r: policy(r).update(isLocked=False), TRIAL, "not locked", id="not-declared"
+        ),
+        pytest.param(
+            lambda r: (r["bucket"].inputs.pop("retentionPolicy"), declare(r)),
+            TRIAL,
+            "no retention policy",
+            id="trial-without-retention",
+        ),
+    ],
+)
+def test_gcs_trial(mutate: Mutation, config: dict[str, Any] | None, expected: str | None) -> None:
+    r = gcs("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values()), config), r["bucket"], expected)

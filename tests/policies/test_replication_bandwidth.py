@@ -89,6 +89,28 @@ def test_classes_on_one_mechanism_share_its_quota() -> None:
     assert all("need 883 Mbps" in m and "1.10 Gbps with headroom" in m for m, _ in found)
 
 
+@pytest.mark.parametrize(
+    ("mechanism", "quota", "expected"),
+    [
+        # 790 Mbps x 1.25 = 988 Mbps within the assumed 10 Gbps a dual-region bucket replicates
+        ("gcs-turbo", None, None),
+        ("gcs-turbo", "900", "above the 900 Mbps rate asserted for gcs-turbo"),
+        ("gcs-dual-region", "900", "above the 900 Mbps rate asserted for gcs-dual-region"),
+        ("gcs-turbo", "1000", None),
+    ],
+)
+def test_a_dual_region_bucket_replicates_within_its_quota(
+    mechanism: str, quota: str | None, expected: str | None
+) -> None:
+    """Turbo and default replication of a dual-region bucket have a rate (quotas.gcs_turbo_gbps,
+    quotas.gcs_dual_region_gbps): checked in the bucket's own stack, as the planner does."""
+    facts = {**CHECKPOINTS, "mechanism": mechanism, "dr-role": "data-dual-region"}
+    if quota is not None:
+        facts["quota-mbps"] = quota
+    b = gcs_bucket("checkpoints", facts)["bucket"]
+    check(run_stack(replication_bandwidth, [b]), b, expected)
+
+
 def test_gcp_labels_are_read_as_numbers() -> None:
     b = gcs_bucket(
         "checkpoints",
@@ -123,6 +145,34 @@ def link(resource_type: str, name: str, **inputs: Any) -> Res:
             None,
             "Raise the link",
             id="two-1g-ports",
+        ),
+        # The 8.33 Gbps need must hold with the location with the most capacity down.
+        pytest.param(
+            [
+                link(DX_CONNECTION, "dx-0", bandwidth="10Gbps", location="EqDC2"),
+                link(DX_CONNECTION, "dx-1", bandwidth="1Gbps", location="EqSe2"),
+            ],
+            None,
+            "1 Gbps with the largest location down",
+            id="direct-connect-location-loss",
+        ),
+        pytest.param(
+            [
+                link(DX_CONNECTION, "dx-0", bandwidth="10Gbps", location="EqDC2"),
+                link(DX_CONNECTION, "dx-1", bandwidth="10Gbps", location="EqSe2"),
+            ],
+            None,
+            None,
+            id="direct-connect-survives-a-location",
+        ),
+        pytest.param(
+            [
+                link(DX_CONNECTION, "dx-0", bandwidth="10Gbps", location="EqDC2"),
+                link(DX_CONNECTION, "dx-1", bandwidth="1Gbps", location="EqDC2"),
+            ],
+            None,
+            None,
+            id="direct-connect-one-location-every-port",
         ),
         pytest.param(
             [link(DX_CONNECTION, "dx-hosted", bandwidth="500Mbps")],

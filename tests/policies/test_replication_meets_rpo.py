@@ -118,6 +118,24 @@ def test_s3_crr(mutate: Mutation, expected: str | None) -> None:
     check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
 
 
+# A dataset's interval-s is its refresh period: how often its burst comes, not data lost (the
+# refresh is whole at the primary before it replicates). RTC's bound is then 15 min alone.
+REFRESH = {**DATASETS, "interval-s": "604800", "burst-bytes": "100000000000000"}
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        pytest.param({**REFRESH, "rpo-s": "3600"}, None, id="refresh-weekly-rpo-1h"),
+        pytest.param({**REFRESH, "rpo-s": "600"}, "= 15m", id="refresh-rpo-below-rtc-bound"),
+        pytest.param({**CHECKPOINTS, "rpo-s": "3000"}, "= 1h", id="checkpoint-interval-is-loss"),
+    ],
+)
+def test_s3_rtc_bound_adds_only_the_loss(facts: dict[str, str], expected: str | None) -> None:
+    r = s3(facts["data-class"], facts)
+    check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
+
+
 def test_dual_write_holds_rpo_zero_at_the_writer() -> None:
     r = s3("weights", WEIGHTS)
     assert run_stack(replication_meets_rpo, list(r.values())) == []

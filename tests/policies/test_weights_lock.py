@@ -19,6 +19,10 @@ from tests.policies.harness import check, run_resource
         pytest.param(WEIGHTS, "Unlocked", "gpudr:lock_weights true", id="unlocked"),
         pytest.param(WEIGHTS, None, "Unlocked", id="state-unset"),
         pytest.param(CHECKPOINTS, "Unlocked", None, id="not-weights"),
+        # A trial is never locked: the advice is to leave it so, and how to reach production.
+        pytest.param(
+            {**WEIGHTS, "lock": "governance"}, "Unlocked", "on purpose", id="trial-unlocked"
+        ),
     ],
 )
 def test_lock_state(facts: dict[str, str], state: str | None, expected: str | None) -> None:

@@ -361,6 +361,30 @@ def test_weights_immutability_is_created_unlocked_until_the_switch() -> None:
     assert policy["state"] == "Unlocked", weights.urn
 
 
+def trial(cfg: SiteConfig) -> SiteConfig:
+    """The site with its weights under a trial's lock (data.weights.lock: governance)."""
+    buckets = tuple(
+        dataclasses.replace(b, object_lock_mode="governance") if b.data_class == "weights" else b
+        for b in cfg.buckets
+    )
+    return dataclasses.replace(cfg, buckets=buckets)
+
+
+def test_trial_weights_stay_unlocked() -> None:
+    r = run(trial(site_config("eus")), lock=False)
+    weights = named(r, STORAGE_ACCOUNT, "weights")
+    policy = weights.inputs["immutableStorageWithVersioning"]["immutabilityPolicy"]
+    assert policy["state"] == "Unlocked", weights.urn
+
+
+def test_trial_refuses_the_irreversible_lock() -> None:
+    """gpudr:lock_weights on a trial would make its accounts undeletable for a year."""
+    with pytest.raises(
+        Exception, match=r"governance \(a trial\).*pulumi config rm gpudr:lock_weights"
+    ):
+        run(trial(site_config("eus")), lock=True)
+
+
 @pytest.mark.parametrize("site", SITE_NAMES)
 def test_weights_account_is_worm_locked_for_365_days(site: str) -> None:
     r = site_run(site)

@@ -286,6 +286,18 @@ def test_weights_locked_retention_and_versioning_off(name: str) -> None:
     assert actions == ["AbortIncompleteMultipartUpload"], w.urn
 
 
+def test_trial_weights_retention_is_not_locked() -> None:
+    """A trial (data.weights.lock: governance) holds weights as long, under a policy its owner
+    can remove: nothing of a first deployment is undeletable for a year."""
+    buckets = tuple(
+        dataclasses.replace(b, object_lock_mode="governance") if b.data_class == "weights" else b
+        for b in PRIMARY.buckets
+    )
+    w = named(run(dataclasses.replace(PRIMARY, buckets=buckets)), BUCKET, "weights")
+    assert w.inputs["retentionPolicy"] == {"retentionPeriod": "31536000", "isLocked": False}
+    assert w.inputs["versioning"] == {"enabled": False}, w.urn
+
+
 @pytest.mark.parametrize("name", ["usc1", "use4"])
 def test_every_bucket_private_encrypted_and_waits_for_its_key_grant(name: str) -> None:
     r = standby(name)

@@ -1076,3 +1076,19 @@ def test_a_legacy_spelling_of_an_operator_key_is_that_key(tmp_path: Path) -> Non
     check = generate(tmp_path, "--check")
     assert check.exit_code == 0, check.output
     assert "in failover" in check.output
+
+
+@pytest.mark.parametrize(("lock", "told"), [("compliance", True), ("governance", False)])
+def test_azure_stack_files_tell_to_lock_the_weights_only_outside_a_trial(
+    tmp_path: Path, lock: str, told: bool
+) -> None:
+    """A trial's weights stay liftable (the program refuses gpudr:lock_weights there), so its
+    stack file does not tell anyone to lock them."""
+    raw = yaml.safe_load((ROOT / "examples" / "azure-two-region.yaml").read_text())
+    raw["data"]["weights"]["lock"] = lock
+    plan = tmp_path / "azure-trial.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    stacks = [f for f in render_all(design(load_plan(plan)), str(plan)) if f.kind == "stack"]
+    assert stacks
+    for f in stacks:
+        assert ("gpudr:lock_weights true" in f.content) == told, f.path

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpudr.build.drill import build_drill
 from gpudr.core import cost, reference
 from gpudr.core.cost import RULES, Usage
 from gpudr.core.design import design
 from gpudr.core.enums import Cloud
-from gpudr.core.spec import load_plan
+from gpudr.core.spec import PlanError, load_plan, parse_plan
 from tests.conftest import ROOT
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -199,6 +202,209 @@ def test_every_site_of_the_plan_prices_its_logs_with_the_plans_volumes() -> None
     assert {x.site for x in flow} == set(plan.sites)
     assert all(x.quantity == plan.logging.flow_b_month / cost.GB for x in flow)
     assert {x.dr for x in flow} == {True, False}  # the primary's logs are not the DR posture's
+
+
+# --- volume tiers -------------------------------------------------------------------------------
+
+PB, TB = 1_000_000, 1_000  # GB
+
+
+@pytest.mark.parametrize(
+    ("path", "gb", "usd"),
+    [
+        # The issue's case: 73 PB a month through interface endpoints is $306,000, not $730,000.
+        (
+            ("vpce_interface_processed_gb",),
+            73 * PB,
+            1 * PB * 0.01 + 4 * PB * 0.006 + 68 * PB * 0.004,
+        ),
+        (("vpce_interface_processed_gb",), 1 * PB, 10_000),  # the first band, exactly
+        (("vpce_interface_processed_gb",), 500 * TB, 5_000),
+        # Vended flow logs: $0.25 first 10 TB, $0.15 next 20, $0.075 next 20, $0.05 over 50 TB.
+        (("vended_logs_s3_gb",), 60 * TB, 2_500 + 3_000 + 1_500 + 500),
+        (("vended_logs_s3_gb",), 50, 12.5),
+        # Internet egress: $0.09 to 10 TB, $0.085 to 50, $0.07 to 150, $0.05 above.
+        (("transfer_gb", "internet_egress"), 290_572, 900 + 3_400 + 7_000 + 140_572 * 0.05),
+    ],
+)
+def test_a_tiered_price_bills_each_band_at_its_rate(
+    path: tuple[str, ...], gb: float, usd: float
+) -> None:
+    price = reference.price("aws", *path)
+    assert cost.tiered_usd(price.tiers, gb) == pytest.approx(usd)
+
+
+@pytest.mark.parametrize(
+    ("sites", "expected"),
+    [
+        # One region's endpoints share the bands: 1.2 PB is 1 PB at $0.01 and 0.2 PB at $0.006.
+        (("usw2", "usw2"), 10_000 + 200_000 * 0.006),
+        # Two regions bill their own bands: each 0.6 PB at $0.01.
+        (("usw2", "usw1"), 2 * 6_000),
+    ],
+)
+def test_a_sites_usages_of_a_tiered_price_share_its_bands(
+    sites: tuple[str, str], expected: float
+) -> None:
+    usages = [
+        Usage("endpoint-processing", Cloud.AWS, site, 0.6 * PB, True, {"data_class": cls})
+        for site, cls in zip(sites, ("checkpoints", "weights"), strict=True)
+    ]
+    report = cost.report(usages)
+    assert report.total() == pytest.approx(expected)
+    assert all(x.tiers.startswith("volume tiers on") for x in report.lines)
+    if sites[0] == sites[1]:  # one blended rate for the site's volume
+        assert report.lines[0].unit_usd == report.lines[1].unit_usd
+
+
+def test_a_flat_price_has_no_tiers_in_its_line() -> None:
+    line = cost.price(
+        Usage("tgw-processing", Cloud.AWS, "use1", 73 * PB, True, {"data_class": "checkpoints"})
+    )
+    assert isinstance(line, cost.CostLine)
+    assert (line.unit_usd, line.tiers) == (0.02, "")
+    assert line.amount_usd == pytest.approx(1_460_000)  # the issue's $1.46M
+
+
+@given(
+    a=st.floats(min_value=0, max_value=1e8, allow_nan=False),
+    b=st.floats(min_value=0, max_value=1e8, allow_nan=False),
+)
+def test_tiered_amounts_grow_with_volume_between_the_first_and_last_rates(
+    a: float, b: float
+) -> None:
+    tiers = reference.price("aws", "vpce_interface_processed_gb").tiers
+    lo, hi = sorted((a, b))
+    assert cost.tiered_usd(tiers, lo) <= cost.tiered_usd(tiers, hi) + 1e-6
+    assert hi * tiers[-1].usd - 1e-6 <= cost.tiered_usd(tiers, hi) <= hi * tiers[0].usd + 1e-6
+
+
+def _priced_paths(node: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    if isinstance(node, dict) and "usd" in node:
+        return [(path, node)]
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _priced_paths(v, (*path, str(k)))]
+    return []
+
+
+PER_GB = [
+    (cloud, path, node)
+    for cloud in Cloud
+    for path, node in _priced_paths(reference.prices()[cloud])
+    if any(part.endswith("_gb") for part in path)
+]
+
+
+@pytest.mark.parametrize(("cloud", "path", "node"), PER_GB, ids=lambda x: str(x)[:40])
+def test_every_per_gb_price_is_tiered_or_says_it_is_flat(
+    cloud: str, path: tuple[str, ...], node: dict[str, Any]
+) -> None:
+    price = reference.price(cloud, *path)
+    if "tiers" not in node:
+        assert "flat" in str(node.get("note", "")), f"{cloud}.{'.'.join(path)}: tiers or 'flat'"
+        return
+    # Well formed: ascending, the first band at the price's own rate, rates falling.
+    assert price.tiers[0].usd == pytest.approx(price.usd)
+    rates = [t.usd for t in price.tiers]
+    assert rates == sorted(rates, reverse=True)
+    assert price.tiers[-1].up_to is None
+
+
+@pytest.mark.parametrize(
+    ("tiers", "error"),
+    [
+        ("0.01", "must be a list"),
+        ([{"up_to": "1PB", "usd": 0.01}], "only the last band be unbounded"),
+        ([{"up_to": "5PB", "usd": 0.01}, {"up_to": "1PB", "usd": 0.006}, {"usd": 0.004}], "ascend"),
+        ([{"up_to": "1PB"}, {"usd": 0.004}], "every band needs usd"),
+    ],
+)
+def test_malformed_tiers_are_refused_with_the_price_named(tiers: object, error: str) -> None:
+    with pytest.raises(reference.ReferenceError, match=error) as raised:
+        reference._tiers("aws.x_gb", tiers, 1.0)
+    assert "prices.yaml: aws.x_gb.tiers" in str(raised.value)
+
+
+# --- what the examples deploy, priced ------------------------------------------------------------
+
+
+def _usage_of(example: str, rule: str) -> list[Usage]:
+    des = design(load_plan(ROOT / "examples" / f"{example}.yaml"))
+    return [u for u in des.usages if u.rule == rule]
+
+
+@pytest.mark.parametrize(
+    ("example", "expected"),
+    [
+        # Every AWS site's VPC attachment, with its links' attachments (none were priced on a
+        # VPN plan, nor the VPC attachment on a data-only plan).
+        ("aws-two-region", {"use1": "VPC + peering", "usw2": "VPC + peering"}),
+        ("aws-to-gcp", {"use1": "VPC + 2 VPN"}),
+        ("gcp-to-aws", {"use1": "VPC + 2 VPN"}),
+    ],
+)
+def test_every_aws_site_pays_for_its_transit_gateway_attachments(
+    example: str, expected: dict[str, str]
+) -> None:
+    found = {u.site: u.fields["what"] for u in _usage_of(example, "tgw-attachments")}
+    assert found == expected
+
+
+def test_a_data_only_aws_plan_pays_for_each_sites_vpc_attachment() -> None:
+    raw = load_plan(ROOT / "examples" / "aws-two-region.yaml")
+    # Replicated by S3 alone (no dual writes, no clusters): no DR link, yet each site's VPC
+    # stays attached to its transit gateway.
+    plan = replace(raw, clusters={}, services={}, weights=None)
+    des = design(plan)
+    found = {
+        u.site: (u.quantity, u.fields["what"]) for u in des.usages if u.rule == "tgw-attachments"
+    }
+    assert found == {"use1": (cost.HOURS_PER_MONTH, "VPC"), "usw2": (cost.HOURS_PER_MONTH, "VPC")}
+
+
+def test_dual_written_checkpoints_cost_the_training_slowdown_in_gpu_hours() -> None:
+    plan = load_plan(ROOT / "examples" / "azure-two-region.yaml")  # checkpoints dual-written
+    des = design(plan)
+    (line,) = [x for x in des.cost.lines if "slower with dual-written checkpoints" in x.item]
+    assert plan.checkpoints is not None and plan.checkpoints.dual_write_slowdown == 0.2
+    assert (line.site, line.dr, line.category) == ("eus", True, "gpu")
+    assert line.quantity == pytest.approx(0.2 * 8 * cost.HOURS_PER_MONTH)
+    assert line.monthly_usd == pytest.approx(0.2 * 8 * 730 * 98.32)
+    # Weights are written by the model registry, not training: no slowdown for them.
+    assert not [
+        x
+        for x in design(load_plan(ROOT / "examples" / "aws-two-region.yaml")).cost.lines
+        if "slower" in x.item
+    ]
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "share", "node_hours"),
+    [(0.15, "15%", 0.15 * 8 * 730), (0, None, None)],  # the brief's lower end; none measured
+)
+def test_the_slowdown_fraction_is_the_plans_to_state(
+    slowdown: float, share: str | None, node_hours: float | None
+) -> None:
+    raw = yaml.safe_load((ROOT / "examples" / "azure-two-region.yaml").read_text())
+    raw["data"]["checkpoints"]["dual_write_slowdown"] = slowdown
+    des = design(parse_plan(raw))
+    lines = [x for x in des.cost.lines if "with dual-written checkpoints" in x.item]
+    assert [(x.item.split(" training ")[1][:3], x.quantity) for x in lines] == (
+        [(share, pytest.approx(node_hours))] if share else []
+    )
+    (row,) = [f for f in des.flows if f.data_class == "checkpoints"]
+    assert any(f"by {slowdown:.0%}" in n for n in row.notes)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, ".nan", "fast"])
+def test_a_slowdown_outside_0_to_1_is_refused_with_its_field(value: object) -> None:
+    raw = yaml.safe_load((ROOT / "examples" / "azure-two-region.yaml").read_text())
+    raw["data"]["checkpoints"]["dual_write_slowdown"] = (
+        yaml.safe_load(value) if value == ".nan" else value
+    )
+    with pytest.raises(PlanError) as raised:
+        parse_plan(raw)
+    assert "data.checkpoints.dual_write_slowdown" in str(raised.value)
 
 
 def test_cloudwatch_keeps_control_plane_logs_for_its_next_period_and_is_priced_so() -> None:

@@ -70,10 +70,24 @@ def test_forced_pattern_and_warm_fraction(example_raw: dict[str, Any]) -> None:
     assert train.pattern == "warm-standby" and train.standing == 4  # ceil(16 * 0.25)
 
 
-def test_strict_rto_picks_faster_pattern(example_raw: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("reserve", "pattern", "guaranteed"),
+    [
+        # Without a reservation warm standby's missing nodes wait for on-demand GPUs like pilot
+        # light's (1h55m): only every node standing meets 1 h (before: warm standby, 45m33s).
+        (False, "active-active", True),
+        # Reserved, the missing nodes only boot (25m33s), but a reservation bills every node
+        # whether it runs or not: running them all costs the same and skips the boot.
+        (True, "active-active", True),
+    ],
+)
+def test_strict_rto_picks_faster_pattern(
+    example_raw: dict[str, Any], reserve: bool, pattern: str, guaranteed: bool
+) -> None:
     example_raw["clusters"]["train"]["rto"] = "1h"
+    example_raw["sites"]["usw2"]["reserve_capacity"] = reserve
     train = next(p for p in design(parse_plan(example_raw)).pools if p.name == "train")
-    assert train.pattern == "warm-standby"
+    assert (train.pattern, train.guaranteed) == (pattern, guaranteed)
 
 
 def test_impossible_rto_is_reported(example_raw: dict[str, Any]) -> None:
@@ -159,10 +173,18 @@ def test_rpo_budget_below_the_lag_bound_says_so(example_raw: dict[str, Any]) -> 
     assert any(n.startswith("no bandwidth can meet this") for n in row.notes), row.notes
 
 
-def test_service_without_weights_has_no_rpo_estimate(example_raw: dict[str, Any]) -> None:
+def test_a_service_without_weights_has_no_rpo_to_judge(example_raw: dict[str, Any]) -> None:
+    """A service's RPO is the age of the weights it serves at the DR site: without weights from
+    its site gpudr protects none of its data. Its default RPO is not applicable (before: an RPO
+    no plan could ever meet); a stated one is refused (spec tests)."""
     example_raw["data"].pop("weights")
+    example_raw["services"]["chat"].pop("rpo")
     chat = _rows(design(parse_plan(example_raw)))["svc-chat"]
-    assert chat.estimated_rpo_s is None and not chat.meets
+    assert chat.rpo_s is None and chat.estimated_rpo_s is None and chat.meets
+    assert any(
+        n.startswith("RPO not applicable: the plan replicates no model weights from use1")
+        for n in chat.notes
+    )
 
 
 def test_locked_weight_versions_are_stored(example_raw: dict[str, Any]) -> None:

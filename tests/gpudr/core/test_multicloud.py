@@ -76,9 +76,13 @@ def test_cross_cloud_transfer_schedule_follows_the_rpo() -> None:
     (reader,) = configs["use1"].sts_readers
     assert reader.role_name == job.role_name and reader.gcp_project == "acme-llm-dr"
     assert len(reader.buckets) == 2  # checkpoints and datasets; weights are dual-written
-    # egress from AWS to the internet is the price of cross-cloud DR
-    egress = [x for x in d.cost.lines if x.item == "checkpoints transfer aws -> gcp"]
-    assert egress and egress[0].unit_usd == 0.09
+    # egress from AWS to the internet is the price of cross-cloud DR, in volume tiers over all
+    # that leaves use1 for GCP in a month (checkpoints, datasets and weights: 290,572 GB)
+    egress = [x for x in d.cost.lines if x.item.endswith("transfer aws -> gcp")]
+    total = sum(x.quantity for x in egress)
+    expected = 10_000 * 0.09 + 40_000 * 0.085 + 100_000 * 0.07 + (total - 150_000) * 0.05
+    assert sum(x.monthly_usd for x in egress) == pytest.approx(expected)
+    assert all(x.tiers.startswith("volume tiers on use1's 290,572 GB") for x in egress)
     assert configs["use1"].links[0].kind == "ha-vpn"
     assert rows(d)["weights"].provisioned_gbps == 5.0  # 4 tunnels x 1.25 Gbps (AWS end)
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpudr.core import sizing
 
@@ -39,6 +42,46 @@ def test_checkpoint_delta() -> None:
 )
 def test_checkpoint_window(rpo: float, interval: float, window: float) -> None:
     assert sizing.checkpoint_window_s(rpo, interval) == window
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "rpo", "window"),
+    [
+        ("crr-rtc", 2700, 0.0),  # async at RPO = interval: no time after the write
+        ("sts", 2700, 0.0),
+        ("azure-or", 2700, 0.0),
+        ("crr-rtc", 3600, 900.0),
+        ("dual-write", 2700, 2700.0),  # the write is the copy: it must end before the next
+        ("dual-write", 3600, 2700.0),  # before: min(RPO - interval, interval) = 900 s
+        ("dual-write", None, 2700.0),
+    ],
+)
+def test_transfer_window_at_rpo_equal_to_the_interval(
+    mechanism: str, rpo: float | None, window: float
+) -> None:
+    """RPO = interval: unbounded for a copy made after the checkpoint is written, the interval
+    for a dual write (before: 0 s for both, an infinite need that crashed the run)."""
+    assert sizing.transfer_window_s(mechanism, rpo, 2700, None) == window
+    flow = sizing.checkpoint_flow(
+        mechanism, size_b=2e12, interval_s=2700, dedup_ratio=0.6, compression_ratio=3, rpo_s=rpo
+    )
+    assert math.isinf(flow.required_gbps) == (window == 0)
+
+
+def test_an_unbounded_flow_loads_its_path_with_its_steady_rate() -> None:
+    """The path (and the pack's quota sum) carries the flow's average rate, so the classes
+    beside it keep their own verdicts; the flow fails on its estimate. No capacity, not even
+    an unlimited one, fits an unbounded need."""
+    flow = sizing.checkpoint_flow(
+        "crr-rtc", size_b=2e12, interval_s=2700, dedup_ratio=0.6, compression_ratio=3, rpo_s=2700
+    )
+    assert math.isinf(flow.required_gbps)
+    assert sizing.path_load_gbps(flow) == flow.steady_gbps == pytest.approx(0.790123, rel=1e-5)
+    met = sizing.checkpoint_flow(
+        "crr-rtc", size_b=2e12, interval_s=2700, dedup_ratio=0.6, compression_ratio=3, rpo_s=3600
+    )
+    assert sizing.path_load_gbps(met) == met.required_gbps
+    assert not sizing.fits(math.inf, math.inf)
 
 
 def test_required_gbps() -> None:
@@ -103,9 +146,9 @@ PARAMS = sizing.RtoParams(
     infra_create_s=1200,
     gpu_node_boot_s=600,
     gpu_capacity_wait_s=5400,
-    warm_scale_up_s=1800,
     restart_s=600,
     read_gbps_per_node=10,
+    storage_read_gbps=369,
 )
 WORKING = 2 * TB / 3  # latest checkpoint as stored
 
@@ -118,21 +161,186 @@ WORKING = 2 * TB / 3  # latest checkpoint as stored
         ("pilot-light", "training", False, 6933.33),
         # a capacity reservation removes the wait for capacity
         ("pilot-light", "training", True, 1533.33),
-        ("warm-standby", "training", False, 2733.33),
-        # reserved: the missing nodes only boot (600 s), no 30 min scale-up
+        # the 12 nodes warm standby lacks wait for on-demand capacity like pilot light's 16
+        # (before: a 30 min scale-up with no wait, 2733.33)
+        ("warm-standby", "training", False, 6933.33),
         ("warm-standby", "training", True, 1533.33),
         ("active-active", "training", False, 933.33),
-        # service: every node loads the whole working set itself: 150e9*8/10e9 = 120 s
+        # service: every node loads the whole working set itself: 16 x 150e9*8/(16 x 10e9) = 120 s
         ("active-active", "service", False, 360.0),
-        ("warm-standby", "service", False, 300 + 1800 + 120 + 600 + 60),
+        ("warm-standby", "service", False, 300 + 6000 + 120 + 600 + 60),
     ],
 )
 def test_rto_stages(pattern: str, kind: str, reserved: bool, total: float) -> None:
     working = 150e9 if kind == "service" else WORKING
+    standing = sizing.standing_nodes(pattern, 16, 0.25)
     stages = sizing.rto_stages(
-        pattern, kind, nodes=16, working_set_b=working, reserved=reserved, params=PARAMS
+        pattern,
+        kind,
+        nodes=16,
+        standing=standing,
+        working_set_b=working,
+        reserved=reserved,
+        params=PARAMS,
     )
-    assert sizing.rto_total(stages) == pytest.approx(total, abs=0.01)
+    assert sum(stages.values()) == pytest.approx(total, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "standing", "reserved", "capacity", "guaranteed"),
+    [
+        (16, 0, False, 6000.0, False),  # pilot light, backup/restore
+        (16, 4, False, 6000.0, False),  # warm standby: its missing 12 wait too
+        (16, 0, True, 600.0, True),  # reserved: the nodes only boot
+        (16, 4, True, 600.0, True),
+        (16, 16, False, 0.0, True),  # active-active: nothing to find
+        (1, 1, False, 0.0, True),  # a one-node warm standby stands whole
+    ],
+)
+def test_one_capacity_model_for_every_pattern(
+    nodes: int, standing: int, reserved: bool, capacity: float, guaranteed: bool
+) -> None:
+    """Nodes neither standing nor reserved wait for on-demand capacity, whatever the pattern;
+    only then is the RTO not guaranteed."""
+    assert sizing.capacity_seconds(nodes, standing, reserved, PARAMS) == capacity
+    assert sizing.capacity_guaranteed(nodes, standing, reserved) == guaranteed
+
+
+@pytest.mark.parametrize(
+    ("readers", "per_node", "ceiling", "aggregate"),
+    [
+        (1, 10, 369, 10),  # the runbook's check: one host
+        (16, 10, 369, 160),
+        (36, 10, 369, 360),
+        (37, 10, 369, 369),  # the storage's ceiling from here on
+        (128, 10, 369, 369),
+        (160, 10, 369, 369),
+        (0, 10, 369, 10),  # at least one reader
+        (16, 10, 50, 50),  # Azure's lower default account egress
+    ],
+)
+def test_aggregate_read_is_bounded_by_the_storage(
+    readers: int, per_node: float, ceiling: float, aggregate: float
+) -> None:
+    assert sizing.aggregate_read_gbps(readers, per_node, ceiling) == aggregate
+
+
+@given(
+    nodes=st.integers(min_value=1, max_value=4096),
+    working_tb=st.floats(min_value=0.001, max_value=500, allow_nan=False, allow_infinity=False),
+    per_node=st.floats(min_value=0.1, max_value=400, allow_nan=False, allow_infinity=False),
+    ceiling=st.floats(min_value=1, max_value=5000, allow_nan=False, allow_infinity=False),
+)
+def test_more_nodes_never_read_faster_than_the_storage_serves(
+    nodes: int, working_tb: float, per_node: float, ceiling: float
+) -> None:
+    """The training staging read shrinks with nodes only down to working set / ceiling: a pool
+    of any size cannot read the checkpoint faster than the storage serves it (before: no bound,
+    so a big enough pool made any pattern meet any RTO)."""
+    params = replace(PARAMS, read_gbps_per_node=per_node, storage_read_gbps=ceiling)
+
+    def staging(n: int) -> float:
+        stages = sizing.rto_stages(
+            "active-active",
+            "training",
+            nodes=n,
+            standing=n,
+            working_set_b=working_tb * TB,
+            reserved=False,
+            params=params,
+        )
+        return stages["staging"]
+
+    floor = working_tb * TB * 8 / (ceiling * 1e9)
+    assert staging(nodes) >= floor * (1 - 1e-9)
+    assert staging(nodes + 1) <= staging(nodes) * (1 + 1e-9)
+    # The runbook's check reads with one host, by the same formula.
+    one = sizing.verify_seconds(working_tb * TB, per_node, ceiling)
+    assert one == pytest.approx(staging(1), rel=1e-9)
+
+
+def _steps(*pools: sizing.PoolTiming, **checks: float | None) -> tuple[sizing.TimedStep, ...]:
+    return sizing.failover_steps(300.0, checks, pools)
+
+
+def _pool(name: str, kind: str, capacity: float, work: float, scales: bool) -> sizing.PoolTiming:
+    stages = {
+        "detection": 300.0,
+        "infrastructure": 0.0,
+        "capacity": capacity,
+        "staging": work,
+        "restart": 0.0,
+        "traffic_shift": 60.0 if kind == "service" else 0.0,
+    }
+    return sizing.PoolTiming(name, kind, stages, scales)
+
+
+TRAIN = _pool("train", "training", 6000.0, 1560.0, True)
+SERVE = _pool("svc-chat", "service", 0.0, 0.0, False)
+
+
+@pytest.mark.parametrize(
+    ("steps", "end", "finish", "path"),
+    [
+        # The GPUs are the longer wait: detection + capacity + work.
+        (
+            _steps(TRAIN, checkpoints=533.0),
+            "training:train",
+            7860.0,
+            (("declare", 300.0), ("capacity", 6000.0), ("training:train", 1560.0)),
+        ),
+        # The issue's case: training waits for the checkpoint check (2h8m), not the GPUs
+        # (before: the plan said 2h11m, the runbook's order 2h39m).
+        (
+            _steps(TRAIN, checkpoints=7680.0, datasets=None),
+            "training:train",
+            9540.0,
+            (("declare", 300.0), ("data:checkpoints", 7680.0), ("training:train", 1560.0)),
+        ),
+        # A service that adds no node does not wait for the pair's capacity step.
+        (
+            _steps(TRAIN, SERVE, weights=120.0),
+            "traffic:svc-chat",
+            480.0,
+            (
+                ("declare", 300.0),
+                ("data:weights", 120.0),
+                ("service:svc-chat", 0.0),
+                ("traffic:svc-chat", 60.0),
+            ),
+        ),
+        # A data row: detection and its check.
+        (
+            _steps(weights=120.0),
+            "data:weights",
+            420.0,
+            (("declare", 300.0), ("data:weights", 120.0)),
+        ),
+    ],
+)
+def test_the_rto_is_the_critical_path_of_the_failover_steps(
+    steps: tuple[sizing.TimedStep, ...],
+    end: str,
+    finish: float,
+    path: tuple[tuple[str, float], ...],
+) -> None:
+    assert sizing.finish_times(steps)[end] == pytest.approx(finish)
+    assert sizing.critical_path(steps, end) == path
+    assert sum(s for _, s in path) == pytest.approx(finish)
+
+
+def test_the_capacity_step_lasts_as_long_as_the_slowest_growing_pool() -> None:
+    slow = _pool("a", "training", 6000.0, 0.0, True)
+    fast = replace(
+        _pool("b", "training", 600.0, 0.0, True), stages={**slow.stages, "capacity": 600.0}
+    )
+    standing = _pool("c", "training", 0.0, 0.0, False)
+    steps = sizing.failover_steps(300.0, {}, (slow, fast, standing))
+    capacity = next(s for s in steps if s.key == "capacity")
+    assert capacity.seconds == 6000.0
+    done = sizing.finish_times(steps)
+    assert done["training:b"] == 6300.0  # one pulumi up grows every pool
+    assert done["training:c"] == 300.0
 
 
 @pytest.mark.parametrize(
@@ -155,25 +363,63 @@ LAG = {1: 4, 10: 4, 100: 2, 400: 2}  # AWS: 4 ports below 100G, 2 at 100G and 40
 
 
 @pytest.mark.parametrize(
-    ("need", "speed", "ports"),
+    ("need", "speed", "ports", "survives"),
     [
-        (0.4, 1, 2),  # two diverse 1G ports are the cheapest floor
-        (12, 10, 2),  # 1G would need 12 ports, 6 per location: over the LAG limit
-        (45, 10, 5),  # 5 x 10G ($11.25/h) beats 2 x 100G ($45/h)
-        (85, 100, 2),  # 9 x 10G is 5 per location: over the limit
-        (300, 100, 3),  # 3 x 100G, 2 at one location ($67.50/h) beats 2 x 400G ($170/h)
-        (500, 400, 2),  # 5 x 100G is 3 per location: over the 2-port LAG limit at 100G
+        (0.4, 1, 2, 1),  # two diverse 1G ports are the cheapest floor; one survives
+        # 2 x 10G leave 10 Gbps when a location fails; 3 still leave 10 (2 at one location)
+        (12, 10, 4, 20),
+        (45, 100, 2, 100),  # 10 x 10G to survive is 5 per location: over the LAG limit
+        (85, 100, 2, 100),
+        # The issue's case: 3 x 100G leave 100 Gbps with the two-port location down, and
+        # 6 x 100G are 3 per location (a LAG holds 2): 2 x 400G ($170/h) leave 400 Gbps
+        (277.8, 400, 2, 400),
+        (300, 400, 2, 400),  # was 3 x 100G: 100 Gbps left with the larger location down
+        (500, 400, 4, 800),  # 3 x 400G leave 400 with the two-port location down
     ],
 )
-def test_size_direct_connect(need: float, speed: int, ports: int) -> None:
+def test_size_direct_connect_for_the_loss_of_a_location(
+    need: float, speed: int, ports: int, survives: float
+) -> None:
     plan = sizing.size_direct_connect(need, PORTS, 2, LAG, locations=2)
-    assert (plan.port_gbps, plan.ports) == (speed, ports)
+    assert (plan.port_gbps, plan.ports, plan.survivable_gbps) == (speed, ports, survives)
+    assert plan.survivable_gbps >= need and plan.capacity_gbps == speed * ports
+
+
+@pytest.mark.parametrize(
+    ("need", "speed", "ports"),
+    [
+        (12, 10, 2),  # nothing survives the loss of the only location: sized with all up
+        (45, 100, 2),  # 5 x 10G at one location: over the 4-port LAG limit
+    ],
+)
+def test_size_direct_connect_at_one_location(need: float, speed: int, ports: int) -> None:
+    plan = sizing.size_direct_connect(need, PORTS, 2, LAG, locations=1)
+    assert (plan.port_gbps, plan.ports, plan.survivable_gbps) == (speed, ports, 0)
     assert plan.capacity_gbps >= need
 
 
-def test_size_direct_connect_impossible() -> None:
-    with pytest.raises(ValueError, match="needs more than"):
-        sizing.size_direct_connect(5000, PORTS, 2, LAG, locations=2)
+@given(
+    need=st.floats(min_value=0, max_value=800, allow_nan=False),
+    locations=st.integers(min_value=2, max_value=3),
+)
+def test_the_ports_sized_survive_the_loss_of_their_largest_location(
+    need: float, locations: int
+) -> None:
+    plan = sizing.size_direct_connect(need, PORTS, 2, LAG, locations=locations)
+    split = sizing.ports_per_location(plan.ports, locations)
+    assert sum(split) == plan.ports and max(split) <= LAG[plan.port_gbps]
+    left = (plan.ports - max(split)) * plan.port_gbps
+    assert left == plan.survivable_gbps >= need - 1e-9
+
+
+@pytest.mark.parametrize("need", [1601.0, 2777.8, 5000.0, math.inf])
+def test_size_direct_connect_beyond_the_largest_plan(need: float) -> None:
+    """No plan carries it (1 PB dual-written in 1 h with headroom: 2,778 Gbps; an unbounded
+    need): the largest plan, 2 x 400G per location at 2 locations, whose shortfall the path
+    reports as a verdict (before: ValueError, or OverflowError for an infinite need)."""
+    plan = sizing.size_direct_connect(need, PORTS, 2, LAG, locations=2)
+    assert (plan.port_gbps, plan.ports, plan.capacity_gbps) == (400, 4, 1600.0)
+    assert not sizing.fits(need, plan.capacity_gbps)
 
 
 def test_cheapest_prefers_cost_then_speed_then_more_standing() -> None:

@@ -113,6 +113,7 @@ def test_the_graph_needs_the_design_only() -> None:
         a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
     }
     assert {m for m in imported if m.startswith("gpudr")} <= {
+        "gpudr.core",  # sizing: the failover's timed steps and their critical path
         "gpudr.core.design",
         "gpudr.core.enums",
         "gpudr.core.units",
