@@ -231,6 +231,11 @@ def _check_azure(
     services = stack.linked(account, AZ_BLOB_SERVICE, "accountName", ("accountName", "name"))
     if not any(is_true(s.props.get("isVersioningEnabled")) for s in services):
         problems.append("no BlobServiceProperties of the account enables versioning")
+    # A declared trial can never be locked (the program refuses gpudr:lock_weights there), so
+    # like a GOVERNANCE lock on S3 it needs the organisation's approval.
+    declares_trial = tag_is(account.resource_type, account.props, "lock", WeightsLock.GOVERNANCE)
+    if declares_trial and approved_trial(account, config) is None:
+        problems.append(f"it declares a trial that will never be locked, but {TRIAL_RULE}")
     if problems:
         report(
             f"{describe(account)} holds model weights that can be deleted or overwritten: "

@@ -947,12 +947,13 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
         offer = _capacity_offer(plan, p, gpu.instance_type, chosen)
         notes.append(_capacity_note(plan, p, gpu.instance_type, chosen, offer))
     notes += _check_note(plan, p, chosen)
-    if dr.reserve_capacity:
+    if _reserved(dr, gpu.instance_type):
         notes.append(f"capacity reservation for {w.nodes} nodes is billed whether used or not")
-    if dr.reserve_capacity and not _reserved(dr, gpu.instance_type):
+    elif dr.reserve_capacity:
         notes.append(
             f"{dr.cloud} has no capacity reservation for {gpu.instance_type} (reference data "
-            "recovery.reservations): reserve_capacity makes no GPU certain here"
+            "recovery.reservations): reserve_capacity reserves, bills and makes certain nothing "
+            "here; keep the nodes standing (warm-standby or active-active) instead"
         )
     if isinstance(w, Service) and (plan.weights is None or plan.weights.site != w.site):
         notes.append(
@@ -973,7 +974,9 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
         nodes=w.nodes,
         pattern=pattern,
         standing=sizing.standing_nodes(pattern, w.nodes, dr.warm_fraction),
-        reserved=dr.reserve_capacity,
+        # A site's reserve_capacity reserves only what its cloud can reserve (no ND-series
+        # capacity reservation on Azure): nothing is billed or declared as reserved otherwise.
+        reserved=_reserved(dr, gpu.instance_type),
         rpo_s=w.rpo_s if isinstance(w, Service) else None,
         rto_s=w.rto_s,
         estimated_rpo_s=p.rpo_estimate,
@@ -1144,7 +1147,7 @@ def _gpu_usages(
 ) -> Iterator[Usage]:
     """A DR pool's GPU nodes: all of them when reserved (billed whether used or not), else the
     ones its pattern keeps standing."""
-    reserved = site.reserve_capacity
+    reserved = _reserved(site, instance_type)
     billed = nodes if reserved else sizing.standing_nodes(pattern, nodes, site.warm_fraction)
     what = "reserved" if reserved else f"standing ({pattern})"
     if billed:

@@ -261,3 +261,23 @@ def test_gcs_trial(mutate: Mutation, config: dict[str, Any] | None, expected: st
     r = gcs("weights", WEIGHTS)
     mutate(r)
     check(run_stack(immutable_weights, list(r.values()), config), r["bucket"], expected)
+
+
+def declare_account(r: dict[str, Res]) -> None:
+    r["account"].inputs["tags"]["gpudr:lock"] = "governance"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "config", "expected"),
+    [
+        pytest.param(declare_account, TRIAL, None, id="declared-and-approved"),
+        pytest.param(declare_account, None, "declares a trial", id="declared-not-approved"),
+        pytest.param(lambda r: None, None, None, id="production-unlocked-until-lock-weights"),
+    ],
+)
+def test_azure_trial(mutate: Mutation, config: dict[str, Any] | None, expected: str | None) -> None:
+    """An Azure trial is never locked (the program refuses gpudr:lock_weights there): like a
+    GOVERNANCE lock on S3, only an approved trial passes."""
+    r = azure("weights", WEIGHTS)
+    mutate(r)
+    check(run_stack(immutable_weights, list(r.values()), config), r["account"], expected)

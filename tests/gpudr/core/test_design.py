@@ -227,3 +227,26 @@ def test_pool_and_workload_names_follow_one_rule() -> None:
     assert {p.workload_name for p in d.pools if p.kind == "training"} == {
         f"cluster-{c}" for c in plan.clusters
     }
+
+
+def test_reserve_capacity_where_the_cloud_cannot_reserve_the_gpu_bills_and_declares_nothing() -> (
+    None
+):
+    """Azure has no capacity reservation for ND-series: reserve_capacity there must not price
+    (or deploy) a reservation that makes no GPU certain; the note says what to do instead."""
+    import yaml
+
+    from gpudr.build.stackconfig import build_site_configs
+    from tests.conftest import ROOT
+
+    raw = yaml.safe_load((ROOT / "examples" / "azure-two-region.yaml").read_text())
+    plain = design(parse_plan(raw))
+    raw["sites"]["wus"]["reserve_capacity"] = True
+    reserved = design(parse_plan(raw))
+    assert reserved.cost.total(dr_only=True) == pytest.approx(plain.cost.total(dr_only=True))
+    assert not [x for x in reserved.cost.lines if "reserved" in x.item]
+    assert not any(
+        p.reserved for c in build_site_configs(reserved)["wus"].clusters for p in c.pools
+    )
+    notes = [n for p in reserved.pools for n in p.notes]
+    assert any("reserves, bills and makes certain nothing" in n for n in notes), notes
