@@ -9,6 +9,7 @@ interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -19,6 +20,7 @@ import click
 
 from gpudr.app.env import POLICY_CONFIG_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
+from gpudr.app.outputs import escape_problem, output_file_problem, output_root_problem
 from gpudr.build.stackconfig import stack_name
 from gpudr.core.design import Design, design
 from gpudr.core.spec import Plan, PlanError, load_plan
@@ -76,16 +78,29 @@ def _emit(text: str, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
+def _check_output(output: str | None) -> None:
+    """Refuse an --output that cannot be written before the work, not after it."""
+    if output and (problem := output_file_problem(output)):
+        _fail(f"{problem}; nothing was run", EXIT_BAD_INPUT)
+
+
 def _progress(message: str) -> None:
     if sys.stderr.isatty():
         click.echo(f"... {message}", err=True)
 
 
+class _Path(click.Path):
+    """click.Path that refuses a NUL byte (os.stat raises ValueError on it) as bad input."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if "\x00" in os.fsdecode(value):
+            self.fail("a path cannot hold a NUL byte", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 # What the commands that take one plan, or write one document, say about it.
-_plan_file = click.argument("plan_file", metavar="PLAN.yaml", type=click.Path(dir_okay=False))
-_output = click.option(
-    "--output", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout."
-)
+_plan_file = click.argument("plan_file", metavar="PLAN.yaml", type=_Path(dir_okay=False))
+_output = click.option("--output", "-o", type=_Path(dir_okay=False), help="Write here, not stdout.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,7 +111,7 @@ def main() -> None:
 
 @main.command()
 @click.argument(
-    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=_Path(dir_okay=False)
 )
 @click.option("--stack", "stack", help="Only this stack (stack name or site name); one plan only.")
 @click.option(
@@ -109,7 +124,7 @@ def main() -> None:
 @_output
 @click.option(
     "--policy-config",
-    type=click.Path(dir_okay=False, exists=True),
+    type=_Path(dir_okay=False, exists=True),
     envvar=POLICY_CONFIG_ENV,
     show_envvar=True,
     help="The policy pack config (levels, thresholds, approved quotas, exemptions), as for "
@@ -142,6 +157,7 @@ def plan(
     on every core with one policy pack and ends with a table of the plans; the exit code is
     the worst of them.
     """
+    _check_output(output)
     if stack is not None and len(plan_files) > 1:
         _fail(f"--stack needs exactly one PLAN.yaml; {len(plan_files)} were given", EXIT_BAD_INPUT)
     if len(set(plan_files)) != len(plan_files):
@@ -206,8 +222,15 @@ def _policy_config(config_path: str | None) -> dict[str, Any]:
     if config_path is None:
         return {}
     try:
-        config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        config = json.loads(Path(config_path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        _fail(f"--policy-config {config_path}: cannot read it ({exc.strerror})", EXIT_BAD_INPUT)
+    except UnicodeDecodeError as exc:
+        _fail(
+            f"--policy-config {config_path}: not UTF-8 (byte {exc.start}); save it as UTF-8 JSON",
+            EXIT_BAD_INPUT,
+        )
+    except (ValueError, RecursionError) as exc:
         _fail(f"--policy-config {config_path}: not a JSON object ({exc})", EXIT_BAD_INPUT)
     if not isinstance(config, dict):
         _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
@@ -259,11 +282,11 @@ def _run_plans(
 
 @main.command()
 @click.argument(
-    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=click.Path(dir_okay=False)
+    "plan_files", metavar="PLAN.yaml...", nargs=-1, required=True, type=_Path(dir_okay=False)
 )
 @click.option(
     "--root",
-    type=click.Path(file_okay=False),
+    type=_Path(file_okay=False),
     default=".",
     show_default=True,
     help="The project root: stacks/, runbooks/ and .github/ are written under it.",
@@ -276,7 +299,7 @@ def _run_plans(
 @click.option("--force", is_flag=True, help="Also overwrite files without the generated header.")
 @click.option(
     "--pack-config",
-    type=click.Path(dir_okay=False, exists=True),
+    type=_Path(dir_okay=False, exists=True),
     envvar=POLICY_CONFIG_ENV,
     show_envvar=True,
     help="The organisation's policy pack config (approved quotas, RPO floors, exemptions): the "
@@ -291,6 +314,8 @@ def generate(
     also fails on a secret key with a plain-text value in a stack file."""
     from gpudr.app.generate import plan_path_for, plan_path_problem
 
+    if not check and (problem := output_root_problem(root)):
+        _fail(f"{problem}; nothing was written", EXIT_BAD_INPUT)
     # Every plan, and the path each is named by in the workflow, is checked before anything
     # is written.
     loaded = [_try_load(plan_file, "; nothing was written") for plan_file in plan_files]
@@ -308,47 +333,50 @@ def generate(
     if problems:
         sys.exit(EXIT_BAD_INPUT)
     _refuse_shared_stacks(designs)
-    codes = [
-        _generate_one(
-            plan_file,
-            plan_paths[plan_file],
-            des,
-            base=base,
-            check=check,
-            force=force,
-            pack_config=config_path,
-        )
-        for plan_file, des in zip(plan_files, designs, strict=True)
-    ]
-    sys.exit(max(codes))
+    from gpudr.app.generate import plaintext_secrets, reconcile, render_all
 
-
-def _generate_one(
-    plan_file: str,
-    plan_path: str,
-    des: Design,
-    *,
-    base: Path,
-    check: bool,
-    force: bool,
-    pack_config: str | None,
-) -> int:
-    """`gpudr generate` of one plan; its exit code."""
-    from gpudr.app.generate import plaintext_secrets, reconcile, render_all, write
-
-    files = render_all(des, plan_path, pack_config)
-    outcomes = reconcile(files, base, des.plan)
-    secrets = plaintext_secrets(files, base)
-    for o in outcomes:
-        if o.note:
-            click.echo(f"gpudr: note: {o.path}: {o.note}", err=True)
+    # Every plan is rendered before anything is written, and all files are written at once:
+    # a failure on the last file leaves none of them.
+    prepared = []
+    for plan_file, des in zip(plan_files, designs, strict=True):
+        files = render_all(des, plan_paths[plan_file], config_path)
+        # Not even read through a symlink out of the root (reconcile reads what is there).
+        escapes = [p for p in (escape_problem(base, f.path) for f in files) if p is not None]
+        for problem in escapes:
+            click.echo(f"gpudr: {problem}", err=True)
+        if escapes:
+            _fail("nothing was written", EXIT_BAD_INPUT)
+        outcomes = reconcile(files, base, des.plan)
+        for o in outcomes:
+            if o.note:
+                click.echo(f"gpudr: note: {o.path}: {o.note}", err=True)
+        prepared.append((plan_file, outcomes, plaintext_secrets(files, base)))
     if check:
-        return _check(plan_file, outcomes, secrets)
-    for line in secrets:
-        click.echo(f"gpudr: warning: {line}", err=True)
-    written = {o.path for o in write(outcomes, base, force=force)}
+        sys.exit(max(_check(*item) for item in prepared))
+    sys.exit(_write_generated(prepared, base, force))
+
+
+def _write_generated(
+    prepared: list[tuple[str, list[Outcome], list[str]]], base: Path, force: bool
+) -> int:
+    """Write every plan's files in one go; the exit code."""
+    from gpudr.app.generate import write
+    from gpudr.app.outputs import OutputError
+
+    for _, _, secrets in prepared:
+        for line in secrets:
+            click.echo(f"gpudr: warning: {line}", err=True)
+    everything = [o for _, outcomes, _ in prepared for o in outcomes]
+    try:
+        written = {o.path for o in write(everything, base, force=force)}
+    except OutputError as exc:
+        for problem in exc.problems:
+            click.echo(f"gpudr: {problem}", err=True)
+        _fail("nothing was written", EXIT_BAD_INPUT)
+    except OSError as exc:
+        _fail(f"{base}: cannot write ({exc.strerror or exc}); nothing was written", EXIT_BAD_INPUT)
     refused = []
-    for o in outcomes:
+    for o in everything:
         if o.path in written:
             click.echo(f"wrote {base / o.path}")
         elif o.status == "unchanged":
@@ -416,6 +444,7 @@ def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -
     """
     from gpudr.app.prdiff import DiffError, run_diff
 
+    _check_output(output)
     try:
         text = run_diff(plan_file, base_ref, limit=limit, progress=_progress)
     except DiffError as exc:
@@ -458,7 +487,7 @@ def drill_group() -> None:
 )
 @click.option(
     "--report-dir",
-    type=click.Path(file_okay=False),
+    type=_Path(file_okay=False),
     default="drill-reports",
     show_default=True,
     help="Where the report goes: <stack>.json and <stack>.md.",
@@ -492,6 +521,10 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
 
     if not pulumi_available():
         _fail(missing_cli_message(), EXIT_PROGRAM)
+    # Checked before a stack is created: a report that cannot be written after a paid drill
+    # loses what the drill measured.
+    if problem := output_root_problem(report_dir, "--report-dir"):
+        _fail(f"{problem}; nothing was run", EXIT_BAD_INPUT)
     if setup.site.cloud == "gcp":
         setup = build_drill(des, site, now, ttl_s=ttl_s, operator=_gcp_operator())
     click.echo(

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from gpudr.app.actions import PINS
+from gpudr.app.outputs import write_all
 from gpudr.build.stackconfig import (
     stack_clouds,
     stack_config_values,
@@ -562,13 +563,13 @@ def _stale(root: Path, plan: Plan, wanted: set[str]) -> list[Outcome]:
 def write(outcomes: Iterable[Outcome], root: Path, force: bool = False) -> list[Outcome]:
     """Write new and updated files (and files without the header when `force`); return the ones
     written. Stale files are never deleted here: a stale stack file may belong to a live stack."""
-    written = []
-    for o in outcomes:
-        if o.status in ("new", "updated") or (o.status == "not-generated" and force):
-            path = root / o.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(o.content, encoding="utf-8")
-            written.append(o)
+    written = [
+        o
+        for o in outcomes
+        if o.status in ("new", "updated") or (o.status == "not-generated" and force)
+    ]
+    # All or nothing, and never through a symlink out of the root (OutputError).
+    write_all(root, {o.path: o.content for o in written})
     return written
 
 

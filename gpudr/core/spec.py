@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from gpudr.core import reference
+from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.enums import (
     DR_PATTERNS,
@@ -73,8 +73,14 @@ REFUSED_PAIRS = {
 }
 # Continents for GCS custom dual-regions: both regions must be on the same one.
 GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,22}[a-z0-9]$")
-ACCOUNT_RE = re.compile(r"^\d{12}$")
+# Identifiers go into resource names, ARNs and file names: matched whole (`fullmatch`, so no
+# trailing newline slips past `$`) with ASCII classes (`\d` would admit Arabic-Indic digits).
+NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,22}[a-z0-9]")
+ACCOUNT_RE = re.compile(r"[0-9]{12}")
+PROJECT_RE = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
+# A Direct Connect location code as AWS lists them (EqDC2, CSOF, TCSH, EIsevernaya): letters and
+# digits, nothing a shell or a template could read as syntax.
+LOCATION_RE = re.compile(r"[A-Za-z0-9]{2,32}")
 # Upper bounds of open-ended numbers, with the reason shown when one is exceeded: far beyond any
 # real plan, they keep every product (bytes a month, dollars) finite.
 HEADROOM_MAX = (10.0, "a factor above 10 is over-provisioning, not headroom")
@@ -384,7 +390,7 @@ class _Reader:
         for key in value:
             if key not in allowed_set:
                 self.error(
-                    f"{path}.{key}" if path else str(key),
+                    f"{path}.{_key(key)}" if path else _key(key),
                     f"unknown field; allowed: {', '.join(allowed_set)}",
                 )
         return value
@@ -445,6 +451,12 @@ class _Reader:
 
 def _show(value: Any) -> str:
     return show(value)
+
+
+def _key(key: Any) -> str:
+    """A mapping key as a field path shows it: on one line, at most 40 characters."""
+    text = show(key)[1:-1] if isinstance(key, str) else show(key)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _target(value: Any) -> float | None:
@@ -518,7 +530,7 @@ def _size(value: Any) -> float:
 
 
 def _name(value: Any) -> str:
-    if not isinstance(value, str) or not NAME_RE.match(value):
+    if not isinstance(value, str) or not NAME_RE.fullmatch(value):
         raise ValueError(
             f"{_show(value)} is not a valid name; use 2-24 lowercase letters, digits and '-', "
             "starting with a letter"
@@ -621,11 +633,21 @@ def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan file."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as stream:
+            # One byte over the bound is enough to refuse; never read a huge file whole.
+            data = stream.read(yamlsafe.MAX_BYTES + 1)
     except OSError as exc:
         raise PlanError([FieldError(str(file), f"cannot read the plan: {exc.strerror}")]) from exc
+    except ValueError:  # a NUL byte in the path: no file can have that name
+        where = _key(str(file))
+        raise PlanError(
+            [FieldError(where, "cannot read the plan: the path holds a NUL byte")]
+        ) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlsafe.load(yamlsafe.decode(data))
+    except yamlsafe.YamlRefused as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        raise PlanError([FieldError(str(file), f"{where}{exc}")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -669,7 +691,7 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
         try:
             _name(site_name)
         except ValueError as exc:
-            r.error(f"sites.{site_name}", str(exc))
+            r.error(f"sites.{_key(site_name)}", str(exc))
             continue
         site = _parse_site(r, site_name, site_raw, index)
         _check_cidr(r, site, used_cidrs)
@@ -712,7 +734,7 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
     for i, az in enumerate(azs):
         # An unknown region is reported once; its zones are not judged against it.
         if region_known and not _zone_ok(cloud, region, az):
-            r.error(f"{path}.azs[{i}]", f'"{az}" is not a zone of {cloud} region {region}')
+            r.error(f"{path}.azs[{i}]", f"{_show(az)} is not a zone of {cloud} region {region}")
     if len(azs) < 2:
         r.error(f"{path}.azs", "needs at least two zones (the cluster spreads over two)")
     link = _parse_link(r, s.get("link"), f"{path}.link") if "link" in s else None
@@ -723,7 +745,7 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
         try:
             ipaddress.ip_network(c, strict=True)
         except ValueError:
-            r.error(f"{path}.api_public_cidrs[{i}]", f'"{c}" is not a CIDR block')
+            r.error(f"{path}.api_public_cidrs[{i}]", f"{_show(c)} is not a CIDR block")
     return Site(
         name=site_name,
         cloud=cloud,
@@ -748,7 +770,7 @@ def _region(r: _Reader, s: dict[str, Any], path: str, cloud: Cloud) -> str:
     if region and known and region not in known:
         near = [k for k in sorted(known) if k.split("-")[0] == region.split("-")[0]][:6]
         hint = f"; {cloud} regions like it: {', '.join(near)}" if near else ""
-        r.error(f"{path}.region", f'"{region}" is not a known {cloud} region{hint}')
+        r.error(f"{path}.region", f"{_show(region)} is not a known {cloud} region{hint}")
     return region
 
 
@@ -790,7 +812,7 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
     primary = sites.get(site.protects or "")
     pair = (primary.cloud, site.cloud) if primary else None
     if primary is None:
-        r.error(path, f'"{site.protects}" is not a site in this plan')
+        r.error(path, f"{_show(site.protects)} is not a site in this plan")
     elif primary.role != SiteRole.PRIMARY:
         r.error(path, f'"{site.protects}" is a dr site; a dr site protects a primary site')
     elif primary.cloud == site.cloud and primary.region == site.region:
@@ -882,16 +904,16 @@ def _default_zones(cloud: Cloud, region: str) -> tuple[str, ...]:
 
 
 def _zone_ok(cloud: Cloud, region: str, zone: str) -> bool:
+    """Azure zones 1-3; GCP `<region>-a`; AWS `<region>a`: one ASCII letter, nothing after it."""
     if cloud == Cloud.AZURE:
         return zone in ("1", "2", "3")
-    if cloud == Cloud.GCP:
-        return zone.startswith(f"{region}-") and len(zone) == len(region) + 2
-    return zone.startswith(region) and len(zone) == len(region) + 1
+    sep = "-" if cloud == Cloud.GCP else ""
+    return re.fullmatch(re.escape(f"{region}{sep}") + "[a-z]", zone) is not None
 
 
 def _project(value: Any) -> str:
-    text = str(value)
-    if not re.match(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", text):
+    text = value if isinstance(value, str) else ""
+    if not PROJECT_RE.fullmatch(text):
         raise ValueError(
             f"{_show(value)} is not a GCP project id (6-30 lowercase letters, digits, -)"
         )
@@ -902,14 +924,23 @@ def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
     s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
     # Without a kind, the pair's default link is filled in once both sites are known.
     kind = r.choice(s, "kind", path, ("", *LinkKind), "")
-    location = r.convert(s, "location", path, str)
-    secondary = r.convert(s, "secondary_location", path, str)
-    if kind == LinkKind.DIRECT_CONNECT and not location:
+    location = r.convert(s, "location", path, _location)
+    secondary = r.convert(s, "secondary_location", path, _location)
+    if kind == LinkKind.DIRECT_CONNECT and s.get("location") is None:
         r.error(
             f"{path}.location",
             "is required for direct-connect; name the Direct Connect location code (e.g. EqDC2)",
         )
     return LinkSpec(LinkKind(kind) if kind else None, location, secondary)
+
+
+def _location(value: Any) -> str:
+    if not isinstance(value, str) or not LOCATION_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not a Direct Connect location code; use the code AWS lists, "
+            "letters and digits only (e.g. EqDC2)"
+        )
+    return value
 
 
 def _bool(value: Any) -> bool:
@@ -919,9 +950,13 @@ def _bool(value: Any) -> bool:
 
 
 def _account(value: Any) -> str:
-    text = str(value)
-    if not ACCOUNT_RE.match(text):
-        raise ValueError(f"{_show(value)} is not a 12-digit AWS account id; quote it in YAML")
+    # An unquoted id reads as an integer: accepted when its digits are still all there.
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    text = str(value) if whole else value if isinstance(value, str) else ""
+    if not ACCOUNT_RE.fullmatch(text):
+        raise ValueError(
+            f"{_show(value)} is not a 12-digit AWS account id (digits 0-9); quote it in YAML"
+        )
     return text
 
 
@@ -941,7 +976,7 @@ def _gpu_fields(
     if offer is None:
         r.error(
             f"{path}.gpu",
-            f'"{gpu}" is not a GPU type gpudr knows on {site.cloud}; use one of '
+            f"{_show(gpu)} is not a GPU type gpudr knows on {site.cloud}; use one of "
             f"{', '.join(reference.gpu_types(site.cloud))}",
         )
         return gpu, "", gpus_per_node or 8, 0
@@ -951,7 +986,8 @@ def _gpu_fields(
         if here is None:
             r.error(
                 f"{path}.gpu",
-                f'"{gpu}" is not a GPU type gpudr knows on {where.cloud} (site {where.name}); '
+                f"{_show(gpu)} is not a GPU type gpudr knows on {where.cloud} "
+                f"(site {where.name}); "
                 f"use one of {', '.join(reference.gpu_types(where.cloud))}",
             )
             continue
@@ -972,7 +1008,7 @@ def _gpu_fields(
                 in_region = sorted(z for z in here.zones if z.startswith(f"{where.region}-"))
                 r.error(
                     f"sites.{where.name}.azs[0]",
-                    f'"{zone}" has no {here.instance_type} as far as gpudr\'s catalog knows; '
+                    f"{_show(zone)} has no {here.instance_type} as far as gpudr's catalog knows; "
                     f"GPU pools go in the first zone; zones with it in {where.region}: "
                     f"{', '.join(in_region) or 'none listed'}",
                 )
@@ -1001,7 +1037,7 @@ def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Sit
     if site.role != SiteRole.PRIMARY:
         r.error(
             f"{path}.site",
-            f'"{name}" is a dr site; declare workloads on the primary site, gpudr derives the '
+            f"{_show(name)} is a dr site; declare workloads on the primary site, gpudr derives the "
             "DR side",
         )
         return None
@@ -1016,7 +1052,7 @@ def _parse_clusters(r: _Reader, raw: Any, sites: dict[str, Site]) -> dict[str, C
         return {}
     clusters: dict[str, Cluster] = {}
     for cname, craw in raw.items():
-        path = f"clusters.{cname}"
+        path = f"clusters.{_key(cname)}"
         try:
             _name(cname)
         except ValueError as exc:
@@ -1053,7 +1089,7 @@ def _parse_services(
         return {}
     services: dict[str, Service] = {}
     for sname, sraw in raw.items():
-        path = f"services.{sname}"
+        path = f"services.{_key(sname)}"
         try:
             _name(sname)
         except ValueError as exc:
@@ -1079,7 +1115,11 @@ def _parse_services(
                     "is required; name the cluster (EKS control plane) the service runs in"
                     + (f": one of {', '.join(c.name for c in on_site)}" if on_site else ""),
                 )
-        elif host not in clusters or (site and clusters[host].site != site.name):
+        elif (
+            not isinstance(host, str)
+            or host not in clusters
+            or (site and clusters[host].site != site.name)
+        ):
             r.error(f"{path}.cluster", f"{_show(host)} is not a cluster on the service's site")
         rpo = r.target(s, "rpo", path, _default_target("services", "rpo"))
         rto = r.target(s, "rto", path, _default_target("services", "rto"))
@@ -1371,7 +1411,7 @@ def _parse_drill(
         r.error(f"{path}.pools", f"{_show(raw_pools)} is not a mapping of pool name to nodes")
         raw_pools = {}
     for name, value in (raw_pools or {}).items():
-        where = f"{path}.pools.{name}"
+        where = f"{path}.pools.{_key(name)}"
         if name not in full:
             r.error(
                 where,

@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterable
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+# ASCII classes: `\d` would admit Arabic-Indic digits, which float() then reads as numbers.
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.ASCII)
+_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])", re.ASCII)
 # A century: longer than any retention a cloud enforces (S3 Object Lock allows up to 100
 # years) and any recovery target; beyond it a duration is a typo.
 MAX_DURATION_S = 100 * 365 * 86400
@@ -54,7 +55,7 @@ _RATE_UNITS = {
     "GBps": 8e9,
 }
 RATE_SPELLINGS = "Mbps, Gbps, Tbps (bits); MB/s, GB/s, MBps, GBps (bytes, x8)"
-_QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z/]+)\s*$")
+_QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z/]+)\s*$", re.ASCII)
 
 
 # How an infinite time or rate is shown: no finite value exists (e.g. no bandwidth can move a

@@ -67,13 +67,68 @@ def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
     return out
 
 
+ALL_POLICIES = "all"
+
+
+def _level_and_props(where: str, value: Any) -> tuple[int | None, dict[str, Any]]:
+    """One entry of the config: a level string, or an object with an optional level."""
+    if isinstance(value, str):
+        level: Any = value
+        props: dict[str, Any] = {}
+    elif isinstance(value, Mapping):
+        level = value.get("enforcementLevel")
+        props = {str(k): v for k, v in value.items() if k != "enforcementLevel"}
+    else:
+        raise PolicyPackError(
+            f"policy config {where}: give a level ({', '.join(_LEVEL_CODES)}) or an object "
+            f"with enforcementLevel and properties, not {type(value).__name__}"
+        )
+    if level is not None and (not isinstance(level, str) or level not in _LEVEL_CODES):
+        raise PolicyPackError(
+            f"policy config {where}.enforcementLevel: {str(level)[:40]!r} is not one of "
+            + ", ".join(_LEVEL_CODES)
+        )
+    return (_LEVEL_CODES[level] if level is not None else None), props
+
+
+def resolve_config(
+    config: Mapping[str, Any], defaults: Mapping[str, int]
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    """{policy: (level code, properties)} for the Configure request. Precedence as Pulumi's
+    (docs: using-pulumi/crossguard/configuration): a policy's own configured level, then
+    `all`, then the level the pack gives it."""
+    all_level: int | None = None
+    if ALL_POLICIES in config:
+        all_level, all_props = _level_and_props(ALL_POLICIES, config[ALL_POLICIES])
+        if all_props:
+            raise PolicyPackError(
+                f"policy config {ALL_POLICIES}: takes only enforcementLevel, not "
+                f"{', '.join(sorted(all_props))}; set properties under each policy's name"
+            )
+    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    if all_level is not None:
+        out = {name: (all_level, {}) for name in defaults}
+    for name, value in config.items():
+        if name == ALL_POLICIES:
+            continue
+        if name not in defaults:
+            raise PolicyPackError(
+                f'policy config names "{str(name)[:60]}", which is not a policy of this pack; '
+                f"use one of {', '.join(sorted(defaults))}"
+            )
+        level, props = _level_and_props(name, value)
+        fallback = all_level if all_level is not None else defaults[name]
+        out[name] = (level if level is not None else fallback, props)
+    return out
+
+
 class PolicyPackProcess:
     """The pack as a running Analyzer server; use as a context manager."""
 
     def __init__(
         self,
         pack_dir: Path = PACK_DIR,
-        config: Mapping[str, Mapping[str, Any]] | None = None,
+        config: Mapping[str, Any] | None = None,
         *,
         python: Path | None = None,
         env: Mapping[str, str] | None = None,
@@ -181,29 +236,18 @@ class PolicyPackProcess:
             raise PolicyPackError("the policy pack is not running")
         return self.stub
 
-    def configure(self, config: Mapping[str, Mapping[str, Any]]) -> None:
-        """Per-policy config as `--policy-pack-config` gives it: {policy: {enforcementLevel,
-        ...properties}}."""
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """Per-policy config in any form `--policy-pack-config` takes: {policy: level},
+        {policy: {enforcementLevel, ...properties}}, and `all` (a level, or {enforcementLevel})
+        setting every policy's level, which a policy's own level overrides."""
         request = analyzer_pb2.ConfigureAnalyzerRequest()
         # As the CLI does: a policy named in the config keeps its own level unless the config
         # sets one (the message has no "unset": its zero value would mean advisory).
         defaults = {p.name: p.enforcementLevel for p in self.info.policies} if self.info else {}
-        for name, values in config.items():
-            if name not in defaults:
-                raise PolicyPackError(
-                    f'policy config names "{name}", which is not a policy of this pack; '
-                    f"use one of {', '.join(sorted(defaults))}"
-                )
-            props = {k: v for k, v in values.items() if k != "enforcementLevel"}
-            level = values.get("enforcementLevel")
-            if level is not None and str(level) not in _LEVEL_CODES:
-                raise PolicyPackError(
-                    f"policy config {name}.enforcementLevel: {level!r} is not one of "
-                    + ", ".join(_LEVEL_CODES)
-                )
+        for name, (level, props) in resolve_config(config, defaults).items():
             entry = analyzer_pb2.PolicyConfig(
                 properties=_struct(props),
-                enforcementLevel=_LEVEL_CODES[str(level)] if level is not None else defaults[name],
+                enforcementLevel=analyzer_pb2.EnforcementLevel.ValueType(level),
             )
             request.policyConfig[name].CopyFrom(entry)
         self._stub().Configure(request)
@@ -299,9 +343,7 @@ class PackSession:
     known, while the next plan's program runs (the pack itself is another process, so on
     another core). Create it after any worker process is forked: it starts a thread."""
 
-    def __init__(
-        self, config: Mapping[str, Mapping[str, Any]] | None = None, pack_dir: Path = PACK_DIR
-    ) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, pack_dir: Path = PACK_DIR) -> None:
         self.pack = PolicyPackProcess(pack_dir, config)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudr-policy")
         self._started = self._thread.submit(self.pack.start)
@@ -334,7 +376,7 @@ class PackSession:
 
 def evaluate(
     stacks: Iterable[Mapping[str, Any]],
-    config: Mapping[str, Mapping[str, Any]] | None = None,
+    config: Mapping[str, Any] | None = None,
     pack_dir: Path = PACK_DIR,
 ) -> dict[str, list[Violation]]:
     """Violations per stack name, from one pack process for all stacks."""
@@ -358,5 +400,6 @@ __all__ = [
     "PolicyPackProcess",
     "Violation",
     "evaluate",
+    "resolve_config",
     "with_violations",
 ]
