@@ -488,6 +488,32 @@ def glob_literal(pattern: str) -> str:
     return re.sub(r"\[[^\]]*\]|[*?]", "", pattern)
 
 
+# What every approval in the pack config needs: a reason a reviewer can read, and a glob that
+# names something (`*` or `a*` would approve everything).
+MIN_REASON = 10
+MIN_GLOB_LITERAL = 3
+
+
+def names_enough(glob: Any) -> bool:
+    """A glob that spells out at least MIN_GLOB_LITERAL characters."""
+    return isinstance(glob, str) and len(glob_literal(glob)) >= MIN_GLOB_LITERAL
+
+
+def approval(
+    config: Mapping[str, Any], key: str, matches: Callable[[Mapping[str, Any]], bool]
+) -> str | None:
+    """The reason of the first entry of the pack config's list `key` that has a reason of at
+    least MIN_REASON characters and that `matches`; None if there is none. An entry without
+    a reason approves nothing."""
+    for entry in items(config.get(key)):
+        if not isinstance(entry, Mapping):
+            continue
+        reason = entry.get("reason")
+        if isinstance(reason, str) and len(reason.strip()) >= MIN_REASON and matches(entry):
+            return reason
+    return None
+
+
 def _names_something(pattern: str, stack: Any) -> bool:
     """A URN pattern whose project, stack and type are spelt out (only the name may be a
     glob); or a name pattern of at least 3 literal characters, scoped to a stack that is
@@ -495,8 +521,10 @@ def _names_something(pattern: str, stack: Any) -> bool:
     if pattern.startswith("urn:"):
         head = pattern.rsplit("::", 1)[0]
         return "::" in pattern and glob_literal(head) == head
-    literal_stack = isinstance(stack, str) and len(glob_literal(stack).strip("/")) >= 3
-    return len(glob_literal(pattern)) >= 3 and literal_stack
+    literal_stack = (
+        isinstance(stack, str) and len(glob_literal(stack).strip("/")) >= MIN_GLOB_LITERAL
+    )
+    return names_enough(pattern) and literal_stack
 
 
 def exemption(config: Mapping[str, Any], urn: str) -> str | None:
@@ -506,22 +534,18 @@ def exemption(config: Mapping[str, Any], urn: str) -> str | None:
     name, or `project/stack` when it holds a `/`. A name pattern needs a stack."""
     name = urn.rsplit("::", 1)[-1]
     project = urn.split("::", 2)[1] if urn.count("::") >= 2 else ""
-    for entry in items(config.get("exemptions")):
-        if not isinstance(entry, Mapping):
-            continue
-        reason, pattern, stack = entry.get("reason"), entry.get("resource"), entry.get("stack")
-        if not isinstance(reason, str) or len(reason.strip()) < 10:
-            continue
+
+    def matches(entry: Mapping[str, Any]) -> bool:
+        pattern, stack = entry.get("resource"), entry.get("stack")
         if not isinstance(pattern, str) or not _names_something(pattern, stack):
-            continue
+            return False
         if isinstance(stack, str):
             where = f"{project}/{stack_of(urn)}" if "/" in stack else stack_of(urn)
             if not fnmatchcase(where, stack):
-                continue
-        target = urn if pattern.startswith("urn:") else name
-        if fnmatchcase(target, pattern):
-            return reason
-    return None
+                return False
+        return fnmatchcase(urn if pattern.startswith("urn:") else name, pattern)
+
+    return approval(config, "exemptions", matches)
 
 
 def exempting(

@@ -81,17 +81,18 @@ from .common import (
     Stack,
     UnknownGuard,
     any_proven,
+    approval,
     config_schema,
     depends_on,
     depends_on_type,
     describe,
     exempting,
     get,
-    glob_literal,
     is_true,
     items,
     kind,
     links_to,
+    names_enough,
     number,
     policy_config,
     same,
@@ -162,13 +163,7 @@ _BLOB_SERVICE_URI = re.compile(
 
 def _external(config: Mapping[str, Any], name: str) -> str | None:
     """The reason the pack config gives for `name` being a log bucket outside the stack."""
-    for entry in items(config.get("s3_external_log_buckets")):
-        if not isinstance(entry, Mapping):
-            continue
-        bucket, reason = entry.get("bucket"), entry.get("reason")
-        if isinstance(reason, str) and len(reason.strip()) >= 10 and bucket == name:
-            return reason
-    return None
+    return approval(config, "s3_external_log_buckets", lambda e: e.get("bucket") == name)
 
 
 def _log_gaps(
@@ -245,17 +240,14 @@ def _project_of(resource: PolicyResource) -> str | None:
 
 def _inherited(config: Mapping[str, Any], project: str) -> str | None:
     """The reason the pack config gives for the project's audit logs being set above it."""
-    for entry in items(config.get("gcs_audit_logs_inherited")):
-        if not isinstance(entry, Mapping):
-            continue
-        pattern, reason = entry.get("project"), entry.get("reason")
-        if not isinstance(reason, str) or len(reason.strip()) < 10:
-            continue
-        if not isinstance(pattern, str) or len(glob_literal(pattern)) < 3:
-            continue
-        if fnmatchcase(project, pattern.removeprefix("projects/")):
-            return reason
-    return None
+
+    def matches(entry: Mapping[str, Any]) -> bool:
+        pattern = entry.get("project")
+        return names_enough(pattern) and fnmatchcase(
+            project, str(pattern).removeprefix("projects/")
+        )
+
+    return approval(config, "gcs_audit_logs_inherited", matches)
 
 
 def _covers(audit: PolicyResource, project: str) -> bool:

@@ -46,16 +46,17 @@ from .common import (
     S3_VERSIONING,
     Stack,
     UnknownGuard,
+    approval,
     config_number,
     config_schema,
     describe,
     exempting,
     get,
-    glob_literal,
     gpudr_tag,
     is_true,
     items,
     kind,
+    names_enough,
     number,
     policy_config,
     same,
@@ -100,8 +101,6 @@ SCHEMA = config_schema(
         },
     },
 )
-# A stack glob must spell out this much to approve a trial: `*` would approve every stack.
-MIN_TRIAL_LITERAL = 3
 TRIAL_RULE = (
     "a trial's lock is accepted only when the bucket declares it (tag gpudr:lock governance, "
     "from the plan's data.weights.lock: governance) and the pack config's approved_trials "
@@ -119,20 +118,11 @@ def approved_trial(bucket: PolicyResource, config: Mapping[str, Any]) -> str | N
     if not tag_is(bucket.resource_type, bucket.props, "lock", WeightsLock.GOVERNANCE):
         return None
     stack = stack_of(bucket.urn)
-    for entry in items(config.get("approved_trials")):
-        if not isinstance(entry, Mapping):
-            continue
-        reason = entry.get("reason")
-        if not isinstance(reason, str) or len(reason.strip()) < 10:
-            continue
-        for glob in items(entry.get("stacks")):
-            if (
-                isinstance(glob, str)
-                and len(glob_literal(glob)) >= MIN_TRIAL_LITERAL
-                and fnmatchcase(stack, glob)
-            ):
-                return reason
-    return None
+    return approval(
+        config,
+        "approved_trials",
+        lambda e: any(names_enough(g) and fnmatchcase(stack, g) for g in items(e.get("stacks"))),
+    )
 
 
 def _s3_retention_days(retention: Any) -> float | None:
