@@ -23,13 +23,11 @@ from enum import StrEnum
 from typing import Any
 
 from gpudr.contract.site import BucketConfig, SiteConfig
-from gpudr.core.enums import Cloud
+from gpudr.core.enums import UNBOUNDED, Cloud
 
 PREFIX = "gpudr:"
 GCP_PREFIX = "gpudr-"
 GCP_LABEL_MAX = 63
-# `gpudr:required-mbps` of a need no bandwidth meets.
-UNBOUNDED = "unbounded"
 
 
 class Tag(StrEnum):

@@ -167,3 +167,9 @@ def cloudwatch_retention_days(days: int) -> int:
         f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
         f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
     )
+
+
+# How an infinite time or rate is shown, in reports and in `gpudr:required-mbps`: no finite
+# value exists (no bandwidth moves a checkpoint in zero seconds), which is not the same as "no
+# guarantee" (a mechanism without SLA).
+UNBOUNDED = "unbounded"

@@ -16,6 +16,8 @@ import math
 import re
 from collections.abc import Iterable
 
+from gpudr.core.enums import UNBOUNDED
+
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # ASCII classes: `\d` would admit Arabic-Indic digits, which float() then reads as numbers.
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.ASCII)
@@ -56,11 +58,6 @@ _RATE_UNITS = {
 }
 RATE_SPELLINGS = "Mbps, Gbps, Tbps (bits); MB/s, GB/s, MBps, GBps (bytes, x8)"
 _QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z/]+)\s*$", re.ASCII)
-
-
-# How an infinite time or rate is shown: no finite value exists (e.g. no bandwidth can move a
-# checkpoint in zero seconds), which is not the same as "no guarantee" (a mechanism without SLA).
-UNBOUNDED = "unbounded"
 
 
 class UnitError(ValueError):

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from gpudr.build.irreversible import irreversible_settings
 from gpudr.core.design import Design, Pool, Workload
 from gpudr.core.design import Path as ReplicationPath
-from gpudr.core.units import UNBOUNDED, fmt_duration, fmt_gbps, fmt_usd
+from gpudr.core.enums import UNBOUNDED
+from gpudr.core.units import fmt_duration, fmt_gbps, fmt_usd
 
 if TYPE_CHECKING:
     from rich.console import Console
