@@ -16,7 +16,7 @@ TOOLS  := tools/node_modules/.installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[pulumi,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[pulumi,drill,dev]'
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 $(TOOLS): tools/package.json tools/package-lock.json

@@ -579,7 +579,6 @@ def _gcp_operator() -> str | None:
 def _run_drill(setup: Any, report_dir: Path) -> Any:
     import time
 
-    from gpudr.app.drill.commands import SubprocessRunner
     from gpudr.app.drill.interrupts import Children, Guard
     from gpudr.app.drill.orchestrate import Deps, run_drill
     from gpudr.app.drill.probes import probe_for
@@ -599,7 +598,7 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
     guard = Guard(children, echo)
     deps = Deps(
         stacks=AutomationStacks(PROJECT_DIR, children),
-        probe=probe_for(setup, SubprocessRunner(children), time.sleep),
+        probe=probe_for(setup, time.sleep),
         write=write,
         echo=echo,
         interrupted=lambda: guard.interrupted,

@@ -110,7 +110,7 @@ class Fakes:
         monkeypatch.setattr(drill_stacks, "AutomationStacks", lambda *_a, **_k: self.stacks)
         monkeypatch.setattr(drill_probes, "probe_for", self.probe_for)
 
-    def probe_for(self, setup: Any, runner: Any, sleep: Any) -> FakeProbe:
+    def probe_for(self, setup: Any, sleep: Any) -> FakeProbe:
         """Every replica holds a recent object; GPU capacity is there at once."""
         replica = {
             t.bucket.name: {"step-1/part.bin": Obj(b"data" * 100, 600, corrupt=self.corrupt)}

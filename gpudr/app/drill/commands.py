@@ -10,12 +10,13 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
+from gpudr.app.drill.errors import ProbeError
 from gpudr.app.drill.interrupts import Children
 
 CHUNK = 1 << 20
 
 
-class CommandFailed(RuntimeError):
+class CommandFailed(ProbeError):
     """A CLI command exited non-zero; the message is one line: the command and its error."""
 
 

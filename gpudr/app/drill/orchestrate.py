@@ -31,8 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gpudr.app.drill import checksums
-from gpudr.app.drill.commands import CommandFailed
-from gpudr.app.drill.probes import ObjectInfo, Probe
+from gpudr.app.drill.probes import ObjectInfo, Probe, ProbeError
 from gpudr.app.drill.stacks import StackInterface
 from gpudr.build.drill import DrillSetup, expiry
 from gpudr.contract.drill import check_stack_name, is_drill_stack, iso, parse_ts
@@ -159,7 +158,7 @@ def _stages(setup: DrillSetup, deps: Deps, report: DrillReport, outputs: dict[st
 
 @contextmanager
 def _stage(report: DrillReport, key: str, deps: Deps) -> Iterator[StageResult]:
-    """Times one stage. A StageFailed or CommandFailed fails the stage and the drill goes on;
+    """Times one stage. A StageFailed or ProbeError fails the stage and the drill goes on;
     an interrupt (or a command that failed because of one) stops the drill."""
     s = report.stage(key)
     start = deps.clock()
@@ -192,7 +191,7 @@ def _one_line(exc: BaseException, limit: int = 400) -> str:
     lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
     errors = [x for x in lines if "error" in x.lower()]
     text = (errors or lines or [type(exc).__name__])[-1]
-    if not isinstance(exc, StageFailed | CommandFailed) and len(lines) <= 1:
+    if not isinstance(exc, StageFailed | ProbeError) and len(lines) <= 1:
         text = f"{type(exc).__name__}: {text}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -205,7 +204,7 @@ def _list(setup: DrillSetup, deps: Deps, bucket: BucketConfig) -> list[ObjectInf
     for attempt in range(LIST_ATTEMPTS):
         try:
             return _probe(deps).list_objects(bucket)
-        except CommandFailed:
+        except ProbeError:
             if attempt == LIST_ATTEMPTS - 1 or deps.interrupted():
                 raise
             deps.sleep(LIST_RETRY_S)
@@ -239,8 +238,19 @@ def sample(objects: list[ObjectInfo], budget: float) -> list[ObjectInfo]:
 
 
 def verify(probe: Probe, bucket: BucketConfig, obj: ObjectInfo) -> dict[str, Any]:
-    """Re-hash one object's bytes and compare with its recorded checksum."""
+    """Re-hash one object's bytes and compare with its recorded checksum. An object the probe
+    cannot read (access denied, gone since it was listed) fails its row, not the drill."""
     row: dict[str, Any] = {"key": obj.key, "size": obj.size, "ok": False}
+    try:
+        return _verify(probe, bucket, obj, row)
+    except ProbeError as exc:
+        row["detail"] = _one_line(exc)
+        return row
+
+
+def _verify(
+    probe: Probe, bucket: BucketConfig, obj: ObjectInfo, row: dict[str, Any]
+) -> dict[str, Any]:
     stored = probe.stored_checksum(bucket, obj.key)
     if stored is None:
         row["detail"] = "no recorded checksum to verify against"
@@ -363,7 +373,7 @@ def _data_age(setup: DrillSetup, deps: Deps, report: DrillReport, s: StageResult
         bucket = target.bucket
         try:
             objects = _list(setup, deps, bucket)
-        except CommandFailed as exc:
+        except ProbeError as exc:
             if deps.interrupted():
                 raise KeyboardInterrupt from exc
             row.detail = _one_line(exc)

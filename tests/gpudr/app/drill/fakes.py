@@ -109,7 +109,7 @@ class FakeProbe(Probe):
         ready_after_s: float = 0.0,
         fail_list: int = 0,
     ) -> None:
-        super().__init__(setup, runner=None)  # type: ignore[arg-type]
+        super().__init__(setup)
         self.clock = clock
         self.base = clock()  # objects were written, and pools get ready, relative to this
         self.buckets = buckets

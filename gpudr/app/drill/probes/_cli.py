@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import base64
 import json
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from gpudr.app.drill.commands import CommandFailed, Runner
+from gpudr.app.drill.probes.base import ObjectInfo, PoolState, StoredChecksum, parse_time
+from gpudr.app.drill.probes.base import Probe as BaseProbe
 from gpudr.build.drill import DrillPool, DrillSetup
 from gpudr.contract.drill import reader_name, resource_group_name
 from gpudr.contract.site import BucketConfig
@@ -37,73 +36,18 @@ ASSUME_ATTEMPTS = 6  # a new IAM role is assumable after seconds, not at once
 ASSUME_DELAY_S = 10.0
 
 
-@dataclass(frozen=True)
-class ObjectInfo:
-    key: str
-    size: int
-    modified: datetime
-
-
-@dataclass(frozen=True)
-class StoredChecksum:
-    """What the cloud recorded when the object was written."""
-
-    algorithm: str  # md5 | sha1 | sha256 | crc32 | crc32c | crc64nvme
-    value: str  # base64, as the cloud returns it
-    # S3 composite checksums (multipart uploads): each part's size and checksum, in order.
-    parts: tuple[tuple[int, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class PoolState:
-    ready: int  # nodes running
-    detail: str
-
-
-def parse_time(text: str) -> datetime:
-    """An RFC 3339 / ISO 8601 time as the CLIs print it (`...Z`, `+00:00`, fractions)."""
-    value = text.strip().replace("Z", "+00:00")
-    parsed = datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _json(text: str) -> Any:
     return json.loads(text) if text.strip() else None
 
 
-class Probe(ABC):
-    """One cloud's checks for one drill."""
+class Probe(BaseProbe):
+    """A probe that runs the cloud's CLI through `runner`."""
 
     def __init__(
         self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
     ) -> None:
-        self.setup = setup
-        self.site = setup.site
+        super().__init__(setup, sleep)
         self.runner = runner
-        self.sleep = sleep or (lambda _s: None)
-
-    def sign_in(self, outputs: Mapping[str, Any]) -> None:
-        """Take on the reader identity the drill stack exported (`reader`), if this cloud can."""
-        del outputs
-
-    def identity(self) -> str:
-        """Who the data commands run as, for the report."""
-        return "the operator's own credentials"
-
-    def url(self, bucket: BucketConfig) -> str:
-        return cli.storage_url(self.site.cloud, bucket)
-
-    @abstractmethod
-    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]: ...
-
-    @abstractmethod
-    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None: ...
-
-    @abstractmethod
-    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]: ...
-
-    @abstractmethod
-    def pool_state(self, pool: DrillPool) -> PoolState: ...
 
 
 class AwsProbe(Probe):
@@ -297,9 +241,3 @@ class AzureProbe(Probe):
 
 
 PROBES: dict[str, type[Probe]] = {"aws": AwsProbe, "gcp": GcpProbe, "azure": AzureProbe}
-
-
-def probe_for(
-    setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
-) -> Probe:
-    return PROBES[setup.site.cloud](setup, runner, sleep)

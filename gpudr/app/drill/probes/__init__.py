@@ -1,0 +1,38 @@
+"""A drill's checks in the cloud: one probe per cloud (`probe_for`), the shared types in
+`base`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpudr.app.drill.probes.base import (
+    AccessDenied,
+    NotFound,
+    ObjectInfo,
+    PoolState,
+    Probe,
+    ProbeError,
+    StoredChecksum,
+    parse_time,
+)
+from gpudr.build.drill import DrillSetup
+
+__all__ = [
+    "AccessDenied",
+    "NotFound",
+    "ObjectInfo",
+    "PoolState",
+    "Probe",
+    "ProbeError",
+    "StoredChecksum",
+    "parse_time",
+    "probe_for",
+]
+
+
+def probe_for(setup: DrillSetup, sleep: Callable[[float], None] | None = None) -> Probe:
+    """The probe for the DR site's cloud."""
+    from gpudr.app.drill.commands import SubprocessRunner
+    from gpudr.app.drill.probes._cli import PROBES
+
+    return PROBES[setup.site.cloud](setup, SubprocessRunner(), sleep)
