@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpudr.app.drill.errors import AccessDenied, NotFound, ProbeError
 from gpudr.app.drill.probes.base import (
-    AccessDenied,
-    NotFound,
     ObjectInfo,
     PoolState,
     Probe,
-    ProbeError,
     StoredChecksum,
     parse_time,
 )

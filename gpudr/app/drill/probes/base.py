@@ -14,12 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from gpudr.app.drill.errors import AccessDenied, NotFound, ProbeError
 from gpudr.build.drill import DrillPool, DrillSetup
 from gpudr.contract.site import BucketConfig
 from gpudr.docs import cloudcli as cli
-
-__all__ = ["AccessDenied", "NotFound", "ProbeError"]  # with the types below
 
 CHUNK = 8 << 20  # bytes per read: large enough that hashing, not the loop, sets the pace
 
