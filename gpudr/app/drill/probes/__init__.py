@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from gpudr.app.drill.errors import AccessDenied, NotFound, ProbeError
@@ -29,8 +30,16 @@ __all__ = [
 
 
 def probe_for(setup: DrillSetup, sleep: Callable[[float], None] | None = None) -> Probe:
-    """The probe for the DR site's cloud."""
-    from gpudr.app.drill.commands import SubprocessRunner
-    from gpudr.app.drill.probes._cli import PROBES
+    """The probe for the DR site's cloud: `probes/<cloud>.py`'s `PROBE`, imported only when
+    that cloud is drilled (each brings its own SDK)."""
+    try:
+        module = importlib.import_module(f"gpudr.app.drill.probes.{setup.site.cloud}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"gpudr.app.drill.probes.{setup.site.cloud}":
+            raise
+        from gpudr.app.drill.commands import SubprocessRunner
+        from gpudr.app.drill.probes._cli import PROBES
 
-    return PROBES[setup.site.cloud](setup, SubprocessRunner(), sleep)
+        return PROBES[setup.site.cloud](setup, SubprocessRunner(), sleep)
+    probe: Probe = module.PROBE(setup, sleep)
+    return probe
