@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from gpudr.app.drill import checksums
 from gpudr.app.drill.probes import ObjectInfo, Probe, ProbeError
 from gpudr.app.drill.stacks import StackInterface
+from gpudr.app.drill.verify import verify_all
 from gpudr.build.drill import DrillSetup, expiry
 from gpudr.contract.drill import check_stack_name, is_drill_stack, iso, parse_ts
 from gpudr.contract.site import BucketConfig
@@ -237,66 +237,6 @@ def sample(objects: list[ObjectInfo], budget: float) -> list[ObjectInfo]:
     return chosen
 
 
-def verify(probe: Probe, bucket: BucketConfig, obj: ObjectInfo) -> dict[str, Any]:
-    """Re-hash one object's bytes and compare with its recorded checksum. An object the probe
-    cannot read (access denied, gone since it was listed) fails its row, not the drill."""
-    row: dict[str, Any] = {"key": obj.key, "size": obj.size, "ok": False}
-    try:
-        return _verify(probe, bucket, obj, row)
-    except ProbeError as exc:
-        row["detail"] = _one_line(exc)
-        return row
-
-
-def _verify(
-    probe: Probe, bucket: BucketConfig, obj: ObjectInfo, row: dict[str, Any]
-) -> dict[str, Any]:
-    stored = probe.stored_checksum(bucket, obj.key)
-    if stored is None:
-        row["detail"] = "no recorded checksum to verify against"
-        return row
-    row["algorithm"] = stored.algorithm
-    if stored.algorithm not in checksums.ALGORITHMS:
-        row["detail"] = f"recorded checksum {stored.algorithm} is not one gpudr computes"
-        return row
-    sizes = [size for size, _ in stored.parts] or [obj.size]
-    expected = [value for _, value in stored.parts] or [stored.value]
-    got: list[str] = []
-    hasher = checksums.new(stored.algorithm)
-    left = sizes[0]
-    read = 0
-    for chunk in probe.read(bucket, obj.key):
-        read += len(chunk)
-        view = memoryview(chunk)
-        while view:
-            if len(got) == len(sizes):
-                hasher.update(bytes(view))  # more bytes than the parts add up to
-                break
-            take = view[:left]
-            hasher.update(bytes(take))
-            view = view[len(take) :]
-            left -= len(take)
-            if left == 0:
-                got.append(checksums.encoded(hasher))
-                hasher = checksums.new(stored.algorithm)
-                left = sizes[len(got)] if len(got) < len(sizes) else 0
-    if len(got) < len(sizes):
-        got.append(checksums.encoded(hasher))
-    row["read"] = read
-    if read != obj.size:
-        row["detail"] = f"read {read} bytes, listed {obj.size}"
-    elif got != expected:
-        bad = [i + 1 for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b]
-        where = f" (part {', '.join(map(str, bad))})" if stored.parts else ""
-        row["detail"] = f"{stored.algorithm} differs from the recorded value{where}"
-    else:
-        row["ok"] = True
-        row["detail"] = f"{stored.algorithm} matches" + (
-            f" for all {len(sizes)} parts" if stored.parts else ""
-        )
-    return row
-
-
 def _checkpoint(setup: DrillSetup, deps: Deps, s: StageResult) -> None:
     target = next(t for t in setup.data if t.data_class == "checkpoints")
     bucket = target.bucket
@@ -306,7 +246,7 @@ def _checkpoint(setup: DrillSetup, deps: Deps, s: StageResult) -> None:
         raise StageFailed(f"{where} holds no object: nothing has been replicated to it yet")
     prefix, group = latest_checkpoint(objects)
     chosen = sample(group, setup.verify_b)
-    rows = [verify(_probe(deps), bucket, o) for o in chosen]
+    rows = verify_all(_probe(deps), bucket, chosen)
     total = sum(o.size for o in group)
     checked = sum(r["size"] for r in rows)
     s.measurements = {

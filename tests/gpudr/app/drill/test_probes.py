@@ -16,9 +16,9 @@ import pytest
 
 from gpudr.app.drill import checksums
 from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
-from gpudr.app.drill.orchestrate import verify
 from gpudr.app.drill.probes import ObjectInfo, parse_time
 from gpudr.app.drill.probes._cli import AwsProbe, AzureProbe, GcpProbe
+from gpudr.app.drill.verify import verify
 from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
