@@ -59,9 +59,12 @@ e2e: setup
 
 test: lint typecheck unit e2e
 
-# How `gpudr plan`'s cost grows with the portfolio (about 12 minutes); rewrites
-# docs/benchmarks.md. Not part of `make test`. Smoke run: $(BIN)/python -m bench.run --quick
+# How fast a drill re-hashes replicas (about a minute; rewrites docs/bench-checksums.md), then
+# how `gpudr plan`'s cost grows with the portfolio (about 12 minutes; rewrites
+# docs/benchmarks.md). Not part of `make test`. Smoke runs: `$(BIN)/python -m bench.checksums
+# --quick`, `$(BIN)/python -m bench.run --quick`.
 bench: setup
+	$(BIN)/python -m bench.checksums
 	$(BIN)/python -m bench.run
 
 # The policy pack's dependencies as files, to install a published pack without any public index

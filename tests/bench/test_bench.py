@@ -58,3 +58,17 @@ def test_growth_verdict_scales_the_allowance_with_the_resources() -> None:
     inside, outside = _run(None, [11.9], 500, 5), _run(None, [12.1], 500, 5)
     assert _cli_growth([small, inside])[0][-1] == "**met**"
     assert _cli_growth([small, outside])[0][-1] == "**missed**"
+
+
+def test_checksum_bench_verifies_through_the_drills_code_and_judges_the_defaults() -> None:
+    from bench import checksums as bench
+
+    row = bench.measure("md5", 3 << 20, repeats=1)  # raises unless every object verified
+    assert row.one_stream_gbps > 0 and row.streams_gbps > 0
+    slow = bench.Row("md5", 0.6, 1.3)
+    text = bench.render(
+        [slow, bench.Row("crc32c", 0.5, 0.9), bench.Row("sha1", 0.1, 0.1)], 1, 1, "x"
+    )
+    assert "| md5 | Azure Blob | 0.60 GB/s | 1.30 GB/s | **met** 4 at once; one object" in text
+    assert "| crc32c | Cloud Storage | 0.50 GB/s | 0.90 GB/s | **missed** |" in text
+    assert "| sha1 | S3 (when the uploader asks) | 0.10 GB/s | 0.10 GB/s | - |" in text
