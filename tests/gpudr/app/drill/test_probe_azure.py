@@ -41,6 +41,7 @@ from gpudr.contract.drill import resource_group_name
 from gpudr.contract.site import BucketConfig
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
+from gpudr.docs.runbook import build_runbook
 from tests.conftest import ROOT
 from tests.gpudr.app.drill import emulators_azure
 from tests.gpudr.app.drill.emulators_azure import ACCOUNT, KEY, Azurite
@@ -409,6 +410,12 @@ def test_production_defaults_and_probe_for() -> None:
     ckpt = bucket("checkpoints")
     assert p._service(ckpt).url == f"https://{ckpt.storage_account}.blob.core.windows.net/"
     assert "DefaultAzureCredential" in p.identity() and "reader" in p.identity()
+    # The report names the replica as the runbook does.
+    s = setup()
+    runbook = build_runbook(
+        design(load_plan(ROOT / "examples" / "azure-two-region.yaml")), s.primary, "wus"
+    )
+    assert p.url(ckpt) in runbook.step("data:checkpoints").why
 
 
 # --- a whole drill ------------------------------------------------------------------------------
