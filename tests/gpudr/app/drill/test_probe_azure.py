@@ -25,6 +25,7 @@ import pytest
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError, ResourceExistsError
 from azure.storage.blob import (
+    BlobBlock,
     BlobServiceClient,
     ContainerClient,
     ContainerSasPermissions,
@@ -190,7 +191,7 @@ def put_blocks(service: BlobServiceClient, container: str, key: str, parts: list
     ids = [base64.b64encode(f"{i:08d}".encode()).decode() for i in range(len(parts))]
     for block_id, part in zip(ids, parts, strict=True):
         blob.stage_block(block_id, part)
-    blob.commit_block_list(ids)
+    blob.commit_block_list([BlobBlock(block_id) for block_id in ids])
 
 
 def with_container(service: BlobServiceClient, name: str) -> ContainerClient:
