@@ -62,7 +62,8 @@ AKS_API = "2025-09-01"
 RESOURCES_API = "2024-03-01"
 SUBSCRIPTIONS_API = "2022-12-01"
 SUBSCRIPTION_VARIABLES = ("ARM_SUBSCRIPTION_ID", "AZURE_SUBSCRIPTION_ID")
-# Blob Storage's reasons for a 403 that mean "this identity may not", not "this request is bad".
+# Error codes that mean "this identity may not", whatever the status: Blob Storage's
+# (AuthorizationPermissionMismatch, AuthorizationFailure) and ARM's (AuthorizationFailed).
 DENIED_CODES = frozenset(
     {"AuthorizationPermissionMismatch", "AuthorizationFailure", "AuthorizationFailed"}
 )
