@@ -22,6 +22,7 @@ from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.contract.site import BucketConfig
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
+from gpudr.docs.runbook import build_runbook
 from tests.conftest import ROOT
 from tests.gpudr.app.drill.emulators_gcp import (  # noqa: F401 (fixtures, used by name)
     FakeGcs,
@@ -268,6 +269,14 @@ def test_without_application_default_credentials_the_probe_says_what_to_run(
     assert isinstance(p, GcpProbe)
     with pytest.raises(ProbeError, match=r"^no Google credentials \(.*adc\.json.*\): run `gcloud"):
         p.list_objects(bucket_of(s, "checkpoints"))
+
+
+def test_the_probe_names_the_bucket_as_the_runbook_does() -> None:
+    s = drill(datetime.now(UTC))
+    plan = design(load_plan(ROOT / "examples" / "gcp-two-region.yaml"))
+    rb = build_runbook(plan, s.primary, "use4")
+    url = GcpProbe(s).url(bucket_of(s, "checkpoints"))
+    assert url.startswith("gs://") and url in rb.step("data:checkpoints").why
 
 
 # --- GPU capacity (the loopback server answering as GKE and Compute Engine) -------------------
