@@ -7,7 +7,7 @@ the operator the right to act as it (`setup.drill.operator` known): impersonated
 limited to `devstorage.read_only`, so the data calls can do no more than the reader may. GPU
 capacity is read with the operator's own credentials: the reader can read data and nothing else.
 
-Checksums. CRC32C, not MD5: Cloud Storage records a CRC32C for every object, but an MD5 only
+Checksums. CRC32C, never MD5: Cloud Storage records a CRC32C for every object, but an MD5 only
 for objects uploaded whole (composite objects, which parallel uploads produce, have none), and
 CRC32C is hashed in C by google-crc32c several times faster than MD5. One algorithm for every
 object also keeps the drill's byte budget honest.
@@ -156,11 +156,7 @@ class GcpProbe(Probe):
             blob.reload()
         if blob.generation is not None:
             self._generations[(bucket.name, key)] = int(blob.generation)
-        if blob.crc32c:
-            return StoredChecksum("crc32c", str(blob.crc32c))
-        if blob.md5_hash:  # never seen without a CRC32C; kept should the API change
-            return StoredChecksum("md5", str(blob.md5_hash))
-        return None
+        return StoredChecksum("crc32c", str(blob.crc32c)) if blob.crc32c else None
 
     def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
         generation = self._generations.get((bucket.name, key))
@@ -274,10 +270,11 @@ def _mapped(where: str) -> Iterator[None]:
     except api.GoogleAPICallError as exc:
         raise _error(where, exc.code, _api_reason(exc)) from exc
     except auth_errors.RefreshError as exc:
-        # Impersonation refused: the operator may not (yet) act as the reader.
+        # No token: the operator's sign-in expired, or the operator may not (yet) act as the
+        # reader (IAM's PERMISSION_DENIED, which the reason carries).
         reason = _auth_reason(exc)
-        cls = AccessDenied if "PERMISSION_DENIED" in reason or "403" in reason else ProbeError
-        raise cls(f"{where}: cannot act as the reader: {reason}") from exc
+        cls = AccessDenied if "PERMISSION_DENIED" in reason else ProbeError
+        raise cls(f"{where}: no access token: {reason}") from exc
     except (auth_errors.GoogleAuthError, requests.RequestException) as exc:
         raise ProbeError(f"{where}: {type(exc).__name__}: {_line(str(exc))}") from exc
 

@@ -217,7 +217,9 @@ def test_a_refused_impersonation_is_access_denied(
     with pytest.raises(AccessDenied) as refused:
         p.list_objects(b)
     message = str(refused.value)
-    assert message.startswith(f"gs://{b.name}: cannot act as the reader: ")
+    assert message.startswith(
+        f"gs://{b.name}: no access token: Unable to acquire impersonated credentials; "
+    )
     assert "PERMISSION_DENIED: Permission 'iam.serviceAccounts.getAccessToken' denied" in message
     assert "\n" not in message
 
