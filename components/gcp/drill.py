@@ -168,7 +168,7 @@ class GcpDrill(pulumi.ComponentResource):
             )
         if drill.operator:
             # Only the operator who runs the drill may act as the reader, so the drill's
-            # checks run with the reader's rights (gcloud --impersonate-service-account).
+            # checks run with the reader's rights (impersonated credentials, IAM Credentials API).
             gcp.serviceaccount.IAMMember(
                 f"{name}-reader-operator",
                 service_account_id=account.name,

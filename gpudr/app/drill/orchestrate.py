@@ -13,7 +13,7 @@ Checksum-verified means: the objects of the latest checkpoint (the newest object
 the bucket's root when nothing is in a folder) are listed; up to the plan's byte budget
 (`drill.verify`, default 2 GB) of them, in key order, are streamed from the replica through
 this host and hashed with the algorithm the cloud recorded at upload (S3: the object's
-additional checksum, per part for multipart uploads; Cloud Storage: MD5, else CRC32C; Azure:
+additional checksum, per part for multipart uploads; Cloud Storage: CRC32C; Azure:
 Content-MD5); each must equal the recorded value, and its length the listed size. An object
 with no recorded checksum fails the check: a replica nobody can verify is not verified. It
 proves the sampled bytes are the bytes written; it does not prove the checkpoint complete or

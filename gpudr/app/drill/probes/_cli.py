@@ -1,11 +1,9 @@
 """What a drill checks in the cloud, through each cloud's CLI (tests fake the runner).
 
 Replicas are read as the drill's reader identity where the CLI can take it on: AWS assumes the
-reader role (`aws sts assume-role`, temporary credentials for the data commands only); GCP
-impersonates the reader service account (`--impersonate-service-account`, which the drill
-stack grants the operator and no one else). GPU capacity is read with the operator's own
-credentials: the reader can read data and nothing else. (Azure's probe uses its SDK:
-probes/azure.py.)
+reader role (`aws sts assume-role`, temporary credentials for the data commands only). GPU
+capacity is read with the operator's own credentials: the reader can read data and nothing
+else. (GCP's and Azure's probes use their SDKs: probes/gcp.py, probes/azure.py.)
 """
 
 from __future__ import annotations
@@ -134,63 +132,4 @@ class AwsProbe(Probe):
         return PoolState(ready, detail)
 
 
-class GcpProbe(Probe):
-    def __init__(
-        self, setup: DrillSetup, runner: Runner, sleep: Callable[[float], None] | None = None
-    ) -> None:
-        super().__init__(setup, runner, sleep)
-        self.project = setup.site.project or ""
-        self.impersonate: list[str] = []
-
-    def sign_in(self, outputs: Mapping[str, Any]) -> None:
-        reader = str(outputs.get("reader") or "")
-        # The stack lets the operator act as the reader only when it knows the operator.
-        if reader and self.setup.drill.operator:
-            self.impersonate = [f"--impersonate-service-account={reader}"]
-
-    def identity(self) -> str:
-        if self.impersonate:
-            return f"the reader service account ({self.impersonate[0].split('=', 1)[1]})"
-        return super().identity()
-
-    def list_objects(self, bucket: BucketConfig) -> list[ObjectInfo]:
-        out = _json(self.runner.run([*cli.gcs_list_objects(bucket), *self.impersonate]))
-        return [
-            ObjectInfo(
-                str(o["name"]),
-                int(o.get("size") or 0),
-                parse_time(str(o.get("update_time") or o.get("updated"))),
-            )
-            for o in out or []
-        ]
-
-    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None:
-        argv = cli.gcs_describe_object(bucket, key, "json(md5_hash,crc32c_hash,size)")
-        out = _json(self.runner.run([*argv, *self.impersonate])) or {}
-        # MD5 where Cloud Storage has it (not on composite objects): hashed at C speed.
-        if out.get("md5_hash"):
-            return StoredChecksum("md5", str(out["md5_hash"]))
-        if out.get("crc32c_hash"):
-            return StoredChecksum("crc32c", str(out["crc32c_hash"]))
-        return None
-
-    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]:
-        argv = cli.read_object("gcp", bucket, key, self.site.region)
-        return self.runner.stream([*argv, *self.impersonate])
-
-    def pool_state(self, pool: DrillPool) -> PoolState:
-        argv = cli.gke_node_pool(
-            pool.pool, pool.cluster_name, self.site.region, self.project, "json"
-        )
-        described = _json(self.runner.run(argv))
-        status = described.get("status", "?")
-        ready = 0
-        for url in described.get("instanceGroupUrls") or []:
-            parts = str(url).split("/")
-            zone, name = parts[parts.index("zones") + 1], parts[-1]
-            instances = _json(self.runner.run(cli.gce_group_instances(name, zone, self.project)))
-            ready += sum(1 for i in instances or [] if i.get("instanceStatus") == "RUNNING")
-        return PoolState(ready, f"node pool {status}, {ready} instance(s) running")
-
-
-PROBES: dict[str, type[Probe]] = {"aws": AwsProbe, "gcp": GcpProbe}
+PROBES: dict[str, type[Probe]] = {"aws": AwsProbe}

@@ -17,7 +17,7 @@ import pytest
 from gpudr.app.drill import checksums
 from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
 from gpudr.app.drill.probes import ObjectInfo, parse_time
-from gpudr.app.drill.probes._cli import AwsProbe, GcpProbe
+from gpudr.app.drill.probes._cli import AwsProbe
 from gpudr.app.drill.verify import verify
 from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.core.design import design
@@ -207,62 +207,14 @@ def test_aws_capacity_counts_healthy_instances_in_service() -> None:
     assert pool.cluster_name in argv and env == {}  # the operator's credentials, not the reader's
 
 
-# --- GCP ----------------------------------------------------------------------------------------
-
-
-def test_gcp_impersonates_the_reader_only_when_the_stack_granted_it() -> None:
-    s = setup("gcp-two-region", "use4", operator="user:op@example.com")
-    bucket = next(b for b in s.site.buckets if b.data_class == "checkpoints")
-    listing = [{"name": "c/1", "size": "12", "update_time": "2025-01-31T03:00:00.123+00:00"}]
-    runner = FakeRunner(
-        [
-            (["objects", "list"], listing),
-            (["objects", "describe"], {"crc32c_hash": "AAAAAA==", "md5_hash": "bWQ1"}),
-        ]
-    )
-    probe = GcpProbe(s, runner)
-    probe.sign_in({"reader": "gpudr-drill-x@acme-vision-dr.iam.gserviceaccount.com"})
-    (obj,) = probe.list_objects(bucket)
-    assert (obj.key, obj.size) == ("c/1", 12)
-    stored = probe.stored_checksum(bucket, "c/1")
-    assert stored is not None and stored.algorithm == "md5"  # MD5 first, at C speed
-    assert all(
-        "--impersonate-service-account=gpudr-drill-x@acme-vision-dr.iam.gserviceaccount.com" in argv
-        for argv, _ in runner.calls
-    )
-    plain = GcpProbe(setup("gcp-two-region", "use4"), runner)
-    plain.sign_in({"reader": "someone@x"})
-    assert plain.impersonate == []  # no operator known: the stack granted nobody
-
-
-def test_gcp_capacity_counts_running_instances_of_the_pools_groups() -> None:
-    s = setup("gcp-two-region", "use4")
-    url = (
-        "https://www.googleapis.com/compute/v1/projects/acme-vision-dr/zones/us-east4-a/"
-        "instanceGroupManagers/gke-train-grp"
-    )
-    runner = FakeRunner(
-        [
-            (["node-pools", "describe"], {"status": "RUNNING", "instanceGroupUrls": [url]}),
-            (
-                ["list-instances", "gke-train-grp", "us-east4-a"],
-                [{"instanceStatus": "RUNNING"}, {"instanceStatus": "STAGING"}],
-            ),
-        ]
-    )
-    state = GcpProbe(s, runner).pool_state(s.pools[0])
-    assert state.ready == 1 and "RUNNING" in state.detail
-
-
 @pytest.mark.parametrize(
     ("example", "site", "probe"),
     [
         ("aws-two-region", "usw2", AwsProbe),
-        ("gcp-two-region", "use4", GcpProbe),
     ],
 )
 def test_probes_read_an_object_as_the_runbook_tells_people_to(
-    example: str, site: str, probe: type[AwsProbe | GcpProbe]
+    example: str, site: str, probe: type[AwsProbe]
 ) -> None:
     """One command line per operation (gpudr.docs.cloudcli): the runbook hashes the object the
     probe streams, and names the bucket by the URL the probe reports."""
