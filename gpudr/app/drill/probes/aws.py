@@ -87,21 +87,31 @@ class AwsProbe(Probe):
         self.endpoint_url = endpoint_url
         self.config = CONFIG.merge(config) if config is not None else CONFIG
         self.reader = ""
+        self._clients: dict[str, Any] = {}
         self._s3: Any = None
 
-    def _client(self, service: str, session: Any = None) -> Any:
-        return (session or self.operator).client(
+    def _client(self, service: str, **credentials: str) -> Any:
+        """A client of the operator's session (its loaded service models are reused); with
+        `credentials`, one that signs with those instead."""
+        return self.operator.client(
             service,
             region_name=self.region,
             endpoint_url=self.endpoint_url,
             config=self.config,
+            **credentials,
         )
+
+    def _operator(self, service: str) -> Any:
+        """The operator's client for `service`, made once: capacity polls it."""
+        if service not in self._clients:
+            self._clients[service] = self._client(service)
+        return self._clients[service]
 
     @property
     def s3(self) -> Any:
         """The S3 client the replicas are read with: the reader's once signed in."""
         if self._s3 is None:
-            self._s3 = self._client("s3")
+            self._s3 = self._operator("s3")
         return self._s3
 
     def sign_in(self, outputs: Mapping[str, Any]) -> None:
@@ -109,18 +119,17 @@ class AwsProbe(Probe):
         if not role:
             return
         credentials = self._assume(role)
-        reader = boto3.Session(
+        self._s3 = self._client(
+            "s3",
             aws_access_key_id=credentials["AccessKeyId"],
             aws_secret_access_key=credentials["SecretAccessKey"],
             aws_session_token=credentials["SessionToken"],
-            region_name=self.region,
         )
-        self._s3 = self._client("s3", reader)
         self.reader = role
 
     def _assume(self, role: str) -> dict[str, str]:
         """The role's temporary credentials, retried while it is too new to be assumed."""
-        sts = self._client("sts")
+        sts = self._operator("sts")
         for attempt in range(ASSUME_ATTEMPTS):
             try:
                 with _calls(f"sts:AssumeRole {role}"):
@@ -202,7 +211,7 @@ class AwsProbe(Probe):
 
     def pool_state(self, pool: DrillPool) -> PoolState:
         with _calls(f"EKS node group {pool.cluster_name}/{pool.pool}"):
-            group = self._client("eks").describe_nodegroup(
+            group = self._operator("eks").describe_nodegroup(
                 clusterName=pool.cluster_name, nodegroupName=pool.pool
             )["nodegroup"]
         status = group.get("status", "?")
@@ -218,7 +227,7 @@ class AwsProbe(Probe):
         """Instances of the groups both InService and Healthy: nodes that can take pods."""
         ready = 0
         with _calls(f"Auto Scaling groups {', '.join(asgs)}"):
-            pages = self._client("autoscaling").get_paginator("describe_auto_scaling_groups")
+            pages = self._operator("autoscaling").get_paginator("describe_auto_scaling_groups")
             for page in pages.paginate(AutoScalingGroupNames=asgs):
                 ready += sum(
                     1
