@@ -1,12 +1,12 @@
-"""Each cloud's drill checks against a fake CLI runner: the commands run (and as whom), how
-their output is read, and checksums recomputed the way the clouds store them."""
+"""The CLI drill checks (GCP, Azure) against a fake CLI runner: the commands run (and as whom),
+how their output is read, and checksums recomputed the way the clouds store them. AWS's probe
+(boto3) is tested against moto in test_probe_aws.py."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -17,8 +17,8 @@ import pytest
 from gpudr.app.drill import checksums
 from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
 from gpudr.app.drill.orchestrate import verify
-from gpudr.app.drill.probes import ObjectInfo, parse_time
-from gpudr.app.drill.probes._cli import AwsProbe, AzureProbe, GcpProbe
+from gpudr.app.drill.probes import parse_time
+from gpudr.app.drill.probes._cli import AzureProbe, GcpProbe
 from gpudr.build.drill import DrillSetup, build_drill
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
@@ -93,118 +93,6 @@ def test_checksums_match_the_standard_check_values(algorithm: str, expected: byt
     for part in (b"1234", b"5", b"6789"):  # fed in pieces, as a stream arrives
         h.update(part)
     assert checksums.encoded(h) == b64(expected)
-
-
-# --- AWS ----------------------------------------------------------------------------------------
-
-CREDS = {"AccessKeyId": "ASIAOFFLINE", "SecretAccessKey": "s3cret", "SessionToken": "tok"}
-READER = "arn:aws:iam::123456789012:role/gpudr-drill-usw2-20250131t031200z-reader"
-
-
-def test_aws_reads_replicas_as_the_reader_role_and_retries_until_it_exists() -> None:
-    s = setup("aws-two-region", "usw2")
-    bucket = next(b for b in s.site.buckets if b.data_class == "checkpoints")
-    runner = FakeRunner(
-        [
-            (["assume-role"], Seq(CommandFailed("AccessDenied"), {"Credentials": CREDS})),
-            (
-                ["list-objects-v2"],
-                {"Contents": [{"Key": "s/1", "Size": 5, "LastModified": "2025-01-31T02:00:00Z"}]},
-            ),
-        ]
-    )
-    slept: list[float] = []
-    probe = AwsProbe(s, runner, slept.append)
-    probe.sign_in({"reader": READER})
-    assert slept == [10.0]
-    assert probe.list_objects(bucket) == [
-        ObjectInfo("s/1", 5, datetime(2025, 1, 31, 2, 0, tzinfo=UTC))
-    ]
-    argv, env = runner.calls[-1]
-    assert argv[:3] == ["aws", "s3api", "list-objects-v2"] and bucket.name in argv
-    assert env["AWS_SESSION_TOKEN"] == "tok" and env["AWS_PROFILE"] == ""
-    assert "reader role" in probe.identity()
-
-
-def test_aws_composite_checksum_is_verified_part_by_part() -> None:
-    s = setup("aws-two-region", "usw2")
-    bucket = next(b for b in s.site.buckets if b.data_class == "checkpoints")
-    parts = [b"a" * 8, b"b" * 8, b"c" * 3]
-
-    def crc(data: bytes) -> str:
-        return b64(zlib.crc32(data).to_bytes(4, "big"))
-
-    attributes = {
-        "Checksum": {"ChecksumCRC32": "composite-3", "ChecksumType": "COMPOSITE"},
-        "ObjectParts": {
-            "TotalPartsCount": 3,
-            "Parts": [
-                {"PartNumber": i + 1, "Size": len(p), "ChecksumCRC32": crc(p)}
-                for i, p in enumerate(parts)
-            ],
-        },
-    }
-    body = b"".join(parts)
-    runner = FakeRunner([(["get-object-attributes"], attributes), (["s3", "cp"], body)])
-    probe = AwsProbe(s, runner)
-    row = verify(probe, bucket, ObjectInfo("ckpt/1", len(body), NOW))
-    assert row["ok"] and row["detail"] == "crc32 matches for all 3 parts", row
-    bad = FakeRunner([(["get-object-attributes"], attributes), (["s3", "cp"], body[:-1] + b"x")])
-    row = verify(AwsProbe(s, bad), bucket, ObjectInfo("ckpt/1", len(body), NOW))
-    assert not row["ok"] and "(part 3)" in row["detail"], row
-
-
-@pytest.mark.parametrize(
-    ("checksum", "expected"),
-    [
-        ({"ChecksumCRC64NVME": "x", "ChecksumType": "FULL_OBJECT"}, ("crc64nvme", "x")),
-        ({"ChecksumSHA256": "y", "ChecksumType": "FULL_OBJECT"}, ("sha256", "y")),
-        ({}, None),  # uploaded without a checksum and before S3 added one by default
-    ],
-)
-def test_aws_full_object_checksums(checksum: dict[str, str], expected: Any) -> None:
-    s = setup("aws-two-region", "usw2")
-    bucket = s.site.buckets[0]
-    probe = AwsProbe(s, FakeRunner([(["get-object-attributes"], {"Checksum": checksum})]))
-    stored = probe.stored_checksum(bucket, "k")
-    assert (stored.algorithm, stored.value) == expected if stored else expected is None
-
-
-def test_aws_capacity_counts_healthy_instances_in_service() -> None:
-    s = setup("aws-two-region", "usw2")
-    pool = s.pools[0]
-    runner = FakeRunner(
-        [
-            (
-                ["describe-nodegroup"],
-                {
-                    "nodegroup": {
-                        "status": "ACTIVE",
-                        "resources": {"autoScalingGroups": [{"name": "eks-train-asg"}]},
-                        "health": {"issues": [{"code": "InsufficientFreeAddresses"}]},
-                    }
-                },
-            ),
-            (
-                ["describe-auto-scaling-groups", "eks-train-asg"],
-                {
-                    "AutoScalingGroups": [
-                        {
-                            "Instances": [
-                                {"LifecycleState": "InService", "HealthStatus": "Healthy"},
-                                {"LifecycleState": "Pending", "HealthStatus": "Healthy"},
-                            ]
-                        }
-                    ]
-                },
-            ),
-        ]
-    )
-    state = AwsProbe(s, runner).pool_state(pool)
-    assert state.ready == 1
-    assert "InsufficientFreeAddresses" in state.detail
-    argv, env = runner.calls[0]
-    assert pool.cluster_name in argv and env == {}  # the operator's credentials, not the reader's
 
 
 # --- GCP ----------------------------------------------------------------------------------------
@@ -292,13 +180,12 @@ def test_azure_reads_content_md5_and_the_pools_count() -> None:
 @pytest.mark.parametrize(
     ("example", "site", "probe"),
     [
-        ("aws-two-region", "usw2", AwsProbe),
         ("gcp-two-region", "use4", GcpProbe),
         ("azure-two-region", "wus", AzureProbe),
     ],
 )
 def test_probes_read_an_object_as_the_runbook_tells_people_to(
-    example: str, site: str, probe: type[AwsProbe | GcpProbe | AzureProbe]
+    example: str, site: str, probe: type[GcpProbe | AzureProbe]
 ) -> None:
     """One command line per operation (gpudr.docs.cloudcli): the runbook hashes the object the
     probe streams, and names the bucket by the URL the probe reports."""
