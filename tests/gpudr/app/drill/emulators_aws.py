@@ -2,8 +2,8 @@
 in this process (so that a test can change an object's bytes behind S3's back), with IAM
 enforced: every call is signed by a moto IAM identity and judged by its policies.
 
-Use: `from tests.gpudr.app.drill.emulators_aws import moto_aws, moto_server  # noqa: F401`,
-then take `aws` (a clean account per test) as a test's argument.
+Import `moto_aws` and `moto_server` into a test module (pytest finds fixtures in its
+namespace), then take `aws` (a clean account per test) as a test's argument.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -135,7 +135,7 @@ def _start() -> tuple[Any, str]:
     return server, url
 
 
-def _sign_gets_as_sent() -> None:
+def _sign_gets_as_sent() -> Callable[[], None]:
     """moto 5.2.5 checks the signature of a bodiless GET (EKS's DescribeNodegroup) as if the
     request's headers were its form-encoded body, and so refuses every one of them with
     SignatureDoesNotMatch once IAM is enforced. Checked as sent: with an empty body."""
@@ -150,6 +150,11 @@ def _sign_gets_as_sent() -> None:
         return request
 
     IAMRequest._create_aws_request = create
+
+    def undo() -> None:
+        IAMRequest._create_aws_request = original
+
+    return undo
 
 
 def _operator(url: str) -> tuple[str, str, str]:
@@ -180,12 +185,15 @@ def moto_server() -> Iterator[MotoAws]:
     saved = {k: os.environ.get(k) for k in names}
     try:
         key_id, secret, arn = _operator(url)
-        _sign_gets_as_sent()
+        undo = _sign_gets_as_sent()
         for name in UNSET:
             os.environ.pop(name, None)
         os.environ.update(ISOLATED, AWS_ACCESS_KEY_ID=key_id, AWS_SECRET_ACCESS_KEY=secret)
-        with enable_iam_authentication():
-            yield MotoAws(url, boto3.Session(), arn)
+        try:
+            with enable_iam_authentication():
+                yield MotoAws(url, boto3.Session(), arn)
+        finally:
+            undo()
     finally:
         for name, value in saved.items():
             if value is None:
