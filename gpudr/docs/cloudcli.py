@@ -1,5 +1,6 @@
 """The clouds' command lines, written once: what the runbooks print for an engineer to run and
-what a drill's probes (`gpudr.app.drill.probes`) run themselves, against the same resources.
+the storage URLs a drill's probes (`gpudr.app.drill.probes`) name the replicas by, so that a
+drill report and its runbook point at the same thing.
 
 Each function returns one command as an argv tuple, unquoted, ready for `subprocess`; `shell`
 renders one as the runbooks print it. Options that only shape the output (`--query`,
@@ -113,12 +114,6 @@ def s3_list(bucket: BucketConfig, region: str) -> Argv:
     return _cmd("aws s3 ls s3://{b}/ --recursive --region {r}", b=bucket.name, r=region)
 
 
-def s3_list_objects(bucket: BucketConfig, region: str) -> Argv:
-    # Without --query: the CLI merges every page into one document.
-    line = "aws s3api list-objects-v2 --bucket {b} --region {r} --output json"
-    return _cmd(line, b=bucket.name, r=region)
-
-
 def s3_head_object(
     bucket: str, key: str, region: str, *, checksums: bool = False, query: str | None = None
 ) -> Argv:
@@ -126,15 +121,6 @@ def s3_head_object(
     mode = " --checksum-mode ENABLED" if checksums else ""
     line = "aws s3api head-object --bucket {b} --key {k}" + mode + " --region {r}"
     return _cmd(line, *_shape(query, None), b=bucket, k=key, r=region)
-
-
-def s3_object_attributes(bucket: BucketConfig, key: str, region: str) -> Argv:
-    """The stored checksum with every part's (multipart uploads)."""
-    line = (
-        "aws s3api get-object-attributes --bucket {b} --key {k} --object-attributes Checksum "
-        "ObjectParts ObjectSize --max-parts 10000 --region {r} --output json"
-    )
-    return _cmd(line, b=bucket.name, k=key, r=region)
 
 
 def s3_object_retention(bucket: BucketConfig, key: str, region: str) -> Argv:
@@ -168,11 +154,6 @@ def s3_sync(source: str, target: str, *regions: str, size_only: bool = False) ->
 def gcs_list(bucket: BucketConfig) -> Argv:
     """For people: every object, one line each (size, time, URL), and a TOTAL line."""
     return _cmd("gcloud storage ls -l gs://{b}/**", b=bucket.name)
-
-
-def gcs_list_objects(bucket: BucketConfig) -> Argv:
-    line = "gcloud storage objects list gs://{b}/** --format=json(name,size,update_time)"
-    return _cmd(line, b=bucket.name)
 
 
 def gcs_describe_object(bucket: BucketConfig, key: str, fmt: str) -> Argv:
@@ -290,11 +271,6 @@ def eks_nodegroup(
     return _cmd(line, *_shape(query, output), n=cluster, p=nodegroup, r=region)
 
 
-def autoscaling_groups(names: Sequence[str], region: str) -> Argv:
-    line = "aws autoscaling describe-auto-scaling-groups --auto-scaling-group-names"
-    return _cmd(line, *names, "--region", region, "--output", "json")
-
-
 def gke_node_pool(pool: str, cluster: str, region: str, project: str, fmt: str) -> Argv:
     line = "gcloud container node-pools describe {p} --cluster {n} --region {r} --project {pr}"
     return _cmd(line, f"--format={fmt}", p=pool, n=cluster, r=region, pr=project)
@@ -304,11 +280,6 @@ def gke_operations(region: str, project: str) -> Argv:
     """The cluster operations, newest first: where a pool's failure to grow shows."""
     line = "gcloud container operations list --region {r} --project {p} --sort-by=~startTime"
     return _cmd(line, "--limit=5", r=region, p=project)
-
-
-def gce_group_instances(group: str, zone: str, project: str) -> Argv:
-    line = "gcloud compute instance-groups managed list-instances {g} --zone {z} --project {p}"
-    return _cmd(line, "--format=json", g=group, z=zone, p=project)
 
 
 def aks_node_pool(
@@ -327,14 +298,6 @@ def aws_login() -> Argv:
 
 def aws_identity() -> Argv:
     return _cmd("aws sts get-caller-identity")
-
-
-def aws_assume_role(role: str, session: str, region: str) -> Argv:
-    line = (
-        "aws sts assume-role --role-arn {role} --role-session-name {s} --duration-seconds 3600 "
-        "--region {r} --output json"
-    )
-    return _cmd(line, role=role, s=session, r=region)
 
 
 def gcloud_login() -> tuple[Argv, ...]:

@@ -1,31 +1,19 @@
-"""Running the clouds' CLIs (aws, gcloud, az) for a drill's checks, behind an interface that
-tests fake: `run` returns a command's standard output, `stream` yields it in chunks (an object's
-bytes, hashed as they arrive, never stored)."""
+"""Running a cloud CLI for the one thing a drill still asks a CLI (gcloud's signed-in account,
+drill/operator.py): `run` returns the command's standard output, or raises CommandFailed with
+one line. The replicas and pools are read through the clouds' SDKs (drill/probes/)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
 
 from gpudr.app.drill.errors import ProbeError
 from gpudr.app.drill.interrupts import Children
 
-CHUNK = 1 << 20
-
 
 class CommandFailed(ProbeError):
     """A CLI command exited non-zero; the message is one line: the command and its error."""
-
-
-class Runner(Protocol):
-    def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str: ...
-
-    def stream(
-        self, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> Iterator[bytes]: ...
 
 
 def _failure(argv: Sequence[str], code: int, stderr: str) -> CommandFailed:
@@ -76,31 +64,3 @@ class SubprocessRunner:
         if proc.returncode != 0:
             raise _failure(argv, proc.returncode, err)
         return out
-
-    def stream(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Iterator[bytes]:
-        # stderr to a file: a chatty CLI filling a stderr pipe would stall the stdout we read.
-        with tempfile.TemporaryFile() as errors:
-            try:
-                proc = subprocess.Popen(
-                    list(argv),
-                    stdout=subprocess.PIPE,
-                    stderr=errors,
-                    env=self._env(env),
-                    start_new_session=True,
-                )
-            except FileNotFoundError as exc:
-                raise CommandFailed(f"{argv[0]} is not installed or not on PATH") from exc
-            self.children.add(proc)
-            try:
-                assert proc.stdout is not None
-                while chunk := proc.stdout.read(CHUNK):
-                    yield chunk
-                proc.wait()
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                self.children.discard(proc)
-            if proc.returncode != 0:
-                errors.seek(0)
-                raise _failure(argv, proc.returncode, errors.read().decode("utf-8", "replace"))

@@ -32,14 +32,6 @@ __all__ = [
 def probe_for(setup: DrillSetup, sleep: Callable[[float], None] | None = None) -> Probe:
     """The probe for the DR site's cloud: `probes/<cloud>.py`'s `PROBE`, imported only when
     that cloud is drilled (each brings its own SDK)."""
-    try:
-        module = importlib.import_module(f"gpudr.app.drill.probes.{setup.site.cloud}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"gpudr.app.drill.probes.{setup.site.cloud}":
-            raise
-        from gpudr.app.drill.commands import SubprocessRunner
-        from gpudr.app.drill.probes._cli import PROBES
-
-        return PROBES[setup.site.cloud](setup, SubprocessRunner(), sleep)
+    module = importlib.import_module(f"gpudr.app.drill.probes.{setup.site.cloud}")
     probe: Probe = module.PROBE(setup, sleep)
     return probe
