@@ -545,6 +545,7 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
 
 
 def _drill_ttl(text: str) -> float:
+    from gpudr.core.enums import DRILL_MAX_TTL_S
     from gpudr.core.spec import drill_default
     from gpudr.core.units import UnitError, fmt_duration, parse_duration
 
@@ -552,7 +553,7 @@ def _drill_ttl(text: str) -> float:
         ttl = parse_duration(text)
     except UnitError as exc:
         _fail(f"--ttl: {exc}", EXIT_BAD_INPUT)
-    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    low, high = drill_default("min_ttl"), DRILL_MAX_TTL_S
     if not low <= ttl <= high:
         _fail(
             f"--ttl: {fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; "
