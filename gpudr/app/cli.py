@@ -4,7 +4,8 @@ Exit codes: 0 every target met and no mandatory policy violation; 1 a target is 
 the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
 the policy pack failed to run. `gpudr drill`: 0 the drill passed, 1 a stage failed or a target
 was missed, 2 bad input, 3 the drill could not run or clean up (including no Pulumi CLI), 130
-interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
+interrupted (Ctrl-C or SIGTERM; the stack is still destroyed). `gpudr drill cleanup`: 0 done, 1 a
+stack skipped for a person to look at, 3 a stack not destroyed or not removed.
 """
 
 from __future__ import annotations
@@ -618,7 +619,13 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
 @click.option("--dry-run", is_flag=True, help="List what would be destroyed; change nothing.")
 def drill_cleanup(dry_run: bool) -> None:
     """Destroy and remove every drill stack whose TTL has passed, in the backend you are logged
-    in to. Stacks whose names are not drill-<site>-<time> are never touched."""
+    in to. Stacks whose names are not drill-<site>-<time> are never touched.
+
+    A TTL runs from the time in the stack's name, for at most a day; an earlier
+    gpudr:expires-at tag ends it sooner. Exit 3 when a stack could not be destroyed or removed
+    (it may still bill: the line says what to run); else exit 1 when a stack was skipped (a
+    drill-shaped name whose time is not a real one: gpudr cannot tell its age, so a person must
+    look at it; exiting 0 would let a scheduled cleanup hide it for ever); else 0."""
     from gpudr.app.drill.orchestrate import Deps, cleanup_expired
     from gpudr.app.drill.stacks import AutomationStacks, pulumi_available
     from gpudr.core.paths import PROJECT_DIR
@@ -636,9 +643,12 @@ def drill_cleanup(dry_run: bool) -> None:
     if not results:
         click.echo("no drill stacks in this backend")
     for r in results:
-        click.echo(f"{r.action}: {r.stack} (expires {r.expires_at}; {r.source}) {r.detail}")
+        when = "" if r.action == "skipped" else f" (expires {r.expires_at}; {r.source})"
+        click.echo(f"{r.action}: {r.stack}{when} {r.detail}".rstrip())
     if any(r.action == "failed" for r in results):
         sys.exit(EXIT_PROGRAM)
+    if any(r.action == "skipped" for r in results):
+        sys.exit(EXIT_NOT_MET)
 
 
 if __name__ == "__main__":

@@ -155,3 +155,17 @@ def test_cleanup_through_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("destroyed: drill-usw2-20000101T000000Z")
     assert list(fakes.stacks.existing) == ["prod-usw2"]
+
+
+def test_cleanup_skips_a_malformed_drill_name_says_why_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fakes = Fakes(monkeypatch)
+    bad = "drill-aa-99999999T999999Z"
+    fakes.stacks.existing = {bad: {}, "drill-usw2-20000101T000000Z": {}}
+    result = invoke("drill", "cleanup")
+    assert result.exit_code == 1, result.output
+    skipped, destroyed = result.stdout.strip().splitlines()
+    assert skipped.startswith(f"skipped: {bad} stack") and "yourself" in skipped
+    assert destroyed.startswith("destroyed: drill-usw2-20000101T000000Z")
+    assert list(fakes.stacks.existing) == [bad]
