@@ -28,6 +28,8 @@ from tests.conftest import ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)
 OPERATOR = "user:drill-operator@example.com"
+# On AWS the operator is a principal ARN: a role session, as `aws sts get-caller-identity` says.
+AWS_OPERATOR = "arn:aws:sts::123456789012:assumed-role/DrillRunner/alice"
 # (example, DR site): one per cloud, and every cross-cloud DR site.
 SITES = [
     ("aws-two-region", "usw2"),
@@ -76,7 +78,8 @@ DATA = (
 @cache
 def setup(example: str, site: str) -> DrillSetup:
     plan = load_plan(ROOT / "examples" / f"{example}.yaml")
-    return build_drill(design(plan), site, NOW, operator=OPERATOR)
+    operator = AWS_OPERATOR if plan.sites[site].cloud == "aws" else OPERATOR
+    return build_drill(design(plan), site, NOW, operator=operator)
 
 
 @cache
@@ -350,3 +353,35 @@ def test_drill_mode_is_refused_outside_a_drill_stack_of_a_dr_site(
         }
     with pytest.raises(StackConfigError, match=message):
         run_stack(stack, config, GpudrMocks(default_region=plan.sites[site].region))
+
+
+@pytest.mark.parametrize("mode", ["standby", "failover", None])
+@pytest.mark.parametrize("stack", ["drill-usw2-20250131T031200Z", "drill-aa-99999999T999999Z"])
+def test_a_drill_stack_refuses_every_mode_but_drill(stack: str, mode: str | None) -> None:
+    # In standby mode a drill-named stack would declare the DR site's buckets by name.
+    plan = load_plan(ROOT / "examples" / "aws-two-region.yaml")
+    config = stack_config_values(design(plan), plan.sites["usw2"])
+    config.pop("gpudr:mode", None)
+    if mode is not None:
+        config["gpudr:mode"] = mode
+    shown = mode or "standby"  # unset is the default, standby
+    with pytest.raises(StackConfigError) as refused:
+        run_stack(stack, config, GpudrMocks(default_region=plan.sites["usw2"].region))
+    (line,) = str(refused.value).splitlines()
+    assert line.startswith(f"gpudr:mode {shown} is set on drill stack {stack}, which runs in")
+    assert f"`pulumi config set gpudr:mode drill -s {stack}`" in line
+
+
+@pytest.mark.parametrize(
+    ("example", "site", "operator"),
+    [
+        ("aws-two-region", "usw2", OPERATOR),
+        ("gcp-two-region", "use4", AWS_OPERATOR),
+    ],
+)
+def test_an_operator_of_another_cloud_is_refused(example: str, site: str, operator: str) -> None:
+    s = setup(example, site)
+    config = s.config("capacity")
+    config["gpudr:drill"] = {**config["gpudr:drill"], "operator": operator}
+    with pytest.raises(StackConfigError, match=f"operator {operator} is not a"):
+        run_stack(s.stack, config, GpudrMocks(default_region=s.site.region))
