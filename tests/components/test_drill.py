@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from components.aws.drill import trust_operator
 from components.azure.arm import STORAGE_BLOB_DATA_READER
 from components.config import StackConfigError
 from gpudr.app.offline.mocks import GpudrMocks, Registration
@@ -144,10 +145,25 @@ def test_no_data_resource_is_declared(example: str, site: str, phase: str) -> No
 
 def _aws_reader(run: StackRun, s: DrillSetup) -> None:
     (role,) = [r for r in of_type(run, "aws:iam/role:Role") if r.name.endswith("-reader")]
-    trust = json.loads(role.inputs["assumeRolePolicy"])
-    assert [st["Principal"] for st in trust["Statement"]] == [
-        {"AWS": "arn:aws:iam::123456789012:root"}
-    ], role.urn
+    # Only the operator's role (its session's role, at any path) may assume the reader.
+    assert json.loads(role.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "ArnLike": {
+                        "aws:PrincipalArn": [
+                            "arn:aws:iam::123456789012:role/DrillRunner",
+                            "arn:aws:iam::123456789012:role/*/DrillRunner",
+                        ]
+                    }
+                },
+            }
+        ],
+    }, role.urn
     (policy,) = [r for r in of_type(run, "aws:iam/rolePolicy:RolePolicy") if "reader" in r.name]
     assert policy.inputs["role"] == role.id, policy.urn
     attachments = of_type(run, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -385,3 +401,22 @@ def test_an_operator_of_another_cloud_is_refused(example: str, site: str, operat
     config["gpudr:drill"] = {**config["gpudr:drill"], "operator": operator}
     with pytest.raises(StackConfigError, match=f"operator {operator} is not a"):
         run_stack(s.stack, config, GpudrMocks(default_region=s.site.region))
+
+
+@pytest.mark.parametrize("example", ["aws-two-region", "gcp-to-aws"])
+def test_with_no_operator_known_aws_declares_no_reader(example: str) -> None:
+    # Fail closed: no role the whole account could assume; the checks use the operator's own.
+    site = "usw2" if example == "aws-two-region" else "use1"
+    plan = load_plan(ROOT / "examples" / f"{example}.yaml")
+    s = build_drill(design(plan), site, NOW)
+    run = run_stack(s.stack, s.config("capacity"), GpudrMocks(default_region=s.site.region))
+    assert not [r for r in of_type(run, "aws:iam/role:Role") if r.name.endswith("-reader")]
+    assert not [r for r in of_type(run, "aws:iam/rolePolicy:RolePolicy") if "reader" in r.name]
+    assert run.outputs["reader"] == ""
+
+
+def test_an_iam_user_operator_is_trusted_exactly() -> None:
+    user = "arn:aws:iam::123456789012:user/ops/alice"
+    (statement,) = json.loads(trust_operator(user))["Statement"]
+    assert statement["Condition"] == {"ArnLike": {"aws:PrincipalArn": [user]}}
+    assert statement["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
