@@ -148,12 +148,12 @@ def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
         raise StackConfigError(
             f"gpudr:drill is malformed ({exc}); start drills with `gpudr drill`"
         ) from exc
-    if drill.operator and site.cloud in (Cloud.AWS, Cloud.GCP):
-        if operator_cloud(drill.operator) != site.cloud:
-            raise StackConfigError(
-                f"gpudr:drill operator {drill.operator} is not a {site.cloud} principal; start "
-                "drills with `gpudr drill` (or name yours with --operator)"
-            )
+    known = site.cloud in (Cloud.AWS, Cloud.GCP)
+    if drill.operator and known and operator_cloud(drill.operator) != site.cloud:
+        raise StackConfigError(
+            f"gpudr:drill operator {drill.operator} is not a {site.cloud} principal; start "
+            "drills with `gpudr drill` (or name yours with --operator)"
+        )
     if drill.stack != stack:
         raise StackConfigError(
             f"gpudr:drill names stack {drill.stack}, not this stack ({stack}); start drills "

@@ -493,7 +493,21 @@ def drill_group() -> None:
     show_default=True,
     help="Where the report goes: <stack>.json and <stack>.md.",
 )
-def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_dir: str) -> None:
+@click.option(
+    "--operator",
+    help="Who may act as the drill's reader: an AWS principal ARN (a user, a role, or "
+    "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION) or a GCP IAM member (user:EMAIL, "
+    "serviceAccount:EMAIL). Default: the caller, found at drill time (aws sts "
+    "get-caller-identity, gcloud's account); a dry run finds nobody unless named.",
+)
+def drill_run(
+    plan_file: str,
+    site: str,
+    ttl: str | None,
+    dry_run: bool,
+    report_dir: str,
+    operator: str | None,
+) -> None:
     """Drill a DR site: create drill-<site>-<UTC time>, verify the latest checkpoint, time GPU
     capacity and data age against the plan, destroy and remove the stack, write a report."""
     from datetime import UTC, datetime
@@ -508,7 +522,10 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
         setup = build_drill(des, site, now, ttl_s=ttl_s)
     except DrillError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
+    if operator is not None:
+        _check_operator(operator, setup.site.cloud)
     if dry_run:
+        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator)
         from gpudr.app.drill.dryrun import render, run
 
         _progress(f"running the drill program for {setup.stack} under mocks")
@@ -526,8 +543,17 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
     # loses what the drill measured.
     if problem := output_root_problem(report_dir, "--report-dir"):
         _fail(f"{problem}; nothing was run", EXIT_BAD_INPUT)
-    if setup.site.cloud == "gcp":
-        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=_gcp_operator())
+    if operator is None:
+        from gpudr.app.drill.operator import discover
+
+        operator = discover(setup.site.cloud, setup.site.region)
+        if operator is None and setup.site.cloud != "azure":
+            click.echo(
+                "gpudr: the caller could not be identified (credentials?): nobody may act as the "
+                "drill's reader, and its checks read the replicas with your own credentials",
+                err=True,
+            )
+    setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator)
     click.echo(
         f"gpudr: drill {setup.stack}: estimated cost at most {usd(setup.cost.ttl_usd)} "
         f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price)",
@@ -564,18 +590,24 @@ def _drill_ttl(text: str) -> float:
     return ttl
 
 
-def _gcp_operator() -> str | None:
-    """Who runs the drill, as an IAM member: the drill stack lets only them act as its reader."""
-    from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
+def _check_operator(operator: str, cloud: str) -> None:
+    """--operator names a principal of the drilled site's cloud (Azure's reader takes none)."""
+    from gpudr.contract.drill import operator_cloud
 
-    try:
-        account = SubprocessRunner().run(["gcloud", "config", "get-value", "account"]).strip()
-    except CommandFailed:
-        return None
-    if not account:
-        return None
-    kind = "serviceAccount" if account.endswith(".gserviceaccount.com") else "user"
-    return f"{kind}:{account}"
+    if cloud == "azure":
+        _fail("--operator: an Azure drill's reader is signed in to from Azure only", EXIT_BAD_INPUT)
+    if operator_cloud(operator) != cloud:
+        kind = "an AWS" if cloud == "aws" else "a GCP"
+        _fail(
+            f'--operator: "{operator}" is not {kind} principal; use '
+            + (
+                "an ARN like arn:aws:iam::ACCOUNT:user/NAME or "
+                "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION"
+                if cloud == "aws"
+                else "user:EMAIL or serviceAccount:EMAIL"
+            ),
+            EXIT_BAD_INPUT,
+        )
 
 
 def _run_drill(setup: Any, report_dir: Path) -> Any:

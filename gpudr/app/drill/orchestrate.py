@@ -93,6 +93,12 @@ def run_drill(setup: DrillSetup, deps: Deps) -> DrillReport:
         raise ValueError("run_drill needs deps.probe, the cloud's checks")
     name = setup.stack
     report = new_report(setup, deps.clock())
+    if setup.drill.operator is None and setup.site.cloud != "azure":
+        report.notes.append(
+            "No operator was identified, so the drill stack let nobody act as its reader"
+            + (" (it declared no reader role)" if setup.site.cloud == "aws" else "")
+            + ": the checks read the replicas with the operator's own credentials."
+        )
     created = False
     error: Exception | None = None
     try:

@@ -43,7 +43,8 @@ def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["drill-aa-99999999T999999Z", "drill-usw2-20250230T031200Z", "drill-aa-20250131T246000Z"]
+    "name",
+    ["drill-aa-99999999T999999Z", "drill-usw2-20250230T031200Z", "drill-aa-20250131T246000Z"],
 )
 def test_a_drill_shaped_name_with_an_impossible_time_is_refused_alike(name: str) -> None:
     # is_drill_stack and check_stack_name agree; cleanup still sees its shape, to report it.

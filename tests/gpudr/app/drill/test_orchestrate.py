@@ -282,6 +282,18 @@ def test_an_empty_replica_fails_checkpoint_and_data_age() -> None:
     assert report.outcome == "failed"
 
 
+def test_the_report_says_when_no_operator_could_act_as_the_reader() -> None:
+    report = World().run()
+    (note,) = [n for n in report.notes if "No operator" in n]
+    assert "declared no reader role" in note and "operator's own credentials" in note
+    known = replace(
+        setup(),
+        drill=replace(setup().drill, operator="arn:aws:iam::123456789012:user/alice"),
+    )
+    w = World()
+    assert not [n for n in run_drill(known, w.deps()).notes if "No operator" in n]
+
+
 # --- cleanup of expired drills ------------------------------------------------------------------
 
 
