@@ -4,8 +4,8 @@ Exit codes: 0 every target met and no mandatory policy violation; 1 a target is 
 the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
 the policy pack failed to run. `gpudr drill`: 0 the drill passed, 1 a stage failed or a target
 was missed, 2 bad input, 3 the drill could not run or clean up (including no Pulumi CLI), 130
-interrupted (Ctrl-C or SIGTERM; the stack is still destroyed). `gpudr drill cleanup`: 0 done, 1 a
-stack skipped for a person to look at, 3 a stack not destroyed or not removed.
+interrupted (Ctrl-C, SIGTERM or SIGHUP; the stack is still destroyed). `gpudr drill cleanup`: 0
+done, 1 a stack skipped for a person to look at, 3 a stack not destroyed or not removed.
 """
 
 from __future__ import annotations
@@ -554,18 +554,22 @@ def drill_run(
                 err=True,
             )
     setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator)
-    click.echo(
+    from gpudr.app.drill.console import Console
+
+    console = Console(Path(report_dir) / f"{setup.stack}.log")
+    console.line(
         f"gpudr: drill {setup.stack}: estimated cost at most {usd(setup.cost.ttl_usd)} "
-        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price)",
-        err=True,
+        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price); "
+        f"should this terminal go away, the drill still ends and writes to {console.log}"
     )
-    report = _run_drill(setup, Path(report_dir))
-    click.echo(
-        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md"
+    report = _run_drill(setup, Path(report_dir), console)
+    console.line(
+        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md",
+        err=False,
     )
     for s in report.stages:
-        click.echo(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}")
-    click.echo(f"  cleanup: {report.cleanup.detail}")
+        console.line(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}", err=False)
+    console.line(f"  cleanup: {report.cleanup.detail}", err=False)
     if report.outcome == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(DRILL_EXIT[report.outcome])
@@ -610,7 +614,9 @@ def _check_operator(operator: str, cloud: str) -> None:
         )
 
 
-def _run_drill(setup: Any, report_dir: Path) -> Any:
+def _run_drill(setup: Any, report_dir: Path, console: Any) -> Any:
+    """The drill, its output on `console` (which outlives the terminal) and its signals
+    handled: Ctrl-C, SIGTERM and SIGHUP stop it, and its stack is still destroyed."""
     import time
 
     from gpudr.app.drill.interrupts import Children, Guard
@@ -625,16 +631,15 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
         (report_dir / f"{report.stack}.json").write_text(to_json(report), encoding="utf-8")
         (report_dir / f"{report.stack}.md").write_text(to_markdown(report), encoding="utf-8")
 
-    def echo(line: str) -> None:
-        click.echo(line, err=True)
-
     children = Children()
-    guard = Guard(children, echo)
+    guard = Guard(
+        children, console.line, on_hangup=lambda: console.detach("SIGHUP: the terminal is gone")
+    )
     deps = Deps(
         stacks=AutomationStacks(PROJECT_DIR, children),
         probe=probe_for(setup, time.sleep),
         write=write,
-        echo=echo,
+        echo=console.line,
         interrupted=lambda: guard.interrupted,
         on_cleanup=guard.start_cleanup,
     )
@@ -644,7 +649,8 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
         except Exception as exc:
             from gpudr.app.drill.orchestrate import _one_line
 
-            _fail(f"drill {setup.stack}: {_one_line(exc)}", EXIT_PROGRAM)
+            console.line(f"gpudr: drill {setup.stack}: {_one_line(exc)}")
+            sys.exit(EXIT_PROGRAM)
 
 
 @drill_group.command("cleanup")
