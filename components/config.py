@@ -4,7 +4,8 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:site`  the site's whole configuration, generated from the plan by `gpudr generate`
 - `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it. `drill` is set only by
   `gpudr drill` on a disposable drill stack (`drill-<site>-<timestamp>`) with `gpudr:site` from a
-  DR site, and then `gpudr:drill` (gpudr.drill.DrillConfig) says what the drill declares
+  DR site, and then `gpudr:drill` (gpudr.drill.DrillConfig) says what the drill declares; a
+  stack named like a drill's refuses every other mode
 - `gpudr:lock_weights`  Azure: lock the weights accounts' immutability (irreversible)
 - `gpudr:gcs_hmac_access_id`, `gpudr:gcs_hmac_secret` (secret)  AWS DR stacks pulling from GCS
   with DataSync: the HMAC key the primary's stack created (output `transfer_credentials`)

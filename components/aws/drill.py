@@ -1,5 +1,6 @@
 """A DR drill on AWS: the DR site's GPU clusters, rebuilt on an isolated network at the plan's
-test size, with a role that can only read the DR site's replicas.
+test size, with a role that can only read the DR site's replicas and that only the operator
+running the drill may assume (none at all when the operator is not known).
 
 What it never declares: a bucket, a KMS key or anything that replicates, a transit gateway, a
 peering, a VPN or Direct Connect resource, or a route to another site's network. The DR site's
