@@ -24,6 +24,7 @@ from tests.conftest import EXAMPLE
 from tests.gpudr.app.drill.fakes import Clock, FakeProbe, FakeStacks, Obj
 
 UP_S = 60.0  # far longer than the test waits: only the hangup ends it
+DESTROY_S = 1.5  # long enough for a second signal to arrive during cleanup
 
 
 class Recorded(list[tuple[Any, ...]]):
@@ -48,6 +49,7 @@ class SlowStacks(FakeStacks):
     def destroy(self, name: str, on_output: Callable[[str], None]) -> None:
         for n in range(50):  # a destroy's progress, on a terminal that is gone
             on_output(f"Destroying ({name}): resource {n}")
+        time.sleep(DESTROY_S)
         super().destroy(name, on_output)
 
 

@@ -111,11 +111,16 @@ def test_closed_pipes_then_sighup_and_a_second_signal(tmp_path: Path) -> None:
         proc.stdout.close()
         proc.stderr.close()
     proc.send_signal(signal.SIGHUP)
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)  # a second signal, while it stops or cleans up
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)  # a second signal, while its stack is being destroyed
     try:
         code = proc.wait(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
     check(tmp_path, code)
+    (log,) = (tmp_path / "reports").glob("drill-usw2-*.log")
+    assert (
+        "is in progress and continues until the stack is destroyed and removed; SIGTERM does not"
+        in log.read_text()
+    )
