@@ -543,17 +543,7 @@ def drill_run(
     # loses what the drill measured.
     if problem := output_root_problem(report_dir, "--report-dir"):
         _fail(f"{problem}; nothing was run", EXIT_BAD_INPUT)
-    if operator is None:
-        from gpudr.app.drill.operator import discover
-
-        operator = discover(setup.site.cloud, setup.site.region)
-        if operator is None and setup.site.cloud != "azure":
-            click.echo(
-                "gpudr: the caller could not be identified (credentials?): nobody may act as the "
-                "drill's reader, and its checks read the replicas with your own credentials",
-                err=True,
-            )
-    setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator)
+    setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator or _discover(setup))
     from gpudr.app.drill.console import Console
 
     console = Console(Path(report_dir) / f"{setup.stack}.log")
@@ -563,13 +553,7 @@ def drill_run(
         f"should this terminal go away, the drill still ends and writes to {console.log}"
     )
     report = _run_drill(setup, Path(report_dir), console)
-    console.line(
-        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md",
-        err=False,
-    )
-    for s in report.stages:
-        console.line(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}", err=False)
-    console.line(f"  cleanup: {report.cleanup.detail}", err=False)
+    _summary(report, Path(report_dir), console)
     if report.outcome == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(DRILL_EXIT[report.outcome])
@@ -592,6 +576,31 @@ def _drill_ttl(text: str) -> float:
             EXIT_BAD_INPUT,
         )
     return ttl
+
+
+def _discover(setup: Any) -> str | None:
+    """The caller, as the drill stack will let them act as its reader; None said aloud."""
+    from gpudr.app.drill.operator import discover
+
+    operator = discover(setup.site.cloud, setup.site.region)
+    if operator is None and setup.site.cloud != "azure":
+        click.echo(
+            "gpudr: the caller could not be identified (credentials?): nobody may act as the "
+            "drill's reader, and its checks read the replicas with your own credentials",
+            err=True,
+        )
+    return operator
+
+
+def _summary(report: Any, report_dir: Path, console: Any) -> None:
+    """The drill's outcome, one line per stage, on stdout (or in the log, the terminal gone)."""
+    console.line(
+        f"drill {report.stack}: {report.outcome}; report {report_dir / report.stack}.md",
+        err=False,
+    )
+    for s in report.stages:
+        console.line(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}", err=False)
+    console.line(f"  cleanup: {report.cleanup.detail}", err=False)
 
 
 def _check_operator(operator: str, cloud: str) -> None:
