@@ -4,7 +4,8 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:site`  the site's whole configuration, generated from the plan by `gpudr generate`
 - `gpudr:mode`  `standby` (default) or `failover`; only DR stacks read it. `drill` is set only by
   `gpudr drill` on a disposable drill stack (`drill-<site>-<timestamp>`) with `gpudr:site` from a
-  DR site, and then `gpudr:drill` (gpudr.drill.DrillConfig) says what the drill declares
+  DR site, and then `gpudr:drill` (gpudr.drill.DrillConfig) says what the drill declares; a
+  stack named like a drill's refuses every other mode
 - `gpudr:lock_weights`  Azure: lock the weights accounts' immutability (irreversible)
 - `gpudr:gcs_hmac_access_id`, `gpudr:gcs_hmac_secret` (secret)  AWS DR stacks pulling from GCS
   with DataSync: the HMAC key the primary's stack created (output `transfer_credentials`)
@@ -21,9 +22,15 @@ import pulumi
 
 from gpudr.contract import stack as stack_keys
 from gpudr.contract.drill import MODE as DRILL_MODE
-from gpudr.contract.drill import DrillConfig, is_drill_stack
+from gpudr.contract.drill import (
+    DrillConfig,
+    is_drill_stack,
+    looks_like_drill_stack,
+    operator_cloud,
+)
 from gpudr.contract.site import SiteConfig
 from gpudr.contract.stack import MODES
+from gpudr.core.enums import Cloud
 
 
 class StackConfigError(ValueError):
@@ -83,6 +90,7 @@ def load() -> StackConfig:
         raise StackConfigError(
             "gpudr:mode failover is set on a primary stack; the switch belongs on the DR stack"
         )
+    _drill_stack_is_a_drill(mode)
     drill = _drill(config, site, mode) if mode == DRILL_MODE else None
     lock = config.get_bool(stack_keys.LOCK_WEIGHTS) or False
     access_id = config.get(stack_keys.GCS_HMAC_ACCESS_ID)
@@ -101,6 +109,19 @@ def load() -> StackConfig:
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
     )
+
+
+def _drill_stack_is_a_drill(mode: str) -> None:
+    """A stack named like a drill's runs in drill mode only: in standby or failover mode it
+    would declare the DR site's buckets by name, and destroying the drill would then reach for
+    the production data."""
+    stack = pulumi.get_stack()
+    if mode != DRILL_MODE and looks_like_drill_stack(stack):
+        raise StackConfigError(
+            f"gpudr:mode {mode} is set on drill stack {stack}, which runs in drill mode only: "
+            f"run `pulumi config set gpudr:mode drill -s {stack}`, or deploy the site from its "
+            "own stack (`gpudr generate`)"
+        )
 
 
 def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
@@ -128,6 +149,12 @@ def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
         raise StackConfigError(
             f"gpudr:drill is malformed ({exc}); start drills with `gpudr drill`"
         ) from exc
+    known = site.cloud in (Cloud.AWS, Cloud.GCP)
+    if drill.operator and known and operator_cloud(drill.operator) != site.cloud:
+        raise StackConfigError(
+            f"gpudr:drill operator {drill.operator} is not a {site.cloud} principal; start "
+            "drills with `gpudr drill` (or name yours with --operator)"
+        )
     if drill.stack != stack:
         raise StackConfigError(
             f"gpudr:drill names stack {drill.stack}, not this stack ({stack}); start drills "

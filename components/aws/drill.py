@@ -1,5 +1,6 @@
 """A DR drill on AWS: the DR site's GPU clusters, rebuilt on an isolated network at the plan's
-test size, with a role that can only read the DR site's replicas.
+test size, with a role that can only read the DR site's replicas and that only the operator
+running the drill may assume (none at all when the operator is not known).
 
 What it never declares: a bucket, a KMS key or anything that replicates, a transit gateway, a
 peering, a VPN or Direct Connect resource, or a route to another site's network. The DR site's
@@ -29,6 +30,7 @@ from components.aws.gpu_cluster import GpuCluster, GpuClusterArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from gpudr.contract.drill import (
     DrillConfig,
+    aws_trusted,
     cluster_name,
     drill_clusters,
     drill_pool_tags,
@@ -83,17 +85,22 @@ def reader_policy(buckets: Sequence[BucketConfig], key_arn: str, region: str) ->
     )
 
 
-def _trust_account(account_id: str) -> str:
-    """Principals of the DR account that are allowed sts:AssumeRole on this role by their own
-    policies (the operator running the drill): the drill's checks run as the reader."""
+def trust_operator(operator: str) -> str:
+    """Only the operator running the drill may assume the reader, so the drill's checks run
+    with the reader's rights: never every principal of the account. The principal is the
+    account, narrowed by `aws:PrincipalArn` to the operator (`aws_trusted`: a user exactly, a
+    role session as its role at any path, since STS drops the role's path from the session's
+    ARN). The operator's own policies must still allow sts:AssumeRole on this role."""
+    root, arns = aws_trusted(operator)
     return json.dumps(
         {
             "Version": "2012-10-17",
             "Statement": [
                 {
                     "Effect": "Allow",
-                    "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                    "Principal": {"AWS": root},
                     "Action": "sts:AssumeRole",
+                    "Condition": {"ArnLike": {"aws:PrincipalArn": list(arns)}},
                 }
             ],
         }
@@ -125,7 +132,8 @@ class AwsDrillArgs:
 
 class AwsDrill(pulumi.ComponentResource):
     clusters: pulumi.Output[dict[str, str]]
-    reader: pulumi.Output[str]  # the reader role's ARN ("" when the site holds no data)
+    # The reader role's ARN; "" when the site holds no data or no operator is known.
+    reader: pulumi.Output[str]
     buckets: pulumi.Output[dict[str, str]]
 
     def __init__(
@@ -139,13 +147,15 @@ class AwsDrill(pulumi.ComponentResource):
         invoke = pulumi.InvokeOutputOptions(parent=self)
         # The DR site's key by its alias: a lookup, so destroying the drill cannot touch it.
         key_arn = aws.kms.get_key_output(key_id=cfg.kms_alias, region=cfg.region, opts=invoke).arn
-        account_id: pulumi.Input[str] = (
-            cfg.account or aws.get_caller_identity_output(opts=invoke).account_id
-        )
         clusters = self._clusters(self._network(), key_arn)
         buckets = replica_buckets(cfg)
+        # Fail closed: with no operator known, no reader at all (the checks then run with the
+        # operator's own credentials, and the report says so), never one the account trusts.
+        operator = args.drill.operator
         self.reader = (
-            self._reader(buckets, key_arn, account_id) if buckets else pulumi.Output.from_input("")
+            self._reader(buckets, key_arn, operator)
+            if buckets and operator
+            else pulumi.Output.from_input("")
         )
         self.clusters = pulumi.Output.all(**clusters) if clusters else pulumi.Output.from_input({})
         self.buckets = pulumi.Output.from_input({b.data_class: b.name for b in buckets})
@@ -209,7 +219,7 @@ class AwsDrill(pulumi.ComponentResource):
         self,
         buckets: Sequence[BucketConfig],
         key_arn: pulumi.Output[str],
-        account_id: pulumi.Input[str],
+        operator: str,
     ) -> pulumi.Output[str]:
         """The role the drill's checks run as: read-only on the replicas; returns its ARN."""
         cfg, drill, name = self._args.config, self._args.drill, self._name
@@ -218,7 +228,7 @@ class AwsDrill(pulumi.ComponentResource):
             f"{name}-reader",
             name=reader_name(drill.id, "aws"),
             description=f"gpudr drill {drill.id}: read-only on the DR replicas",
-            assume_role_policy=pulumi.Output.from_input(account_id).apply(_trust_account),
+            assume_role_policy=trust_operator(operator),
             max_session_duration=3600,
             tags=drill_tags(cfg, drill, "reader"),
             opts=self._child,

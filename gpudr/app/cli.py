@@ -4,7 +4,8 @@ Exit codes: 0 every target met and no mandatory policy violation; 1 a target is 
 the policy pack refuses a stack; 2 bad input (the spec, an option); 3 the Pulumi program or
 the policy pack failed to run. `gpudr drill`: 0 the drill passed, 1 a stage failed or a target
 was missed, 2 bad input, 3 the drill could not run or clean up (including no Pulumi CLI), 130
-interrupted (Ctrl-C or SIGTERM; the stack is still destroyed).
+interrupted (Ctrl-C, SIGTERM or SIGHUP; the stack is still destroyed). `gpudr drill cleanup`: 0
+done, 1 a stack skipped for a person to look at, 3 a stack not destroyed or not removed.
 """
 
 from __future__ import annotations
@@ -492,7 +493,21 @@ def drill_group() -> None:
     show_default=True,
     help="Where the report goes: <stack>.json and <stack>.md.",
 )
-def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_dir: str) -> None:
+@click.option(
+    "--operator",
+    help="Who may act as the drill's reader: an AWS principal ARN (a user, a role, or "
+    "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION) or a GCP IAM member (user:EMAIL, "
+    "serviceAccount:EMAIL). Default: the caller, found at drill time (aws sts "
+    "get-caller-identity, gcloud's account); a dry run finds nobody unless named.",
+)
+def drill_run(
+    plan_file: str,
+    site: str,
+    ttl: str | None,
+    dry_run: bool,
+    report_dir: str,
+    operator: str | None,
+) -> None:
     """Drill a DR site: create drill-<site>-<UTC time>, verify the latest checkpoint, time GPU
     capacity and data age against the plan, destroy and remove the stack, write a report."""
     from datetime import UTC, datetime
@@ -507,7 +522,10 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
         setup = build_drill(des, site, now, ttl_s=ttl_s)
     except DrillError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
+    if operator is not None:
+        _check_operator(operator, setup.site.cloud)
     if dry_run:
+        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator)
         from gpudr.app.drill.dryrun import render, run
 
         _progress(f"running the drill program for {setup.stack} under mocks")
@@ -525,26 +543,24 @@ def drill_run(plan_file: str, site: str, ttl: str | None, dry_run: bool, report_
     # loses what the drill measured.
     if problem := output_root_problem(report_dir, "--report-dir"):
         _fail(f"{problem}; nothing was run", EXIT_BAD_INPUT)
-    if setup.site.cloud == "gcp":
-        setup = build_drill(des, site, now, ttl_s=ttl_s, operator=_gcp_operator())
-    click.echo(
+    setup = build_drill(des, site, now, ttl_s=ttl_s, operator=operator or _discover(setup))
+    from gpudr.app.drill.console import Console
+
+    console = Console(Path(report_dir) / f"{setup.stack}.log")
+    console.line(
         f"gpudr: drill {setup.stack}: estimated cost at most {usd(setup.cost.ttl_usd)} "
-        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price)",
-        err=True,
+        f"(the {len(setup.pools)} test pool(s) and control plane for the TTL, at list price); "
+        f"should this terminal go away, the drill still ends and writes to {console.log}"
     )
-    report = _run_drill(setup, Path(report_dir))
-    click.echo(
-        f"drill {report.stack}: {report.outcome}; report {Path(report_dir) / report.stack}.md"
-    )
-    for s in report.stages:
-        click.echo(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}")
-    click.echo(f"  cleanup: {report.cleanup.detail}")
+    report = _run_drill(setup, Path(report_dir), console)
+    _summary(report, Path(report_dir), console)
     if report.outcome == "interrupted":
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(DRILL_EXIT[report.outcome])
 
 
 def _drill_ttl(text: str) -> float:
+    from gpudr.core.enums import DRILL_MAX_TTL_S
     from gpudr.core.spec import drill_default
     from gpudr.core.units import UnitError, fmt_duration, parse_duration
 
@@ -552,7 +568,7 @@ def _drill_ttl(text: str) -> float:
         ttl = parse_duration(text)
     except UnitError as exc:
         _fail(f"--ttl: {exc}", EXIT_BAD_INPUT)
-    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    low, high = drill_default("min_ttl"), DRILL_MAX_TTL_S
     if not low <= ttl <= high:
         _fail(
             f"--ttl: {fmt_duration(ttl)} is outside {fmt_duration(low)}..{fmt_duration(high)}; "
@@ -562,21 +578,54 @@ def _drill_ttl(text: str) -> float:
     return ttl
 
 
-def _gcp_operator() -> str | None:
-    """Who runs the drill, as an IAM member: the drill stack lets only them act as its reader."""
-    from gpudr.app.drill.commands import CommandFailed, SubprocessRunner
+def _discover(setup: Any) -> str | None:
+    """The caller, as the drill stack will let them act as its reader; None said aloud."""
+    from gpudr.app.drill.operator import discover
 
-    try:
-        account = SubprocessRunner().run(["gcloud", "config", "get-value", "account"]).strip()
-    except CommandFailed:
-        return None
-    if not account:
-        return None
-    kind = "serviceAccount" if account.endswith(".gserviceaccount.com") else "user"
-    return f"{kind}:{account}"
+    operator = discover(setup.site.cloud, setup.site.region)
+    if operator is None and setup.site.cloud != "azure":
+        click.echo(
+            "gpudr: the caller could not be identified (credentials?): nobody may act as the "
+            "drill's reader, and its checks read the replicas with your own credentials",
+            err=True,
+        )
+    return operator
 
 
-def _run_drill(setup: Any, report_dir: Path) -> Any:
+def _summary(report: Any, report_dir: Path, console: Any) -> None:
+    """The drill's outcome, one line per stage, on stdout (or in the log, the terminal gone)."""
+    console.line(
+        f"drill {report.stack}: {report.outcome}; report {report_dir / report.stack}.md",
+        err=False,
+    )
+    for s in report.stages:
+        console.line(f"  {s.key}: {s.status}, {s.verdict}; {s.detail}", err=False)
+    console.line(f"  cleanup: {report.cleanup.detail}", err=False)
+
+
+def _check_operator(operator: str, cloud: str) -> None:
+    """--operator names a principal of the drilled site's cloud (Azure's reader takes none)."""
+    from gpudr.contract.drill import operator_cloud
+
+    if cloud == "azure":
+        _fail("--operator: an Azure drill's reader is signed in to from Azure only", EXIT_BAD_INPUT)
+    if operator_cloud(operator) != cloud:
+        kind = "an AWS" if cloud == "aws" else "a GCP"
+        _fail(
+            f'--operator: "{operator}" is not {kind} principal; use '
+            + (
+                "an ARN like arn:aws:iam::ACCOUNT:user/NAME or "
+                "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION"
+                if cloud == "aws"
+                else "user:EMAIL or serviceAccount:EMAIL"
+            ),
+            EXIT_BAD_INPUT,
+        )
+
+
+def _run_drill(setup: Any, report_dir: Path, console: Any) -> Any:
+    """The drill, its output on `console` (which outlives the terminal) and its signals
+    handled: Ctrl-C, SIGTERM and SIGHUP stop it, and its stack is still destroyed."""
     import time
 
     from gpudr.app.drill.interrupts import Children, Guard
@@ -591,16 +640,15 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
         (report_dir / f"{report.stack}.json").write_text(to_json(report), encoding="utf-8")
         (report_dir / f"{report.stack}.md").write_text(to_markdown(report), encoding="utf-8")
 
-    def echo(line: str) -> None:
-        click.echo(line, err=True)
-
     children = Children()
-    guard = Guard(children, echo)
+    guard = Guard(
+        children, console.line, on_hangup=lambda: console.detach("SIGHUP: the terminal is gone")
+    )
     deps = Deps(
         stacks=AutomationStacks(PROJECT_DIR, children),
         probe=probe_for(setup, time.sleep),
         write=write,
-        echo=echo,
+        echo=console.line,
         interrupted=lambda: guard.interrupted,
         on_cleanup=guard.start_cleanup,
     )
@@ -610,14 +658,21 @@ def _run_drill(setup: Any, report_dir: Path) -> Any:
         except Exception as exc:
             from gpudr.app.drill.orchestrate import _one_line
 
-            _fail(f"drill {setup.stack}: {_one_line(exc)}", EXIT_PROGRAM)
+            console.line(f"gpudr: drill {setup.stack}: {_one_line(exc)}")
+            sys.exit(EXIT_PROGRAM)
 
 
 @drill_group.command("cleanup")
 @click.option("--dry-run", is_flag=True, help="List what would be destroyed; change nothing.")
 def drill_cleanup(dry_run: bool) -> None:
     """Destroy and remove every drill stack whose TTL has passed, in the backend you are logged
-    in to. Stacks whose names are not drill-<site>-<time> are never touched."""
+    in to. Stacks whose names are not drill-<site>-<time> are never touched.
+
+    A TTL runs from the time in the stack's name, for at most a day; an earlier
+    gpudr:expires-at tag ends it sooner. Exit 3 when a stack could not be destroyed or removed
+    (it may still bill: the line says what to run); else exit 1 when a stack was skipped (a
+    drill-shaped name whose time is not a real one: gpudr cannot tell its age, so a person must
+    look at it; exiting 0 would let a scheduled cleanup hide it for ever); else 0."""
     from gpudr.app.drill.orchestrate import Deps, cleanup_expired
     from gpudr.app.drill.stacks import AutomationStacks, pulumi_available
     from gpudr.core.paths import PROJECT_DIR
@@ -635,9 +690,12 @@ def drill_cleanup(dry_run: bool) -> None:
     if not results:
         click.echo("no drill stacks in this backend")
     for r in results:
-        click.echo(f"{r.action}: {r.stack} (expires {r.expires_at}; {r.source}) {r.detail}")
+        when = "" if r.action == "skipped" else f" (expires {r.expires_at}; {r.source})"
+        click.echo(f"{r.action}: {r.stack}{when} {r.detail}".rstrip())
     if any(r.action == "failed" for r in results):
         sys.exit(EXIT_PROGRAM)
+    if any(r.action == "skipped" for r in results):
+        sys.exit(EXIT_NOT_MET)
 
 
 if __name__ == "__main__":

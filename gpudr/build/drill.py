@@ -40,7 +40,8 @@ from gpudr.contract.stack import DRILL_KEY, MODE_KEY
 from gpudr.contract.tags import TAG_EXPIRES
 from gpudr.core import cost
 from gpudr.core.design import Design
-from gpudr.core.spec import Plan, Site, drill_default
+from gpudr.core.enums import DRILL_MAX_TTL_S
+from gpudr.core.spec import Plan, Site
 from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
 
@@ -367,23 +368,24 @@ def drill_cost(site: SiteConfig, pools: Iterable[DrillPool], ttl_s: float) -> Dr
 # --- expiry, for cleanup ------------------------------------------------------------------------
 
 
-def max_ttl_s() -> float:
-    return drill_default("max_ttl")
-
-
 def expiry(name: str, tags: Mapping[str, str]) -> tuple[datetime, str]:
-    """When drill stack `name` expires, and how that is known: its `gpudr:expires-at` stack
-    tag, else its name's creation time plus the longest TTL a drill may have (so that a drill
-    is never removed before its own TTL could have run out). DrillNameError for a non-drill."""
+    """When drill stack `name` expires, and which source says so. The name's creation time plus
+    the longest TTL a drill may have is the latest any drill may live: its `gpudr:expires-at`
+    stack tag may only bring that earlier (a tag anyone can edit must not keep a drill up for
+    ever), and a tag that is unreadable or before the creation time is not believed.
+    DrillNameError for a non-drill."""
     _, created = check_stack_name(name)
+    cap = created + timedelta(seconds=DRILL_MAX_TTL_S)
+    capped = f"created {iso(created)} + the longest TTL ({fmt_duration(DRILL_MAX_TTL_S)})"
     tagged = tags.get(TAG_EXPIRES)
-    if tagged:
-        try:
-            return parse_ts(tagged), f"stack tag {TAG_EXPIRES}"
-        except ValueError:
-            pass
-    limit = max_ttl_s()
-    return (
-        created + timedelta(seconds=limit),
-        f"no {TAG_EXPIRES} tag: created {iso(created)} + the longest TTL ({fmt_duration(limit)})",
-    )
+    if not tagged:
+        return cap, f"no {TAG_EXPIRES} tag: {capped}"
+    try:
+        when = parse_ts(tagged)
+    except ValueError:
+        return cap, f"{TAG_EXPIRES} tag {tagged!r} unreadable: {capped}"
+    if when < created:
+        return cap, f"{TAG_EXPIRES} tag {iso(when)} is before the stack's creation: {capped}"
+    if when > cap:
+        return cap, f"{TAG_EXPIRES} tag {iso(when)} is beyond the longest TTL: {capped}"
+    return when, f"stack tag {TAG_EXPIRES}"

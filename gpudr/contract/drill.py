@@ -21,13 +21,13 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from gpudr.contract.site import BucketConfig, ClusterConfig, PoolConfig, SiteConfig
 from gpudr.contract.tags import TAG_DRILL, TAG_EXPIRES, pool_tags, site_tags
-from gpudr.core.enums import BucketRole, Cloud, DrillPhase, Mode, Pattern
+from gpudr.core.enums import DRILL_MAX_TTL_S, BucketRole, Cloud, DrillPhase, Mode, Pattern
 
 MODE = Mode.DRILL
 PHASES = tuple(DrillPhase)
@@ -70,19 +70,38 @@ def stack_name(site: str, at: datetime) -> str:
     return name
 
 
-def is_drill_stack(name: str) -> bool:
+def looks_like_drill_stack(name: str) -> bool:
+    """A drill stack's shape, whether or not its time is a real one: what cleanup reports on."""
     return STACK_RE.match(name) is not None
 
 
+def is_drill_stack(name: str) -> bool:
+    """The shape and a real time: exactly the names `check_stack_name` accepts."""
+    try:
+        check_stack_name(name)
+    except DrillNameError:
+        return False
+    return True
+
+
 def check_stack_name(name: str) -> tuple[str, datetime]:
-    """(site, creation time) of a drill stack; DrillNameError for any other name."""
+    """(site, creation time) of a drill stack; DrillNameError for any other name, and for the
+    shape with an impossible time (`drill-aa-99999999T999999Z`): no drill creates that name,
+    and its age, which every expiry starts from, cannot be known."""
     match = STACK_RE.match(name)
     if match is None:
         raise DrillNameError(
             f'stack "{name}" is not a drill stack (drill-<site>-<YYYYMMDDTHHMMSSZ>); a drill '
             "never creates, destroys or removes any other stack"
         )
-    return match["site"], parse_ts(match["ts"])
+    try:
+        created = parse_ts(match["ts"])
+    except ValueError as exc:
+        raise DrillNameError(
+            f'stack "{name}" has the shape of a drill stack but {match["ts"]} is not a real UTC '
+            "time: no drill creates such a name, and its age cannot be known"
+        ) from exc
+    return match["site"], created
 
 
 def fit(name: str, limit: int) -> str:
@@ -120,6 +139,70 @@ def reader_name(drill_id: str, cloud: str) -> str:
     return fit(f"gpudr-{drill_id}-reader", 64 if cloud == Cloud.AWS else 128)
 
 
+# --- who runs the drill ------------------------------------------------------------------------
+
+# GCP: an IAM member, allowed to act as the reader service account.
+_GCP_MEMBER_RE = re.compile(r"^(user|serviceAccount|group):[^\s:@]+@[^\s:@]+$")
+# AWS: the caller's ARN as `sts get-caller-identity` returns it (an IAM user, a role session),
+# or an IAM role's own ARN: the one principal the reader role trusts.
+_AWS_PRINCIPAL_RE = re.compile(
+    r"^arn:(?P<partition>aws[a-z-]*):(?P<service>iam|sts)::(?P<account>\d{12}):"
+    r"(?P<kind>user|role|assumed-role)/(?P<name>[\w+=,.@/-]+)$"
+)
+
+
+def _aws_principal(operator: str) -> re.Match[str] | None:
+    match = _AWS_PRINCIPAL_RE.match(operator)
+    if match is None:
+        return None
+    session = match["kind"] == "assumed-role"
+    # A role session is `sts` and ROLE/SESSION (no path: STS drops it); users and roles are `iam`.
+    if (match["service"] == "sts") != session or (session and match["name"].count("/") != 1):
+        return None
+    return match
+
+
+def operator_cloud(operator: str) -> Cloud | None:
+    """The cloud whose principal `operator` names; None when it is neither form."""
+    if _aws_principal(operator):
+        return Cloud.AWS
+    if _GCP_MEMBER_RE.match(operator):
+        return Cloud.GCP
+    return None
+
+
+def check_operator(operator: str) -> None:
+    """ValueError unless `operator` is an AWS principal ARN or a GCP IAM member."""
+    if operator_cloud(operator) is None:
+        raise ValueError(
+            f'operator "{operator}" is neither an AWS principal ARN (arn:aws:iam::ACCOUNT:user/'
+            "NAME, ...:role/NAME, arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION) nor a GCP IAM "
+            "member (user:EMAIL, serviceAccount:EMAIL, group:EMAIL)"
+        )
+
+
+def aws_trusted(operator: str) -> tuple[str, tuple[str, ...]]:
+    """What the AWS reader role trusts for `operator`: (the account's principal, the
+    `aws:PrincipalArn` patterns it must match). A user or a role is matched exactly, path
+    included. A role session (`assumed-role/ROLE/SESSION`) acts as its role, and
+    `aws:PrincipalArn` is the role's ARN, path included (the IAM global condition keys
+    reference); STS drops the path from the session's ARN (hashicorp/terraform-provider-aws
+    #19957), hence the role with no path or any path: role names are unique in an account
+    whatever their path, so both patterns name one role. ValueError for another form."""
+    match = _aws_principal(operator)
+    if match is None:
+        raise ValueError(f'operator "{operator}" is not an AWS principal ARN')
+    partition, account = match["partition"], match["account"]
+    root = f"arn:{partition}:iam::{account}:root"
+    if match["kind"] != "assumed-role":
+        return root, (operator,)
+    role = match["name"].split("/", 1)[0]
+    return root, (
+        f"arn:{partition}:iam::{account}:role/{role}",
+        f"arn:{partition}:iam::{account}:role/*/{role}",
+    )
+
+
 # --- the `gpudr:drill` config object ------------------------------------------------------------
 
 
@@ -133,8 +216,10 @@ class DrillConfig:
     phase: str  # infrastructure: pools at 0 | capacity: pools at their test size
     nodes: dict[str, int]  # DR pool name -> test size
     cidr: str | None = None  # the isolated network's range; None: the DR site's own
-    # GCP: the member (`user:...`, `serviceAccount:...`) allowed to act as the reader, so that
-    # the drill's checks run with the reader's rights and no more.
+    # Who runs the drill, the one principal allowed to act as the reader, so that the drill's
+    # checks run with the reader's rights and no more: GCP an IAM member (`user:...`,
+    # `serviceAccount:...`), AWS a principal ARN (`aws_trusted`). None: nobody is, and on AWS
+    # no reader is declared at all (the checks run with the operator's own credentials).
     operator: str | None = None
 
     @property
@@ -161,8 +246,11 @@ class DrillConfig:
         missing = [k for k in ("stack", "expires_at", "ttl_s", "phase", "nodes") if k not in data]
         if missing:
             raise ValueError(f"missing {', '.join(missing)}")
-        check_stack_name(str(data["stack"]))
-        parse_ts(str(data["expires_at"]))
+        _, created = check_stack_name(str(data["stack"]))
+        _check_expiry(created, parse_ts(str(data["expires_at"])))
+        operator = data.get("operator")
+        if operator is not None:
+            check_operator(str(operator))
         if data["phase"] not in PHASES:
             raise ValueError(f'phase "{data["phase"]}" is not one of {", ".join(PHASES)}')
         nodes = data["nodes"]
@@ -177,7 +265,18 @@ class DrillConfig:
             phase=str(data["phase"]),
             nodes={str(k): int(v) for k, v in nodes.items()},
             cidr=data.get("cidr"),
-            operator=data.get("operator"),
+            operator=None if operator is None else str(operator),
+        )
+
+
+def _check_expiry(created: datetime, expires: datetime) -> None:
+    """A drill expires after it is created and at most the longest TTL later: a stack that
+    would outlive that is refused before anything is declared."""
+    cap = created + timedelta(seconds=DRILL_MAX_TTL_S)
+    if not created < expires <= cap:
+        raise ValueError(
+            f"expires_at {iso(expires)} is not after the stack's creation ({iso(created)}) and "
+            f"at most {DRILL_MAX_TTL_S // 3600} h later ({iso(cap)})"
         )
 
 

@@ -149,6 +149,13 @@ class DrillPhase(StrEnum):
     CAPACITY = "capacity"  # pools at their test size
 
 
+# The longest a drill stack may live: a drill that outlives a day is an environment, not a drill.
+# A plan's drill.ttl and --ttl are refused above it, the program refuses a `gpudr:drill` expiry
+# beyond it, and cleanup caps every stack's expiry at its name's time plus this, whatever its
+# tag says. Here, not in defaults.yaml, because the contract (and so the program) reads it.
+DRILL_MAX_TTL_S = 24 * 3600
+
+
 # The retention periods CloudWatch Logs accepts (PutRetentionPolicy `retentionInDays`): a closed
 # set of vendor values, here so that the log group (components) and its cost line agree.
 CLOUDWATCH_RETENTION_DAYS = (

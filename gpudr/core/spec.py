@@ -23,6 +23,7 @@ from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.enums import (
     DR_PATTERNS,
+    DRILL_MAX_TTL_S,
     DUAL_REGION,
     Cloud,
     DataClass,
@@ -1431,7 +1432,7 @@ def _parse_drill(
         pools[pool] = count
     ttl = r.convert(s, "ttl", path, parse_duration, base.ttl_s)
     ttl = base.ttl_s if ttl is None else ttl
-    low, high = drill_default("min_ttl"), drill_default("max_ttl")
+    low, high = drill_default("min_ttl"), DRILL_MAX_TTL_S
     if not low <= ttl <= high:
         r.error(
             f"{path}.ttl",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from components.aws.drill import trust_operator
 from components.azure.arm import STORAGE_BLOB_DATA_READER
 from components.config import StackConfigError
 from gpudr.app.offline.mocks import GpudrMocks, Registration
@@ -28,6 +29,8 @@ from tests.conftest import ROOT
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)
 OPERATOR = "user:drill-operator@example.com"
+# On AWS the operator is a principal ARN: a role session, as `aws sts get-caller-identity` says.
+AWS_OPERATOR = "arn:aws:sts::123456789012:assumed-role/DrillRunner/alice"
 # (example, DR site): one per cloud, and every cross-cloud DR site.
 SITES = [
     ("aws-two-region", "usw2"),
@@ -76,7 +79,8 @@ DATA = (
 @cache
 def setup(example: str, site: str) -> DrillSetup:
     plan = load_plan(ROOT / "examples" / f"{example}.yaml")
-    return build_drill(design(plan), site, NOW, operator=OPERATOR)
+    operator = AWS_OPERATOR if plan.sites[site].cloud == "aws" else OPERATOR
+    return build_drill(design(plan), site, NOW, operator=operator)
 
 
 @cache
@@ -141,10 +145,25 @@ def test_no_data_resource_is_declared(example: str, site: str, phase: str) -> No
 
 def _aws_reader(run: StackRun, s: DrillSetup) -> None:
     (role,) = [r for r in of_type(run, "aws:iam/role:Role") if r.name.endswith("-reader")]
-    trust = json.loads(role.inputs["assumeRolePolicy"])
-    assert [st["Principal"] for st in trust["Statement"]] == [
-        {"AWS": "arn:aws:iam::123456789012:root"}
-    ], role.urn
+    # Only the operator's role (its session's role, at any path) may assume the reader.
+    assert json.loads(role.inputs["assumeRolePolicy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "ArnLike": {
+                        "aws:PrincipalArn": [
+                            "arn:aws:iam::123456789012:role/DrillRunner",
+                            "arn:aws:iam::123456789012:role/*/DrillRunner",
+                        ]
+                    }
+                },
+            }
+        ],
+    }, role.urn
     (policy,) = [r for r in of_type(run, "aws:iam/rolePolicy:RolePolicy") if "reader" in r.name]
     assert policy.inputs["role"] == role.id, policy.urn
     attachments = of_type(run, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
@@ -350,3 +369,54 @@ def test_drill_mode_is_refused_outside_a_drill_stack_of_a_dr_site(
         }
     with pytest.raises(StackConfigError, match=message):
         run_stack(stack, config, GpudrMocks(default_region=plan.sites[site].region))
+
+
+@pytest.mark.parametrize("mode", ["standby", "failover", None])
+@pytest.mark.parametrize("stack", ["drill-usw2-20250131T031200Z", "drill-aa-99999999T999999Z"])
+def test_a_drill_stack_refuses_every_mode_but_drill(stack: str, mode: str | None) -> None:
+    # In standby mode a drill-named stack would declare the DR site's buckets by name.
+    plan = load_plan(ROOT / "examples" / "aws-two-region.yaml")
+    config = stack_config_values(design(plan), plan.sites["usw2"])
+    config.pop("gpudr:mode", None)
+    if mode is not None:
+        config["gpudr:mode"] = mode
+    shown = mode or "standby"  # unset is the default, standby
+    with pytest.raises(StackConfigError) as refused:
+        run_stack(stack, config, GpudrMocks(default_region=plan.sites["usw2"].region))
+    (line,) = str(refused.value).splitlines()
+    assert line.startswith(f"gpudr:mode {shown} is set on drill stack {stack}, which runs in")
+    assert f"`pulumi config set gpudr:mode drill -s {stack}`" in line
+
+
+@pytest.mark.parametrize(
+    ("example", "site", "operator"),
+    [
+        ("aws-two-region", "usw2", OPERATOR),
+        ("gcp-two-region", "use4", AWS_OPERATOR),
+    ],
+)
+def test_an_operator_of_another_cloud_is_refused(example: str, site: str, operator: str) -> None:
+    s = setup(example, site)
+    config = s.config("capacity")
+    config["gpudr:drill"] = {**config["gpudr:drill"], "operator": operator}
+    with pytest.raises(StackConfigError, match=f"operator {operator} is not a"):
+        run_stack(s.stack, config, GpudrMocks(default_region=s.site.region))
+
+
+@pytest.mark.parametrize("example", ["aws-two-region", "gcp-to-aws"])
+def test_with_no_operator_known_aws_declares_no_reader(example: str) -> None:
+    # Fail closed: no role the whole account could assume; the checks use the operator's own.
+    site = "usw2" if example == "aws-two-region" else "use1"
+    plan = load_plan(ROOT / "examples" / f"{example}.yaml")
+    s = build_drill(design(plan), site, NOW)
+    run = run_stack(s.stack, s.config("capacity"), GpudrMocks(default_region=s.site.region))
+    assert not [r for r in of_type(run, "aws:iam/role:Role") if r.name.endswith("-reader")]
+    assert not [r for r in of_type(run, "aws:iam/rolePolicy:RolePolicy") if "reader" in r.name]
+    assert run.outputs["reader"] == ""
+
+
+def test_an_iam_user_operator_is_trusted_exactly() -> None:
+    user = "arn:aws:iam::123456789012:user/ops/alice"
+    (statement,) = json.loads(trust_operator(user))["Statement"]
+    assert statement["Condition"] == {"ArnLike": {"aws:PrincipalArn": [user]}}
+    assert statement["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from gpudr.app.cli import main
+from gpudr.app.drill import operator as drill_operator
 from gpudr.app.drill import probes as drill_probes
 from gpudr.app.drill import stacks as drill_stacks
 from gpudr.build.drill import build_drill
@@ -61,12 +62,42 @@ def ttl_ceiling() -> str:
     return usd(build_drill(design(load_plan(EXAMPLE)), "usw2", datetime.now(UTC)).cost.ttl_usd)
 
 
+ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/DrillRunner/alice"
+
+
 def test_dry_run_for_the_aws_example_prices_two_test_nodes() -> None:
-    result = invoke("drill", "run", str(EXAMPLE), "--site", "usw2", "--dry-run")
+    result = invoke(
+        "drill", "run", str(EXAMPLE), "--site", "usw2", "--dry-run", "--operator", ROLE_SESSION
+    )
     assert result.exit_code == 0, result.output
     assert f"Estimated cost: at most {ttl_ceiling()}" in result.stdout
     assert "nodes 1..1 (desired 1)" in result.stdout
     assert "allows s3:ListBucket, s3:GetObject" in result.stdout
+    assert f"Reader: only {ROLE_SESSION} may act as it." in result.stdout
+    assert (
+        "assumable by arn:aws:iam::123456789012:role/DrillRunner or "
+        "arn:aws:iam::123456789012:role/*/DrillRunner only"
+    ) in result.stdout
+
+
+def test_a_dry_run_naming_no_operator_shows_no_aws_reader() -> None:
+    result = invoke("drill", "run", str(EXAMPLE), "--site", "usw2", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "Reader: no operator named, so no reader role is declared" in result.stdout
+    assert "-reader " not in result.stdout and "s3:GetObject" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("operator", "message"),
+    [
+        ("user:alice@example.com", '--operator: "user:alice@example.com" is not an AWS principal'),
+        ("arn:aws:iam::123456789012:root", "is not an AWS principal"),
+    ],
+)
+def test_an_operator_of_the_wrong_form_is_bad_input(operator: str, message: str) -> None:
+    result = invoke("drill", str(EXAMPLE), "--site", "usw2", "--dry-run", "--operator", operator)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -109,6 +140,8 @@ class Fakes:
         monkeypatch.setattr(drill_stacks.shutil, "which", lambda _name: "/usr/bin/pulumi")
         monkeypatch.setattr(drill_stacks, "AutomationStacks", lambda *_a, **_k: self.stacks)
         monkeypatch.setattr(drill_probes, "probe_for", self.probe_for)
+        # The caller, as `aws sts get-caller-identity` would name it: no network in tests.
+        monkeypatch.setattr(drill_operator, "discover", lambda _cloud, _region: ROLE_SESSION)
 
     def probe_for(self, setup: Any, sleep: Any) -> FakeProbe:
         """Every replica holds a recent object; GPU capacity is there at once."""
@@ -155,3 +188,17 @@ def test_cleanup_through_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("destroyed: drill-usw2-20000101T000000Z")
     assert list(fakes.stacks.existing) == ["prod-usw2"]
+
+
+def test_cleanup_skips_a_malformed_drill_name_says_why_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fakes = Fakes(monkeypatch)
+    bad = "drill-aa-99999999T999999Z"
+    fakes.stacks.existing = {bad: {}, "drill-usw2-20000101T000000Z": {}}
+    result = invoke("drill", "cleanup")
+    assert result.exit_code == 1, result.output
+    skipped, destroyed = result.stdout.strip().splitlines()
+    assert skipped.startswith(f"skipped: {bad} stack") and "yourself" in skipped
+    assert destroyed.startswith("destroyed: drill-usw2-20000101T000000Z")
+    assert list(fakes.stacks.existing) == [bad]

@@ -15,6 +15,7 @@ from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.build.drill import DrillSetup
 from gpudr.contract.tags import TAG_DRILL, TAG_EXPIRES
+from gpudr.core.enums import Cloud
 from gpudr.core.units import fmt_duration, fmt_size
 from gpudr.docs.drillreport import rate, usd
 
@@ -39,6 +40,18 @@ def _scaling(lo: Any, hi: Any, now: Any = None) -> str:
         return "-" if x is None else str(int(x))
 
     return f"nodes {n(lo)}..{n(hi)}" + ("" if now is None else f" (desired {n(now)})")
+
+
+def _trusts(inputs: dict[str, Any]) -> str:
+    """Who may assume a role, when its trust narrows the principal by `aws:PrincipalArn`."""
+    policy = inputs.get("assumeRolePolicy")
+    doc = json.loads(policy) if isinstance(policy, str) else policy or {}
+    arns = [
+        arn
+        for st in doc.get("Statement", [])
+        for arn in (st.get("Condition") or {}).get("ArnLike", {}).get("aws:PrincipalArn", [])
+    ]
+    return f", assumable by {' or '.join(arns)} only" if arns else ""
 
 
 def _routes(inputs: dict[str, Any]) -> str:
@@ -66,7 +79,7 @@ _SETTINGS: dict[str, Callable[[dict[str, Any]], str]] = {
             (i.get("scalingConfig") or {}).get("desiredSize"),
         )
     ),
-    "aws:iam/role:Role": lambda i: f"name {i.get('name') or '(generated)'}",
+    "aws:iam/role:Role": lambda i: f"name {i.get('name') or '(generated)'}{_trusts(i)}",
     "aws:iam/rolePolicy:RolePolicy": lambda i: _policy_actions(i.get("policy")),
     "aws:ec2/vpcEndpoint:VpcEndpoint": lambda i: f"{i.get('vpcEndpointType')} to S3 in-region",
     "gcp:compute/network:Network": lambda i: f"name {i.get('name')}",
@@ -118,6 +131,7 @@ def render(setup: DrillSetup, result: StackRun) -> str:
         "Dry run: the drill program ran offline under mocks; nothing was created.",
         f"Every taggable resource carries {TAG_DRILL}={tags[TAG_DRILL]} and "
         f"{TAG_EXPIRES}={tags[TAG_EXPIRES]}; so does the stack (stack tags).",
+        *_reader(setup),
         "",
         *_resources(result),
         "",
@@ -127,6 +141,21 @@ def render(setup: DrillSetup, result: StackRun) -> str:
         *_cost(setup),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _reader(setup: DrillSetup) -> list[str]:
+    """Who may act as the reader: the operator, named or (in a real drill) found."""
+    cloud, operator = setup.site.cloud, setup.drill.operator
+    if cloud not in (Cloud.AWS, Cloud.GCP):
+        return []
+    if operator:
+        return [f"Reader: only {operator} may act as it."]
+    found = "aws sts get-caller-identity" if cloud == Cloud.AWS else "gcloud's account"
+    what = "no reader role is declared" if cloud == Cloud.AWS else "nobody may act as the reader"
+    return [
+        f"Reader: no operator named, so {what}; a real drill names the caller ({found}), or "
+        "pass --operator. With none, the checks read the replicas with your own credentials."
+    ]
 
 
 def _resources(result: StackRun) -> list[str]:

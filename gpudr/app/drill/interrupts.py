@@ -1,18 +1,23 @@
-"""Ctrl-C and SIGTERM during a drill: the drill stops, and its stack is destroyed and removed.
+"""Ctrl-C, SIGTERM and SIGHUP during a drill: the drill stops, and its stack is destroyed and
+removed.
 
 Every external command a drill runs (the Pulumi CLI, the cloud CLIs) starts in its own session,
-so the terminal's Ctrl-C reaches gpudr only, and gpudr decides:
+so the terminal's Ctrl-C (or its hangup) reaches gpudr only, and gpudr decides:
 
-- the first Ctrl-C (or SIGTERM) stops the drill: the running command gets SIGINT (the Pulumi
-  CLI cancels its update gracefully, finishing the operations in flight), or, with none
+- the first Ctrl-C, SIGTERM or SIGHUP stops the drill: the running command gets SIGINT (the
+  Pulumi CLI cancels its update gracefully, finishing the operations in flight), or, with none
   running, the drill's own code is interrupted; then cleanup starts;
-- during cleanup, Ctrl-C only says that cleanup is in progress: the destroy it would otherwise
-  cancel is the one thing that stops the bill. (SIGKILL cannot be caught: `gpudr drill cleanup`
-  removes what a killed drill left, once its TTL has passed.)
+- SIGHUP means the terminal is gone (an SSH session dropped): from then on gpudr writes to a log
+  file next to the report instead (drill/console.py), so that cleanup never fails on a write;
+  SIGPIPE is ignored, so a closed pipe is an error on a write, which the console handles alike;
+- during cleanup, any of them only says that cleanup is in progress: the destroy it would
+  otherwise cancel is the one thing that stops the bill. (SIGKILL cannot be caught: `gpudr drill
+  cleanup` removes what a killed drill left, once its TTL has passed.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import threading
@@ -46,42 +51,66 @@ class Children:
         return bool(running)
 
 
-class Guard:
-    """Signal handling for one drill; `interrupted` tells the drill why a command failed."""
+# How each signal is named to the operator.
+_SAID = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+STOPS = tuple(_SAID)
 
-    def __init__(self, children: Children, echo: Callable[[str], None]) -> None:
+
+class Guard:
+    """Signal handling for one drill; `interrupted` tells the drill why a command failed.
+    `on_hangup` runs on SIGHUP, before anything is said: the terminal is gone."""
+
+    def __init__(
+        self,
+        children: Children,
+        echo: Callable[[str], None],
+        on_hangup: Callable[[], None] = lambda: None,
+    ) -> None:
         self.children = children
         self.echo = echo
+        self.on_hangup = on_hangup
         self.interrupted = False
         self.cleaning: str | None = None  # the stack being cleaned up
 
     def start_cleanup(self, stack: str) -> None:
         self.cleaning = stack
 
+    def _say(self, line: str) -> None:
+        """A handler raises nothing but the interrupt it means: a failing write must not
+        surface in the middle of the drill's code, least of all in cleanup."""
+        with contextlib.suppress(Exception):
+            self.echo(line)
+
     def handle(self, signum: int, frame: FrameType | None) -> None:
         del frame
+        if signum == signal.SIGHUP:
+            with contextlib.suppress(Exception):
+                self.on_hangup()
+        said = _SAID.get(signal.Signals(signum), signal.Signals(signum).name)
         if self.cleaning is not None:
-            self.echo(
+            self._say(
                 f"gpudr: cleanup of {self.cleaning} is in progress and continues until the stack "
-                "is destroyed and removed; Ctrl-C does not stop it"
+                f"is destroyed and removed; {said} does not stop it"
             )
             return
         if self.interrupted:
-            self.echo("gpudr: already stopping; the drill stack is destroyed next")
+            self._say("gpudr: already stopping; the drill stack is destroyed next")
             return
         self.interrupted = True
         name = signal.Signals(signum).name
-        self.echo(f"gpudr: {name}: stopping the drill; its stack is destroyed and removed next")
+        self._say(f"gpudr: {name}: stopping the drill; its stack is destroyed and removed next")
         if not self.children.interrupt():
             raise KeyboardInterrupt
 
     @contextmanager
     def installed(self) -> Iterator[Guard]:
-        """Handlers for SIGINT and SIGTERM while the drill runs (main thread only)."""
+        """Handlers for SIGINT, SIGTERM and SIGHUP while the drill runs, and SIGPIPE ignored
+        (main thread only)."""
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        previous = {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, self.handle) for s in STOPS}
+        previous[signal.SIGPIPE] = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         try:
             yield self
         finally:

@@ -34,7 +34,13 @@ from gpudr.app.drill.probes import ObjectInfo, Probe, ProbeError
 from gpudr.app.drill.stacks import StackInterface
 from gpudr.app.drill.verify import verify_all
 from gpudr.build.drill import DrillSetup, expiry
-from gpudr.contract.drill import check_stack_name, is_drill_stack, iso, parse_ts
+from gpudr.contract.drill import (
+    DrillNameError,
+    check_stack_name,
+    iso,
+    looks_like_drill_stack,
+    parse_ts,
+)
 from gpudr.contract.site import BucketConfig
 from gpudr.core.units import fmt_duration, fmt_size
 from gpudr.docs.drillreport import (
@@ -87,6 +93,12 @@ def run_drill(setup: DrillSetup, deps: Deps) -> DrillReport:
         raise ValueError("run_drill needs deps.probe, the cloud's checks")
     name = setup.stack
     report = new_report(setup, deps.clock())
+    if setup.drill.operator is None and setup.site.cloud != "azure":
+        report.notes.append(
+            "No operator was identified, so the drill stack let nobody act as its reader"
+            + (" (it declared no reader role)" if setup.site.cloud == "aws" else "")
+            + ": the checks read the replicas with the operator's own credentials."
+        )
     created = False
     error: Exception | None = None
     try:
@@ -397,32 +409,57 @@ def _cleanup(name: str, deps: Deps, report: DrillReport) -> None:
 @dataclass(frozen=True)
 class Expired:
     stack: str
-    expires_at: str
+    expires_at: str  # "-" when it cannot be known
     source: str  # where the expiry was read
-    action: str  # kept | would destroy | destroyed | failed
+    action: str  # kept | would destroy | destroyed | failed | skipped
     detail: str = ""
 
 
 def cleanup_expired(deps: Deps, dry_run: bool = False) -> list[Expired]:
     """Destroy and remove every drill stack of the current backend whose TTL has passed. Only
-    names of drill stacks are looked at; any other stack is never touched."""
-    now = deps.clock()
+    names of drill stacks are looked at; any other stack is never touched. A stack is handled
+    on its own: one that cannot be judged (a drill-shaped name with an impossible time) is
+    skipped and reported, and an error on one (reading its tags, destroying it) is that
+    stack's result, never a reason to leave the others up."""
     out = []
     for name in sorted(deps.stacks.list()):
-        if not is_drill_stack(name):
+        if not looks_like_drill_stack(name):
             continue
         try:
-            tags = deps.stacks.tags(name)
-        except Exception:
-            tags = {}  # no tags (or a backend without them): the name's time says
-        expires, source = expiry(name, tags)
-        if expires > now:
-            out.append(Expired(name, iso(expires), source, "kept"))
-            continue
-        if dry_run:
-            out.append(Expired(name, iso(expires), source, "would destroy"))
-            continue
-        result = _destroy_and_remove(name, deps)
-        action = "destroyed" if result.destroyed and result.removed else "failed"
-        out.append(Expired(name, iso(expires), source, action, result.detail))
+            out.append(_expire(name, deps, dry_run))
+        except Exception as exc:
+            out.append(Expired(name, "-", "-", "failed", _unexpected(name, exc)))
     return out
+
+
+def _expire(name: str, deps: Deps, dry_run: bool) -> Expired:
+    try:
+        check_stack_name(name)
+    except DrillNameError as exc:
+        return Expired(name, "-", "its name", "skipped", _malformed(name, exc))
+    try:
+        tags = deps.stacks.tags(name)
+    except Exception:
+        tags = {}  # no tags (or a backend without them): the name's time says
+    expires, source = expiry(name, tags)
+    if expires > deps.clock():
+        return Expired(name, iso(expires), source, "kept")
+    if dry_run:
+        return Expired(name, iso(expires), source, "would destroy")
+    result = _destroy_and_remove(name, deps)
+    action = "destroyed" if result.destroyed and result.removed else "failed"
+    return Expired(name, iso(expires), source, action, result.detail)
+
+
+def _malformed(name: str, exc: DrillNameError) -> str:
+    return (
+        f"{exc}; gpudr neither destroys nor removes it: see what it holds (`pulumi stack -s "
+        f"{name}`), then `pulumi destroy -s {name}` and `pulumi stack rm {name}` yourself"
+    )
+
+
+def _unexpected(name: str, exc: Exception) -> str:
+    return (
+        f"{_one_line(exc)}; it may still bill: run `pulumi destroy -s {name}`, or `gpudr drill "
+        "cleanup` again"
+    )

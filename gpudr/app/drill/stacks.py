@@ -11,6 +11,7 @@ Destroy and remove refuse any name that is not a drill stack's, whoever calls th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -145,7 +146,10 @@ def _session_command(auto: Any, children: Children) -> Any:
             def consume(stream: Any, callback: OnOutput | None, chunks: list[str]) -> None:
                 for line in iter(stream.readline, ""):
                     if callback:
-                        callback(line.rstrip())
+                        # A callback that fails (a write to a terminal that is gone) must not
+                        # stop this reader: the CLI would block on a full pipe for ever.
+                        with contextlib.suppress(Exception):
+                            callback(line.rstrip())
                     chunks.append(line.rstrip())
                 stream.close()
 

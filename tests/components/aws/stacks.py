@@ -57,7 +57,8 @@ def site_run(example: str, site: str) -> StackRun:
 def drill_run(example: str, site: str) -> StackRun:
     """The drill at its test size (the capacity phase: every pool declared and sized)."""
     plan = load_plan(ROOT / "examples" / f"{example}.yaml")
-    setup = build_drill(design(plan), site, NOW, operator="user:drill-operator@example.com")
+    operator = "arn:aws:sts::123456789012:assumed-role/DrillRunner/alice"
+    setup = build_drill(design(plan), site, NOW, operator=operator)
     return run_stack(
         setup.stack, setup.config("capacity"), GpudrMocks(default_region=setup.site.region)
     )

@@ -11,6 +11,7 @@ import pytest
 from gpudr.build import drill as bd
 from gpudr.contract import drill as cd
 from gpudr.core.design import design
+from gpudr.core.enums import DRILL_MAX_TTL_S
 from gpudr.core.spec import PlanError, load_plan, parse_plan
 from gpudr.docs.runbook import build_runbook
 from tests.conftest import EXAMPLE, ROOT
@@ -132,3 +133,17 @@ def test_expiry_from_the_tag_else_the_name_plus_the_longest_ttl() -> None:
     assert when == NOW + timedelta(days=1) and "longest TTL" in source
     with pytest.raises(cd.DrillNameError):
         bd.expiry("llm-training-usw2", {})
+
+
+@pytest.mark.parametrize(
+    ("tag", "why"),
+    [
+        ("99991231T235959Z", "beyond the longest TTL"),  # a tag must not keep a drill for ever
+        ("20250131T031159Z", "before the stack's creation"),
+        ("2025-13-01", "unreadable"),
+    ],
+)
+def test_a_tag_never_keeps_a_drill_past_its_name_plus_the_longest_ttl(tag: str, why: str) -> None:
+    when, source = bd.expiry("drill-usw2-20250131T031200Z", {"gpudr:expires-at": tag})
+    assert when == NOW + timedelta(seconds=DRILL_MAX_TTL_S) == NOW + timedelta(days=1)
+    assert why in source and "created 2025-01-31T03:12:00Z + the longest TTL (1d)" in source

@@ -42,6 +42,17 @@ def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
             cd.check_stack_name(name)
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["drill-aa-99999999T999999Z", "drill-usw2-20250230T031200Z", "drill-aa-20250131T246000Z"],
+)
+def test_a_drill_shaped_name_with_an_impossible_time_is_refused_alike(name: str) -> None:
+    # is_drill_stack and check_stack_name agree; cleanup still sees its shape, to report it.
+    assert cd.looks_like_drill_stack(name) and not cd.is_drill_stack(name)
+    with pytest.raises(cd.DrillNameError, match="is not a real UTC time"):
+        cd.check_stack_name(name)
+
+
 @pytest.mark.parametrize("text", ["20250131T031200Z", "2025-01-31T03:12:00Z", "20250131t031200z"])
 def test_times_read_back_in_every_form_written(text: str) -> None:
     assert cd.parse_ts(text) == NOW
@@ -75,6 +86,11 @@ def test_drill_config_round_trips_and_is_validated() -> None:
         ({**cfg.to_dict(), "phase": "failover"}, "phase"),
         ({**cfg.to_dict(), "nodes": {"train": 0}}, "nodes"),
         ({k: v for k, v in cfg.to_dict().items() if k != "expires_at"}, "missing expires_at"),
+        ({**cfg.to_dict(), "expires_at": "9999-12-31T23:59:59Z"}, "at most 24 h later"),
+        ({**cfg.to_dict(), "expires_at": "2025-02-01T03:12:01Z"}, "at most 24 h later"),
+        ({**cfg.to_dict(), "expires_at": "2025-01-31T03:12:00Z"}, "not after the stack's"),
+        ({**cfg.to_dict(), "operator": "arn:aws:iam::123456789012:root"}, "neither an AWS"),
+        ({**cfg.to_dict(), "operator": "drill@example.com"}, "neither an AWS"),
     ]
     for raw, message in bad:
         with pytest.raises(ValueError, match=message):
@@ -88,3 +104,40 @@ def test_drill_clusters_stand_at_test_size_on_demand() -> None:
     assert cluster.eks_name == "drill-usw2-20250131t031200z-train"
     for p in cluster.pools:
         assert (p.pattern, p.nodes, p.standby_nodes, p.reserved) == ("drill", 1, 0, False)
+
+
+def test_the_longest_ttl_is_accepted() -> None:
+    raw = {**setup().drill.to_dict(), "expires_at": "2025-02-01T03:12:00Z"}
+    assert cd.DrillConfig.from_dict(raw).expires == NOW + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("operator", "cloud"),
+    [
+        ("arn:aws:iam::123456789012:user/ops/alice", "aws"),
+        ("arn:aws:iam::123456789012:role/drill-runner", "aws"),
+        ("arn:aws:sts::123456789012:assumed-role/Admin/alice@example.com", "aws"),
+        ("arn:aws-us-gov:sts::123456789012:assumed-role/Admin/s", "aws"),
+        ("user:alice@example.com", "gcp"),
+        ("serviceAccount:ci@p.iam.gserviceaccount.com", "gcp"),
+        ("arn:aws:iam::123456789012:root", None),  # the root user cannot assume a role
+        ("arn:aws:sts::123456789012:assumed-role/Admin", None),  # no session
+        ("arn:aws:iam::123456789012:assumed-role/Admin/s", None),  # sessions are sts
+        ("arn:aws:sts::123456789012:federated-user/bob", None),
+        ("arn:aws:iam::12345:user/alice", None),
+    ],
+)
+def test_operator_forms(operator: str, cloud: str | None) -> None:
+    assert cd.operator_cloud(operator) == cloud
+
+
+def test_a_role_session_is_trusted_as_its_role_at_any_path_and_a_user_exactly() -> None:
+    root = "arn:aws:iam::123456789012:root"
+    assert cd.aws_trusted("arn:aws:sts::123456789012:assumed-role/Admin/alice") == (
+        root,
+        ("arn:aws:iam::123456789012:role/Admin", "arn:aws:iam::123456789012:role/*/Admin"),
+    )
+    user = "arn:aws:iam::123456789012:user/ops/alice"
+    assert cd.aws_trusted(user) == (root, (user,))
+    with pytest.raises(ValueError, match="not an AWS principal"):
+        cd.aws_trusted("user:alice@example.com")

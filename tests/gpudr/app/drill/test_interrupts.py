@@ -76,3 +76,54 @@ def test_handlers_are_restored_afterwards() -> None:
     with Guard(Children(), lambda _m: None).installed():
         assert signal.getsignal(signal.SIGINT) != before
     assert signal.getsignal(signal.SIGINT) == before
+
+
+def test_sighup_is_a_hangup_first_then_stops_the_drill_like_sigterm() -> None:
+    said: list[str] = []
+    hung_up: list[int] = []
+    guard = Guard(Children(), said.append, on_hangup=lambda: hung_up.append(len(said)))
+    with guard.installed(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGHUP)
+        signal.sigtimedwait([], 0.1)
+    assert guard.interrupted
+    assert hung_up == [0]  # the output is moved before anything is said
+    assert said == ["gpudr: SIGHUP: stopping the drill; its stack is destroyed and removed next"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_second_signal_during_cleanup_does_not_stop_it(signum: int) -> None:
+    said: list[str] = []
+    guard = Guard(Children(), said.append)
+    guard.interrupted = True
+    guard.start_cleanup("drill-usw2-20250131T031200Z")
+    with guard.installed():
+        os.kill(os.getpid(), signum)
+        signal.sigtimedwait([], 0.1)
+    name = signal.Signals(signum).name
+    assert said == [
+        "gpudr: cleanup of drill-usw2-20250131T031200Z is in progress and continues until the "
+        f"stack is destroyed and removed; {name} does not stop it"
+    ]
+
+
+def test_a_write_that_fails_in_a_handler_raises_nothing_but_the_interrupt() -> None:
+    def echo(_line: str) -> None:
+        raise OSError(5, "Input/output error")  # the terminal is gone
+
+    guard = Guard(Children(), echo, on_hangup=lambda: echo(""))
+    guard.start_cleanup("drill-usw2-20250131T031200Z")
+    with guard.installed():
+        os.kill(os.getpid(), signal.SIGHUP)
+        signal.sigtimedwait([], 0.1)  # no OSError surfaces in the middle of cleanup
+    guard.cleaning = None
+    with guard.installed(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGHUP)
+        signal.sigtimedwait([], 0.1)
+
+
+def test_sigpipe_is_ignored_while_a_drill_runs() -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGHUP, signal.SIGPIPE)}
+    with Guard(Children(), lambda _m: None).installed():
+        assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+        assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, before[signal.SIGHUP])
+    assert {s: signal.getsignal(s) for s in before} == before

@@ -282,6 +282,18 @@ def test_an_empty_replica_fails_checkpoint_and_data_age() -> None:
     assert report.outcome == "failed"
 
 
+def test_the_report_says_when_no_operator_could_act_as_the_reader() -> None:
+    report = World().run()
+    (note,) = [n for n in report.notes if "No operator" in n]
+    assert "declared no reader role" in note and "operator's own credentials" in note
+    known = replace(
+        setup(),
+        drill=replace(setup().drill, operator="arn:aws:iam::123456789012:user/alice"),
+    )
+    w = World()
+    assert not [n for n in run_drill(known, w.deps()).notes if "No operator" in n]
+
+
 # --- cleanup of expired drills ------------------------------------------------------------------
 
 
@@ -329,6 +341,49 @@ def test_cleanup_reports_a_failed_destroy() -> None:
     (result,) = cleanup_expired(Deps(stacks=stacks, clock=clock, sleep=clock.advance))
     assert result.action == "failed" and "NOT destroyed" in result.detail
     assert "drill-usw2-20250130T000000Z" in stacks.existing
+
+
+def test_a_malformed_drill_name_is_skipped_and_reported_and_the_others_cleaned() -> None:
+    clock = Clock()
+    bad = "drill-aa-99999999T999999Z"  # sorts first: it used to stop cleanup before any destroy
+    stacks = FakeStacks(clock, existing={bad: {}, "drill-usw2-20250129T000000Z": {}})
+    results = cleanup_expired(Deps(stacks=stacks, clock=clock, sleep=clock.advance))
+    assert [(r.stack, r.action) for r in results] == [
+        (bad, "skipped"),
+        ("drill-usw2-20250129T000000Z", "destroyed"),
+    ]
+    assert "is not a real UTC time" in results[0].detail
+    assert f"`pulumi destroy -s {bad}`" in results[0].detail
+    assert stacks.calls == [
+        ("destroy", "drill-usw2-20250129T000000Z"),
+        ("remove", "drill-usw2-20250129T000000Z"),
+    ]
+
+
+def test_an_unexpected_error_on_one_stack_is_that_stacks_result() -> None:
+    clock = Clock()
+    first, second = "drill-use4-20250129T000000Z", "drill-usw2-20250129T000000Z"
+    stacks = FakeStacks(clock, destroy_failures=1, existing={first: {}, second: {}})
+
+    def echo(_line: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")  # e.g. the terminal went away
+
+    results = cleanup_expired(Deps(stacks=stacks, clock=clock, sleep=clock.advance, echo=echo))
+    assert [(r.stack, r.action) for r in results] == [(first, "failed"), (second, "destroyed")]
+    assert "BrokenPipeError" in results[0].detail and "may still bill" in results[0].detail
+    assert second not in stacks.existing
+
+
+def test_a_tags_error_falls_back_to_the_names_time() -> None:
+    clock = Clock()
+    stacks = FakeStacks(clock, existing={"drill-usw2-20250129T000000Z": {}})
+
+    def tags(_name: str) -> dict[str, str]:
+        raise RuntimeError("the backend said no")
+
+    stacks.tags = tags  # type: ignore[method-assign]
+    (result,) = cleanup_expired(Deps(stacks=stacks, clock=clock, sleep=clock.advance))
+    assert result.action == "destroyed" and "longest TTL" in result.source
 
 
 # --- pure helpers -------------------------------------------------------------------------------
