@@ -31,11 +31,11 @@ def aws_operator(region: str, sts: Any | None = None) -> str | None:
     caller that cannot assume a role (the root user, a federated user). `sts`: a boto3 STS
     client, for tests; by default one for `region` (STS's regional endpoint)."""
     # botocore and boto3 ship no type information.
-    from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         if sts is None:
-            import boto3  # type: ignore[import-untyped]
+            import boto3
 
             sts = boto3.client("sts", region_name=region)
         arn = str(sts.get_caller_identity()["Arn"])

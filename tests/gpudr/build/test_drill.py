@@ -118,9 +118,9 @@ def test_stage_step_numbers_and_titles_are_the_runbooks(example: Any) -> None:
 
 def test_cost_is_test_nodes_and_control_plane_for_the_ttl() -> None:
     s = setup()
-    # 2 pools x 1 p5.48xlarge at $55.04, the EKS control plane at $0.10 and a NAT gateway at
-    # $0.045 per hour, for the 4 h TTL.
-    assert s.cost.ttl_usd == pytest.approx((2 * 55.04 + 0.10 + 0.045) * 4)
+    # 2 pools x 1 p5.48xlarge at $55.04, the EKS control plane at $0.10, a NAT gateway at
+    # $0.045 and its public IPv4 address at $0.005 per hour, for the 4 h TTL (README: $440.92).
+    assert s.cost.ttl_usd == pytest.approx((2 * 55.04 + 0.10 + 0.045 + 0.005) * 4)
     assert s.cost.for_seconds(1800) == pytest.approx(s.cost.hourly_usd / 2)
     azure = bd.build_drill(design(load_plan(ROOT / "examples/azure-two-region.yaml")), "wus", NOW)
     assert any("Standard_D4s_v5" in u for u in azure.cost.unpriced)  # said, not guessed
