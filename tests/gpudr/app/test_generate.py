@@ -1475,3 +1475,36 @@ def test_each_job_signs_in_to_its_sites_cloud_and_pulumi_backend(
         if sign_in == "aws-actions/configure-aws-credentials":
             with_ = steps[uses.index(sign_in)]["with"]
             assert isinstance(with_, dict) and with_["aws-region"] == site.region
+
+
+def test_a_plan_with_two_dr_sites_drills_each_in_its_own_jobs(tmp_path: Path) -> None:
+    """Each site its jobs, environment, region, backend and concurrency groups; one site's
+    failure cancels no other (separate jobs, no matrix to fail fast)."""
+    raw = yaml.safe_load((ROOT / "examples" / "aws-two-region.yaml").read_text())
+    raw["sites"]["use2"] = {
+        "cloud": "aws",
+        "region": "us-east-2",
+        "role": "dr",
+        "protects": "use1",
+        "cidr": "10.30.0.0/16",
+    }
+    plan = tmp_path / "two.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    wf = _drills("aws-two-region.yaml", plan=plan)
+    jobs = yaml.safe_load(wf.content)["jobs"]
+    stacks = ["llm-training-use2", "llm-training-usw2"]
+    assert list(jobs) == [f"{kind}-{s}" for s in stacks for kind in ("drill", "cleanup")]
+    for stack, site, region in zip(
+        stacks, ["use2", "usw2"], ["us-east-2", "us-west-2"], strict=True
+    ):
+        for kind in ("drill", "cleanup"):
+            job = jobs[f"{kind}-{stack}"]
+            assert job["environment"] == f"gpudr-{stack}-drill"
+            assert "strategy" not in job
+            aws = next(s for s in job["steps"] if "configure-aws-credentials" in s.get("uses", ""))
+            assert aws["with"]["aws-region"] == region
+            assert f"GPUDR_AWS_ROLE_ARN_{site.upper()}" in aws["with"]["role-to-assume"]
+        assert jobs[f"cleanup-{stack}"]["needs"] == f"drill-{stack}"
+    linted = tmp_path / "two-drills.yml"
+    linted.write_text(_at_major(wf.content))
+    assert _actionlint(linted) == []
