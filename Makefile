@@ -32,7 +32,7 @@ setup: $(STAMP) $(TOOLS)
 plan: setup
 	$(BIN)/gpudr plan $(EXAMPLE)
 
-# Every example's stack files, runbooks and pull-request workflow.
+# Every example's stack files, runbooks, pull-request and scheduled drills workflows.
 generate: setup
 	@for plan in $(EXAMPLES); do $(BIN)/gpudr generate $$plan || exit 1; done
 

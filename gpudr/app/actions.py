@@ -37,6 +37,10 @@ _PINS = (
     ),
     Pin("google-github-actions/auth", "c200f3691d83b41bf9bbd8638997a462592937ed", "v2.1.13"),
     Pin("pulumi/actions", "8582a9e8cc630786854029b4e09281acd6794b58", "v6.6.1"),
+    # The drills workflow: each drill's report kept as an artifact; the Azure CLI signed in
+    # with OIDC for a drill's checks on an Azure DR site (they run `az`).
+    Pin("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
+    Pin("azure/login", "7184910d9eb2b1c5e48f7073824a90609bb9b6d6", "v2.3.1"),
 )
 # owner/name -> its pin. The template looks actions up by name: a missing one is an error.
 PINS: dict[str, Pin] = {pin.action: pin for pin in _PINS}

@@ -310,9 +310,11 @@ def generate(
     plan_files: tuple[str, ...], root: str, check: bool, force: bool, pack_config: str | None
 ) -> None:
     """Write, from each plan: stacks/Pulumi.<stack>.yaml per site, runbooks/<pair>.md per site
-    pair, .github/workflows/gpudr-<plan>.yml, and .github/dependabot.yml. Values set with
-    `pulumi config set` (the failover switch, copied credentials, secrets) are kept; --check
-    also fails on a secret key with a plain-text value in a stack file."""
+    pair, .github/workflows/gpudr-<plan>.yml (pull requests), .github/workflows/
+    gpudr-<plan>-drills.yml (each DR site drilled on the plan's drill.schedule, cleanup daily),
+    and .github/dependabot.yml. Values set with `pulumi config set` (the failover switch, copied
+    credentials, secrets) are kept; --check also fails on a secret key with a plain-text value
+    in a stack file."""
     from gpudr.app.generate import plan_path_for, plan_path_problem
 
     if not check and (problem := output_root_problem(root)):

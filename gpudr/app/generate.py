@@ -1,5 +1,6 @@
 """Render everything a plan implies with jinja2: `stacks/Pulumi.<stack>.yaml` per site, a runbook
-per site pair under `runbooks/`, and the pull-request workflow under `.github/workflows/`.
+per site pair under `runbooks/`, and under `.github/workflows/` the pull-request workflow and the
+scheduled drills workflow (`drill.schedule`).
 
 Every file starts with a header naming the command that generated it. The same plan renders
 byte-identical files. A file without the header is the user's and is never overwritten without
@@ -39,7 +40,8 @@ from gpudr.build.stackconfig import (
 from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
 from gpudr.core.design import Design
 from gpudr.core.enums import WeightsLock
-from gpudr.core.spec import Plan
+from gpudr.core.spec import Plan, drill_schedule
+from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.docs.templating import environment
@@ -106,7 +108,7 @@ def _dump(value: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class Rendered:
     path: str  # relative to the project root, with forward slashes
-    kind: str  # stack | runbook | workflow | dependabot
+    kind: str  # stack | runbook | workflow | drills | dependabot
     content: str
     stack: str | None = None  # stack files: the stack's name
     # Stack files: the template's variables but the YAML body, and the config values `content`
@@ -123,6 +125,7 @@ def render_all(design: Design, plan_path: str, pack_config: str | None = None) -
     files = render_stack_files(design, command)
     runbooks = render_runbooks(design, f"<!-- {header_text(command, design.plan.name)} -->")
     files += [Rendered(p, "runbook", text) for p, text in sorted(runbooks.items())]
+    files.append(render_drills(design, plan_path, pack_config))
     files.append(render_workflow(design, plan_path, [f.path for f in files], pack_config))
     files.append(render_dependabot())
     return files
@@ -162,6 +165,11 @@ def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:
 def _gh(expression: str) -> str:
     """A GitHub Actions expression, written out by the template without escaping braces."""
     return "${{ " + expression + " }}"
+
+
+def _workflow_command(plan_path: str, pack_config: str | None) -> str:
+    """The command a workflow's header names: the pack config changes what it writes."""
+    return command_for(plan_path) + (f" --pack-config {pack_config}" if pack_config else "")
 
 
 def render_workflow(
@@ -205,10 +213,7 @@ def render_workflow(
         environment()
         .get_template("workflow.yml.j2")
         .render(
-            header=header_text(
-                command_for(plan_path) + (f" --pack-config {pack_config}" if pack_config else ""),
-                plan.name,
-            ),
+            header=header_text(_workflow_command(plan_path, pack_config), plan.name),
             plan_name=plan.name,
             plan_path=plan_path,
             pack_config=pack_config,
@@ -220,6 +225,68 @@ def render_workflow(
         )
     )
     return Rendered(path, "workflow", text)
+
+
+# A GitHub-hosted job runs for at most 6 hours (GitHub's usage limits); the drill step gets what
+# is left once checkout, `make setup`, the sign-ins and the report upload have had DRILL_SLACK.
+HOSTED_JOB_MINUTES = 360
+DRILL_SLACK_MINUTES = 30
+# `gpudr drill cleanup` destroys each expired drill stack in turn (GPU pools, a control plane).
+CLEANUP_MINUTES = 180
+
+
+def drills_path(plan_name: str) -> str:
+    return f"{WORKFLOWS_DIR}/gpudr-{plan_name}-drills.yml"
+
+
+def render_drills(design: Design, plan_path: str, pack_config: str | None = None) -> Rendered:
+    """The scheduled drills workflow: a drill job per DR site on the plan's `drill.schedule`
+    and by hand, each followed by `gpudr drill cleanup`, which also runs alone every day.
+
+    The drill step's timeout is the drill's TTL in whole minutes (cut to what a hosted job may
+    run): it starts before the drill stack exists, so it ends by the stack's TTL, and the
+    cleanup job that follows finds a stack it stopped already expired."""
+    plan = design.plan
+    ttl_minutes = int(plan.drill.ttl_s // 60)
+    step_minutes = min(ttl_minutes, HOSTED_JOB_MINUTES - DRILL_SLACK_MINUTES)
+    sites = []
+    for site in sorted(plan.sites.values(), key=lambda s: stack_name(plan, s)):
+        if site.role != "dr":
+            continue
+        stack = stack_name(plan, site)
+        sites.append(
+            {
+                "stack": stack,
+                "site": site.name,
+                "var": var_name(site.name),
+                "cloud": site.cloud,
+                "region": site.region,
+                # Not the previews' environment: a drill has no one to approve it, and its
+                # OIDC trust can be scoped to drills alone.
+                "environment": f"gpudr-{stack}-drill",
+                "step_minutes": step_minutes,
+                "job_minutes": step_minutes + DRILL_SLACK_MINUTES,
+                "capped": step_minutes < ttl_minutes,
+            }
+        )
+    text = (
+        environment()
+        .get_template("drills.yml.j2")
+        .render(
+            header=header_text(_workflow_command(plan_path, pack_config), plan.name),
+            plan_name=plan.name,
+            plan_path=plan_path,
+            schedule=plan.drill.schedule,
+            cleanup_schedule=drill_schedule("cleanup_schedule"),
+            ttl=fmt_duration(plan.drill.ttl_s),
+            slack=DRILL_SLACK_MINUTES,
+            cleanup_minutes=CLEANUP_MINUTES,
+            sites=sites,
+            gh=_gh,
+            pins=PINS,
+        )
+    )
+    return Rendered(drills_path(plan.name), "drills", text)
 
 
 def render_dependabot() -> Rendered:
@@ -323,7 +390,8 @@ def _reconcile_one(f: Rendered, path: Path) -> Outcome:
         return _reconcile_stack(f, current)
     if current == f.content:
         return Outcome(f.path, "unchanged", f.content)
-    pins_only = f.kind == "workflow" and _USES.sub(r"\1", current) == _USES.sub(r"\1", f.content)
+    workflow = f.kind in ("workflow", "drills")
+    pins_only = workflow and _USES.sub(r"\1", current) == _USES.sub(r"\1", f.content)
     return Outcome(f.path, "updated", f.content, PINS_DIFFER if pins_only else "content differs")
 
 

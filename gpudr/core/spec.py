@@ -21,6 +21,7 @@ import yaml
 
 from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
+from gpudr.core.cron import parse_schedule
 from gpudr.core.enums import (
     DR_PATTERNS,
     DRILL_MAX_TTL_S,
@@ -254,6 +255,8 @@ class DrillSpec:
     pools: dict[str, int]  # per-pool override, keyed by DR pool name (`train`, `svc-chat`)
     ttl_s: float  # the drill stack is destroyed by `gpudr drill cleanup` after this
     verify_b: float  # bytes of the latest checkpoint streamed and re-hashed
+    # When the generated drills workflow drills each DR site: 5-field cron, UTC (core/cron.py).
+    schedule: str
     cidr: str | None = None  # the drill network's range; default: the DR site's own
 
     def pool_nodes(self, pool: str) -> int:
@@ -304,7 +307,13 @@ def default_drill() -> DrillSpec:
         pools={},
         ttl_s=drill_default("ttl"),
         verify_b=drill_default("verify"),
+        schedule=drill_schedule("schedule"),
     )
+
+
+def drill_schedule(name: str) -> str:
+    """A cron schedule of defaults.yaml's `drill:` (`schedule`, `cleanup_schedule`)."""
+    return str(reference.defaults()["drill"][name]["value"])
 
 
 def drill_default(name: str) -> float:
@@ -1390,12 +1399,14 @@ def _parse_refresh(
 def _parse_drill(
     r: _Reader, raw: Any, clusters: dict[str, Cluster], services: dict[str, Service]
 ) -> DrillSpec:
-    """`drill: {nodes: 1, pools: {train: 2}, ttl: 4h, verify: 2GB, cidr: 10.99.0.0/16}`: every
-    field optional. A pool is named as in the plan (a cluster or a service); its test size may
-    not exceed its full size (a drill larger than the failover proves nothing more)."""
+    """`drill: {nodes: 1, pools: {train: 2}, ttl: 4h, verify: 2GB, cidr: 10.99.0.0/16,
+    schedule: "17 3 * * 1"}`: every field optional. A pool is named as in the plan (a cluster or a
+    service); its test size may not exceed its full size (a drill larger than the failover proves
+    nothing more). The schedule runs at most daily (core/cron.py) and is not the daily cleanup's:
+    the workflow tells the two apart by their cron."""
     path = "drill"
     base = default_drill()
-    s = r.mapping(raw, path, ["nodes", "pools", "ttl", "verify", "cidr"])
+    s = r.mapping(raw, path, ["nodes", "pools", "ttl", "verify", "cidr", "schedule"])
     full = {c.name: (c.pool_name, c.nodes) for c in clusters.values()}
     full.update({v.name: (v.pool_name, v.nodes) for v in services.values()})
     nodes = r.convert(s, "nodes", path, _positive_int, base.nodes) or base.nodes
@@ -1443,12 +1454,22 @@ def _parse_drill(
     verify = r.convert(s, "verify", path, _size, base.verify_b)
     # The drill network is isolated: it may reuse any range, the DR site's own included.
     cidr = r.convert(s, "cidr", path, _cidr)
+    schedule = r.convert(s, "schedule", path, parse_schedule, base.schedule) or base.schedule
+    cleanup = drill_schedule("cleanup_schedule")
+    if schedule == cleanup:
+        r.error(
+            f"{path}.schedule",
+            f'"{schedule}" is the daily cleanup\'s schedule (the workflow tells a drill from a '
+            'cleanup by it); use another minute, e.g. "17 3 * * 1"',
+        )
+        schedule = base.schedule
     return DrillSpec(
         nodes=nodes,
         pools=pools,
         ttl_s=ttl,
         verify_b=base.verify_b if verify is None else verify,
         cidr=cidr,
+        schedule=schedule,
     )
 
 

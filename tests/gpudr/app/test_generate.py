@@ -1,8 +1,10 @@
 """`gpudr generate`: every file a plan implies, idempotent, `--check`, `--force`, the values an
 operator sets with `pulumi config set` kept, no secret in any file or in plain text in a stack
-file, and a gated pull-request workflow actionlint accepts: a required `plan` job, actions pinned
+file, a gated pull-request workflow actionlint accepts: a required `plan` job, actions pinned
 by commit, no credentials persisted, minimal permissions, previews behind environments, and a
-plan path that never reaches a shell unquoted."""
+plan path that never reaches a shell unquoted; and a scheduled drills workflow: each DR site
+drilled on the plan's schedule, reports kept, cleanup after every drill and daily on its own,
+timeouts within the drill's TTL."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from gpudr.app.actions import PINS
 from gpudr.app.cli import main
-from gpudr.app.generate import DEPENDABOT, Rendered, is_generated, render_all
+from gpudr.app.generate import DEPENDABOT, PINS_DIFFER, Rendered, is_generated, render_all
 from gpudr.build.stackconfig import stack_name, transfer_credential_keys
 from gpudr.contract.stack import SECRET_KEYS
 from gpudr.core.design import design
@@ -80,7 +82,8 @@ def test_each_example_renders_every_file_with_the_header(example: str) -> None:
         if s.role == "dr"
     ]
     workflow = f".github/workflows/gpudr-{plan.name}.yml"
-    assert sorted(paths) == sorted([*stacks, *pairs, workflow, DEPENDABOT]), paths
+    drills = f".github/workflows/gpudr-{plan.name}-drills.yml"
+    assert sorted(paths) == sorted([*stacks, *pairs, workflow, drills, DEPENDABOT]), paths
     for f in files:
         first = f.content.splitlines()[0]
         if f.kind == "dependabot":  # one per repository: it names no plan
@@ -99,15 +102,16 @@ def test_each_example_renders_every_file_with_the_header(example: str) -> None:
 def test_generate_twice_writes_the_same_bytes_and_check_passes(tmp_path: Path) -> None:
     first = generate(tmp_path)
     assert first.exit_code == 0, first.output
-    assert first.output.count("wrote ") == 5  # 2 stacks, 1 runbook, the workflow, dependabot
+    # 2 stacks, 1 runbook, the pull-request and drills workflows, dependabot
+    assert first.output.count("wrote ") == 6
     before = files_under(tmp_path)
     second = generate(tmp_path)
     assert second.exit_code == 0, second.output
-    assert "wrote " not in second.output and second.output.count("unchanged ") == 5
+    assert "wrote " not in second.output and second.output.count("unchanged ") == 6
     assert files_under(tmp_path) == before
     check = generate(tmp_path, "--check")
     assert check.exit_code == 0, check.output
-    assert "5 generated files match" in check.output
+    assert "6 generated files match" in check.output
 
 
 @pytest.mark.parametrize(
@@ -493,7 +497,9 @@ _DOUBLE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
 @pytest.mark.parametrize("pack_config", [None, "examples/pack-config.json"])
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_run_steps_take_values_through_env_quoted(example: str, pack_config: str | None) -> None:
-    for name, job in _jobs(example, pack_config).items():
+    """The pull-request and the drills workflows."""
+    jobs = {**_jobs(example, pack_config), **_drill_jobs(example, pack_config)}
+    for name, job in jobs.items():
         for step in _steps(job):
             run = str(step.get("run", ""))
             assert "${{" not in run, (name, run)
@@ -519,10 +525,12 @@ def test_every_action_is_pinned_by_commit_with_its_version(example: str) -> None
 
 
 def test_the_workflows_use_every_pin_and_no_other_action() -> None:
+    """The pull-request and the drills workflows together."""
     used = {
         str(step["uses"]).split("@")[0]
         for example in EXAMPLES
-        for job in _jobs(example).values()
+        for jobs in (_jobs(example), _drill_jobs(example))
+        for job in jobs.values()
         for step in _steps(job)
         if "uses" in step
     }
@@ -689,6 +697,14 @@ def test_a_bump_outside_gpudr_says_where_the_pins_live(tmp_path: Path) -> None:
     # Any other edit is just a difference.
     workflow.write_text(workflow.read_text().replace("make test", "make unit"))
     assert "content differs" in generate(tmp_path, "--check").output
+    # The drills workflow too.
+    drills = tmp_path / ".github" / "workflows" / "gpudr-llm-training-drills.yml"
+    pin = PINS["actions/upload-artifact"]
+    drills.write_text(drills.read_text().replace(pin.uses, f"{pin.action}@{'0' * 40} # v4.9.9"))
+    assert (
+        f"differs: .github/workflows/gpudr-llm-training-drills.yml: {PINS_DIFFER}"
+        in generate(tmp_path, "--check").output
+    )
 
 
 def test_the_repositorys_own_dependabot_config_is_kept(tmp_path: Path) -> None:
@@ -1092,3 +1108,403 @@ def test_azure_stack_files_tell_to_lock_the_weights_only_outside_a_trial(
     assert stacks
     for f in stacks:
         assert ("gpudr:lock_weights true" in f.content) == told, f.path
+
+
+# --- the scheduled drills workflow --------------------------------------------------------------
+
+
+def _drills(example: str, pack_config: str | None = None, plan: Path | None = None) -> Rendered:
+    """The example's drills workflow (or that of the plan file `plan`)."""
+    path = plan or ROOT / "examples" / example
+    return next(
+        f
+        for f in render_all(design(load_plan(path)), f"examples/{example}", pack_config)
+        if f.kind == "drills"
+    )
+
+
+def _drill_jobs(example: str, pack_config: str | None = None) -> dict[str, dict[str, object]]:
+    jobs: dict[str, dict[str, object]] = yaml.safe_load(_drills(example, pack_config).content)[
+        "jobs"
+    ]
+    return jobs
+
+
+def _dr_stacks(example: str) -> list[str]:
+    plan = load_plan(ROOT / "examples" / example)
+    return sorted(stack_name(plan, s) for s in plan.sites.values() if s.role == "dr")
+
+
+def _plan_with(tmp_path: Path, example: str, **drill: object) -> Path:
+    raw = yaml.safe_load((ROOT / "examples" / example).read_text())
+    raw["drill"] = {**(raw.get("drill") or {}), **drill}
+    plan = tmp_path / example
+    plan.write_text(yaml.safe_dump(raw))
+    return plan
+
+
+def test_every_examples_drills_workflow_passes_actionlint(tmp_path: Path) -> None:
+    """As generated and at each pin's major tag (actionlint then checks the actions' inputs),
+    without and with a pack config."""
+    paths = []
+    for example in EXAMPLES:
+        for tag, pack_config in (("", None), ("config-", "examples/pack-config.json")):
+            wf = _drills(example, pack_config)
+            name = tag + Path(wf.path).name
+            pinned, major = tmp_path / name, tmp_path / f"major-{name}"
+            pinned.write_text(wf.content)
+            major.write_text(_at_major(wf.content))
+            paths += [pinned, major]
+    assert len(paths) == 4 * len(EXAMPLES)
+    assert _actionlint(*paths) == []
+
+
+def test_actionlint_really_checks_the_drills_workflow(tmp_path: Path) -> None:
+    wf = _drills("aws-two-region.yaml").content
+    assert "needs: drill-llm-training-usw2" in wf and "if-no-files-found: warn" in wf
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        _at_major(wf)
+        .replace("needs: drill-llm-training-usw2", "needs: drill-llm-training-usw3")
+        .replace("if-no-files-found: warn", "if-no-file-found: warn")
+    )
+    assert {str(f["kind"]) for f in _actionlint(broken)} == {"job-needs", "action"}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_drills_workflow_is_generated_and_named_after_the_plan(example: str) -> None:
+    plan = load_plan(ROOT / "examples" / example)
+    wf = _drills(example, "examples/pack-config.json")
+    assert wf.path == f".github/workflows/gpudr-{plan.name}-drills.yml"
+    first = wf.content.splitlines()[0]
+    assert first == (
+        f"# Generated by `gpudr generate examples/{example} --pack-config "
+        f'examples/pack-config.json` from plan "{plan.name}". Do not edit by hand: edit the '
+        "plan and run the command again."
+    )
+    assert yaml.safe_load(wf.content)["name"] == f"gpudr {plan.name} drills"
+    # The pull-request workflow watches it like the plan's other generated files.
+    assert wf.path in _watched(_workflow(example).content)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_drills_run_weekly_by_default_and_by_hand(example: str) -> None:
+    """No example sets drill.schedule: each gets the default, weekly, and the daily cleanup."""
+    on = yaml.safe_load(_drills(example).content)[True]  # PyYAML reads `on` as a boolean
+    assert on == {
+        "schedule": [{"cron": "17 3 * * 1"}, {"cron": "43 5 * * *"}],
+        "workflow_dispatch": None,
+    }
+
+
+def test_the_plans_schedule_is_the_drills_cron(tmp_path: Path) -> None:
+    plan = _plan_with(tmp_path, "gcp-two-region.yaml", schedule="29 4 1-7 * *")
+    wf = _drills("gcp-two-region.yaml", plan=plan).content
+    on = yaml.safe_load(wf)[True]
+    assert on["schedule"] == [{"cron": "29 4 1-7 * *"}, {"cron": "43 5 * * *"}]
+    assert "#   29 4 1-7 * *\n" in wf  # and the header says it
+
+
+def test_a_changed_schedule_makes_check_name_the_drills_workflow(tmp_path: Path) -> None:
+    assert generate(tmp_path).exit_code == 0
+    plan = tmp_path / "examples" / "aws-two-region.yaml"
+    plan.write_text(plan.read_text() + 'drill: {schedule: "29 4 * * 3"}\n')
+    check = generate(tmp_path, "--check")
+    assert check.exit_code == 1
+    assert "differs: .github/workflows/gpudr-llm-training-drills.yml: content differs" in (
+        check.output
+    )
+    bad = tmp_path / "examples" / "bad.yaml"
+    bad.write_text(plan.read_text().replace('"29 4 * * 3"', '"29 4 * * 3 *"'))
+    refused = CliRunner().invoke(main, ["generate", str(bad), "--root", str(tmp_path)])
+    assert refused.exit_code == 2
+    assert 'drill.schedule: "29 4 * * 3 *" has 6 field(s)' in refused.output
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_one_drill_and_one_cleanup_job_per_dr_site(example: str) -> None:
+    jobs = _drill_jobs(example)
+    stacks = _dr_stacks(example)
+    assert stacks
+    assert list(jobs) == [f"{kind}-{s}" for s in stacks for kind in ("drill", "cleanup")]
+    plan = load_plan(ROOT / "examples" / example)
+    for site in (s for s in plan.sites.values() if s.role == "dr"):
+        stack = stack_name(plan, site)
+        step = next(s for s in _steps(jobs[f"drill-{stack}"]) if s.get("name") == "gpudr drill")
+        assert step["env"]["PLAN"] == f"examples/{example}"  # type: ignore[index]
+        assert step["env"]["SITE"] == site.name  # type: ignore[index]
+        cleanup = jobs[f"cleanup-{stack}"]
+        assert _steps(cleanup)[-1]["run"] == ".venv/bin/gpudr drill cleanup"
+
+
+@pytest.mark.parametrize("code", [0, 1, 3])
+def test_the_drill_step_runs_gpudr_drill_on_the_site_with_the_report_dir(
+    tmp_path: Path, code: int
+) -> None:
+    """The step as GitHub runs it, with a stand-in `gpudr`: the job fails with the drill, and a
+    plan path or site is never shell code."""
+    job = _drill_jobs("aws-two-region.yaml")["drill-llm-training-usw2"]
+    step = next(s for s in _steps(job) if s.get("name") == "gpudr drill")
+    env = step["env"]
+    assert isinstance(env, dict)
+    fake = tmp_path / ".venv" / "bin" / "gpudr"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > args\nexit {code}\n')
+    fake.chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(str(step["run"]))
+    plan = "a$(touch${IFS}X).yaml"
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PLAN": plan, "SITE": "usw2", "REPORTS": env["REPORTS"]},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == code, proc.stderr
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args == ["drill", plan, "--site", "usw2", "--report-dir", "drill-reports"]
+    assert not (tmp_path / "X").exists()
+
+
+# A job's `if:` as GitHub evaluates these: `always()`, `!=` on strings, `&&`.
+_GH_TOKENS = re.compile(r"always\(\)|github\.event\.schedule|vars\.\w+|'[^']*'|!=|&&|\s+")
+
+
+_NE, _AND = object(), object()  # the operators, apart from any string
+
+
+def _runs(condition: str, schedule: str, variables: dict[str, str]) -> bool:
+    """Whether a generated job condition holds (it uses only the tokens above)."""
+    terms: list[object] = []
+    pos = 0
+    for m in _GH_TOKENS.finditer(condition):
+        assert m.start() == pos, f"unexpected text in {condition!r} at {pos}"
+        pos = m.end()
+        token = m[0]
+        if token.isspace():
+            continue
+        if token == "always()":
+            terms.append(True)
+        elif token == "github.event.schedule":
+            terms.append(schedule)
+        elif token.startswith("vars."):
+            terms.append(variables.get(token.removeprefix("vars."), ""))
+        elif token.startswith("'"):
+            terms.append(token[1:-1])
+        else:
+            terms.append(_NE if token == "!=" else _AND)
+    assert pos == len(condition), condition
+    clauses: list[list[object]] = [[]]
+    for term in terms:
+        if term is _AND:
+            clauses.append([])
+        else:
+            clauses[-1].append(term)
+    for clause in clauses:
+        if len(clause) == 1:
+            holds = clause[0] is True
+        else:
+            left, op, right = clause
+            assert op is _NE, condition
+            holds = left != right
+        if not holds:
+            return False
+    return True
+
+
+CREDENTIALS = {
+    "GPUDR_AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/gpudr",
+    "GPUDR_GCP_WORKLOAD_IDENTITY_PROVIDER": "projects/1/locations/global/workloadIdentityPools/p",
+    "GPUDR_AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000000",
+}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize(
+    ("event", "drills", "cleanups"),
+    [
+        ("17 3 * * 1", True, True),  # the plan's schedule: drill, then clean up
+        ("43 5 * * *", False, True),  # the daily cron: cleanup only
+        ("", True, True),  # by hand (workflow_dispatch)
+    ],
+    ids=["weekly", "daily", "dispatch"],
+)
+def test_the_daily_cron_runs_only_the_cleanups(
+    example: str, event: str, drills: bool, cleanups: bool
+) -> None:
+    for name, job in _drill_jobs(example).items():
+        condition = str(job["if"])
+        expected = drills if name.startswith("drill-") else cleanups
+        assert _runs(condition, event, CREDENTIALS) is expected, (name, event, condition)
+        # Without the site's credentials nothing runs (the repository of gpudr itself).
+        assert _runs(condition, event, {}) is False, (name, condition)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_cleanup_always_follows_its_sites_drill(example: str) -> None:
+    """`always()`: after a drill that failed, timed out, was cancelled, or was skipped by the
+    daily cron; a stack the drill could not destroy is billing."""
+    jobs = _drill_jobs(example)
+    for stack in _dr_stacks(example):
+        cleanup = jobs[f"cleanup-{stack}"]
+        assert cleanup["needs"] == f"drill-{stack}"
+        assert str(cleanup["if"]).startswith("always()")
+        assert "github.event.schedule" not in str(cleanup["if"])
+        assert cleanup["environment"] == jobs[f"drill-{stack}"]["environment"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_two_drills_or_two_cleanups_of_a_site_never_overlap(example: str) -> None:
+    groups: dict[str, str] = {}
+    for other in EXAMPLES:
+        for name, job in _drill_jobs(other).items():
+            concurrency = job["concurrency"]
+            assert isinstance(concurrency, dict)
+            # A running drill is never cancelled: cancelled, it only leaves its stack behind.
+            assert concurrency["cancel-in-progress"] is False, name
+            group = str(concurrency["group"])
+            assert group not in groups, (name, groups.get(group))  # one per site and kind
+            groups[group] = f"{other}:{name}"
+    for stack in _dr_stacks(example):
+        assert f"gpudr-drill-{stack}" in groups and f"gpudr-drill-cleanup-{stack}" in groups
+
+
+@pytest.mark.parametrize(
+    ("ttl", "step", "job"),
+    [
+        ("30m", 30, 60),  # the shortest TTL
+        ("4h", 240, 270),  # the default
+        ("5h30m", 330, 360),
+        ("24h", 330, 360),  # the longest: cut to a GitHub-hosted job's 6 hours
+    ],
+)
+def test_timeouts_are_bounded_by_the_drill_ttl(
+    tmp_path: Path, ttl: str, step: int, job: int
+) -> None:
+    """The drill step, which starts before the stack exists, times out by the stack's TTL; the
+    job adds 30 minutes for checkout, setup and sign-in before it and the upload after."""
+    plan = _plan_with(tmp_path, "aws-two-region.yaml", ttl=ttl)
+    ttl_minutes = load_plan(plan).drill.ttl_s / 60
+    jobs = yaml.safe_load(_drills("aws-two-region.yaml", plan=plan).content)["jobs"]
+    drill = jobs["drill-llm-training-usw2"]
+    drill_step = next(s for s in drill["steps"] if s.get("name") == "gpudr drill")
+    assert drill_step["timeout-minutes"] == step <= ttl_minutes
+    assert drill["timeout-minutes"] == job == step + 30 <= 360
+    # The AWS session lasts the whole job: expired mid-drill, it could not destroy the stack.
+    aws = next(s for s in drill["steps"] if "configure-aws-credentials" in s.get("uses", ""))
+    assert aws["with"]["role-duration-seconds"] == job * 60
+    cleanup = jobs["cleanup-llm-training-usw2"]
+    aws = next(s for s in cleanup["steps"] if "configure-aws-credentials" in s.get("uses", ""))
+    assert aws["with"]["role-duration-seconds"] == cleanup["timeout-minutes"] * 60
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_each_drills_report_is_uploaded_whatever_happened(example: str) -> None:
+    for stack in _dr_stacks(example):
+        steps = _steps(_drill_jobs(example)[f"drill-{stack}"])
+        drill = next(s for s in steps if s.get("name") == "gpudr drill")
+        upload = steps[-1]
+        assert upload["if"] == "always()"
+        assert upload["uses"] == PINS["actions/upload-artifact"].uses.split(" #")[0]
+        with_ = upload["with"]
+        assert isinstance(with_, dict) and isinstance(drill["env"], dict)
+        reports = drill["env"]["REPORTS"]
+        assert str(with_["path"]).split() == [f"{reports}/*.json", f"{reports}/*.md"]
+        # A re-run never replaces the report of a drill that ran.
+        assert with_["name"] == f"drill-report-{stack}-attempt-${{{{ github.run_attempt }}}}"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_drill_jobs_get_least_privilege_in_their_drill_environment(example: str) -> None:
+    wf = yaml.safe_load(_drills(example).content)
+    assert wf["permissions"] == {}
+    text = _drills(example).content
+    lines = [line for line in text.splitlines() if re.match(r"^\s*(- )?uses:", line)]
+    assert lines and all(PINNED.match(line) for line in lines), lines
+    for name, job in wf["jobs"].items():
+        assert job["permissions"] == {"contents": "read", "id-token": "write"}, name
+        stack = name.split("-", 1)[1]
+        assert job["environment"] == f"gpudr-{stack}-drill", name
+        checkouts = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+        assert len(checkouts) == 1 and checkouts[0]["with"]["persist-credentials"] is False
+
+
+@pytest.mark.parametrize(
+    ("example", "stack", "sign_in"),
+    [
+        ("aws-two-region.yaml", "llm-training-usw2", "aws-actions/configure-aws-credentials"),
+        ("aws-to-gcp.yaml", "llm-xcloud-gcpe4", "google-github-actions/auth"),
+        ("gcp-to-aws.yaml", "vision-xcloud-use1", "aws-actions/configure-aws-credentials"),
+        ("azure-two-region.yaml", "speech-models-wus", "azure/login"),
+        ("azure-to-gcp.yaml", "speech-xcloud-gcpe4", "google-github-actions/auth"),
+    ],
+)
+def test_each_job_signs_in_to_its_sites_cloud_and_pulumi_backend(
+    example: str, stack: str, sign_in: str
+) -> None:
+    """Only the DR site's cloud (a drill is isolated from the primary); then the Pulumi CLI
+    (pulumi/actions with no command only installs it) and the site's backend, as the
+    previews use them."""
+    plan = load_plan(ROOT / "examples" / example)
+    site = next(s for s in plan.sites.values() if stack_name(plan, s) == stack)
+    clouds = {
+        "aws-actions/configure-aws-credentials",
+        "google-github-actions/auth",
+        "azure/login",
+    }
+    for kind in ("drill", "cleanup"):
+        steps = _steps(_drill_jobs(example)[f"{kind}-{stack}"])
+        uses = [str(s.get("uses", "")).split("@")[0] for s in steps]
+        assert [u for u in uses if u in clouds] == [sign_in]
+        assert uses.index(sign_in) < uses.index("pulumi/actions")
+        pulumi = steps[uses.index("pulumi/actions")]
+        assert "with" not in pulumi  # the CLI alone
+        login = steps[uses.index("pulumi/actions") + 1]
+        assert login["name"] == "log in to the site's Pulumi backend"
+        env = login["env"]
+        assert isinstance(env, dict)
+        assert env["BACKEND"] == (
+            f"${{{{ vars.GPUDR_BACKEND_URL_{site.name.upper()} || vars.PULUMI_BACKEND_URL }}}}"
+        )
+        assert 'pulumi login "$BACKEND"' in str(login["run"])
+        last = steps[-2] if kind == "drill" else steps[-1]
+        assert isinstance(last["env"], dict)
+        assert ("ARM_USE_OIDC" in last["env"]) == (site.cloud == "azure")
+        if sign_in == "aws-actions/configure-aws-credentials":
+            with_ = steps[uses.index(sign_in)]["with"]
+            assert isinstance(with_, dict) and with_["aws-region"] == site.region
+
+
+def test_a_plan_with_two_dr_sites_drills_each_in_its_own_jobs(tmp_path: Path) -> None:
+    """Each site its jobs, environment, region, backend and concurrency groups; one site's
+    failure cancels no other (separate jobs, no matrix to fail fast)."""
+    raw = yaml.safe_load((ROOT / "examples" / "aws-two-region.yaml").read_text())
+    raw["sites"]["use2"] = {
+        "cloud": "aws",
+        "region": "us-east-2",
+        "role": "dr",
+        "protects": "use1",
+        "cidr": "10.30.0.0/16",
+    }
+    plan = tmp_path / "two.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    wf = _drills("aws-two-region.yaml", plan=plan)
+    jobs = yaml.safe_load(wf.content)["jobs"]
+    stacks = ["llm-training-use2", "llm-training-usw2"]
+    assert list(jobs) == [f"{kind}-{s}" for s in stacks for kind in ("drill", "cleanup")]
+    for stack, site, region in zip(
+        stacks, ["use2", "usw2"], ["us-east-2", "us-west-2"], strict=True
+    ):
+        for kind in ("drill", "cleanup"):
+            job = jobs[f"{kind}-{stack}"]
+            assert job["environment"] == f"gpudr-{stack}-drill"
+            assert "strategy" not in job
+            aws = next(s for s in job["steps"] if "configure-aws-credentials" in s.get("uses", ""))
+            assert aws["with"]["aws-region"] == region
+            assert f"GPUDR_AWS_ROLE_ARN_{site.upper()}" in aws["with"]["role-to-assume"]
+        assert jobs[f"cleanup-{stack}"]["needs"] == f"drill-{stack}"
+    linted = tmp_path / "two-drills.yml"
+    linted.write_text(_at_major(wf.content))
+    assert _actionlint(linted) == []
