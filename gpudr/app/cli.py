@@ -666,7 +666,11 @@ def _run_drill(setup: Any, report_dir: Path, console: Any) -> Any:
 
 @drill_group.command("cleanup")
 @click.option("--dry-run", is_flag=True, help="List what would be destroyed; change nothing.")
-def drill_cleanup(dry_run: bool) -> None:
+@click.option(
+    "--site",
+    help="Only this DR site's drills (drill-<site>-<time>): what a site's scheduled cleanup runs.",
+)
+def drill_cleanup(dry_run: bool, site: str | None) -> None:
     """Destroy and remove every drill stack whose TTL has passed, in the backend you are logged
     in to. Stacks whose names are not drill-<site>-<time> are never touched.
 
@@ -688,9 +692,10 @@ def drill_cleanup(dry_run: bool) -> None:
     results = cleanup_expired(
         Deps(stacks=AutomationStacks(PROJECT_DIR), echo=lambda m: click.echo(m, err=True)),
         dry_run=dry_run,
+        site=site,
     )
     if not results:
-        click.echo("no drill stacks in this backend")
+        click.echo(f"no drill stacks{f' of site {site}' if site else ''} in this backend")
     for r in results:
         when = "" if r.action == "skipped" else f" (expires {r.expires_at}; {r.source})"
         click.echo(f"{r.action}: {r.stack}{when} {r.detail}".rstrip())

@@ -75,6 +75,12 @@ def looks_like_drill_stack(name: str) -> bool:
     return STACK_RE.match(name) is not None
 
 
+def drill_site(name: str) -> str | None:
+    """The site a drill-shaped stack name drills (its time unchecked); None for another name."""
+    match = STACK_RE.match(name)
+    return match["site"] if match else None
+
+
 def is_drill_stack(name: str) -> bool:
     """The shape and a real time: exactly the names `check_stack_name` accepts."""
     try:

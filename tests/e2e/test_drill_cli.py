@@ -190,6 +190,19 @@ def test_cleanup_through_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     assert list(fakes.stacks.existing) == ["prod-usw2"]
 
 
+def test_a_sites_cleanup_through_the_cli_leaves_other_sites(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fakes = Fakes(monkeypatch)
+    fakes.stacks.existing = {"drill-use4-20000101T000000Z": {}}
+    result = invoke("drill", "cleanup", "--site", "usw2")
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "no drill stacks of site usw2 in this backend\n",
+    )
+    assert list(fakes.stacks.existing) == ["drill-use4-20000101T000000Z"]
+
+
 def test_cleanup_skips_a_malformed_drill_name_says_why_and_exits_1(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -37,6 +37,7 @@ from gpudr.build.drill import DrillSetup, expiry
 from gpudr.contract.drill import (
     DrillNameError,
     check_stack_name,
+    drill_site,
     iso,
     looks_like_drill_stack,
     parse_ts,
@@ -415,15 +416,17 @@ class Expired:
     detail: str = ""
 
 
-def cleanup_expired(deps: Deps, dry_run: bool = False) -> list[Expired]:
-    """Destroy and remove every drill stack of the current backend whose TTL has passed. Only
-    names of drill stacks are looked at; any other stack is never touched. A stack is handled
+def cleanup_expired(deps: Deps, dry_run: bool = False, site: str | None = None) -> list[Expired]:
+    """Destroy and remove every drill stack of the current backend whose TTL has passed (only
+    `site`'s drills when given: one site's scheduled cleanup leaves other sites' drills, which
+    its credentials may not reach, to theirs). Only names of drill stacks are looked at; any
+    other stack is never touched. A stack is handled
     on its own: one that cannot be judged (a drill-shaped name with an impossible time) is
     skipped and reported, and an error on one (reading its tags, destroying it) is that
     stack's result, never a reason to leave the others up."""
     out = []
     for name in sorted(deps.stacks.list()):
-        if not looks_like_drill_stack(name):
+        if not looks_like_drill_stack(name) or site not in (None, drill_site(name)):
             continue
         try:
             out.append(_expire(name, deps, dry_run))

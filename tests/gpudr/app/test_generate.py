@@ -1234,7 +1234,8 @@ def test_one_drill_and_one_cleanup_job_per_dr_site(example: str) -> None:
         assert step["env"]["PLAN"] == f"examples/{example}"  # type: ignore[index]
         assert step["env"]["SITE"] == site.name  # type: ignore[index]
         cleanup = jobs[f"cleanup-{stack}"]
-        assert _steps(cleanup)[-1]["run"] == ".venv/bin/gpudr drill cleanup"
+        assert _steps(cleanup)[-1]["run"] == '.venv/bin/gpudr drill cleanup --site "$SITE"'
+        assert _steps(cleanup)[-1]["env"]["SITE"] == site.name  # type: ignore[index]
 
 
 @pytest.mark.parametrize("code", [0, 1, 3])

@@ -335,6 +335,30 @@ def test_cleanup_removes_only_expired_drill_stacks() -> None:
     assert "longest TTL" in sources["drill-use4-20250129T000000Z"]
 
 
+def test_a_sites_cleanup_touches_only_that_sites_drills() -> None:
+    clock = Clock()
+    stacks = FakeStacks(
+        clock,
+        existing={
+            "drill-usw2-20250129T000000Z": {},
+            "drill-use4-20250129T000000Z": {},
+            "drill-usw2-99999999T999999Z": {},  # the site's, though its time is no time
+            "drill-usw-20250129T000000Z": {},  # a prefix of the site's name is another site
+        },
+    )
+    deps = Deps(stacks=stacks, clock=clock, sleep=clock.advance)
+    done = cleanup_expired(deps, site="usw2")
+    assert {r.stack: r.action for r in done} == {
+        "drill-usw2-20250129T000000Z": "destroyed",
+        "drill-usw2-99999999T999999Z": "skipped",
+    }
+    assert sorted(stacks.existing) == [
+        "drill-use4-20250129T000000Z",
+        "drill-usw-20250129T000000Z",
+        "drill-usw2-99999999T999999Z",
+    ]
+
+
 def test_cleanup_reports_a_failed_destroy() -> None:
     clock = Clock()
     stacks = FakeStacks(clock, destroy_failures=9, existing={"drill-usw2-20250130T000000Z": {}})
