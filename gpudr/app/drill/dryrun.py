@@ -150,7 +150,7 @@ def _reader(setup: DrillSetup) -> list[str]:
         return []
     if operator:
         return [f"Reader: only {operator} may act as it."]
-    found = "aws sts get-caller-identity" if cloud == Cloud.AWS else "gcloud's account"
+    found = "STS GetCallerIdentity" if cloud == Cloud.AWS else "gcloud's account"
     what = "no reader role is declared" if cloud == Cloud.AWS else "nobody may act as the reader"
     return [
         f"Reader: no operator named, so {what}; a real drill names the caller ({found}), or "

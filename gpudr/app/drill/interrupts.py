@@ -1,12 +1,13 @@
 """Ctrl-C, SIGTERM and SIGHUP during a drill: the drill stops, and its stack is destroyed and
 removed.
 
-Every external command a drill runs (the Pulumi CLI, the cloud CLIs) starts in its own session,
-so the terminal's Ctrl-C (or its hangup) reaches gpudr only, and gpudr decides:
+Every external command a drill runs (the Pulumi CLI; gcloud, asked who you are) starts in its
+own session, so the terminal's Ctrl-C (or its hangup) reaches gpudr only, and gpudr decides:
 
 - the first Ctrl-C, SIGTERM or SIGHUP stops the drill: the running command gets SIGINT (the
   Pulumi CLI cancels its update gracefully, finishing the operations in flight), or, with none
-  running, the drill's own code is interrupted; then cleanup starts;
+  running, the drill's own code is interrupted (an SDK call in progress; checksum streams stop
+  at their next chunk, drill/verify.py); then cleanup starts;
 - SIGHUP means the terminal is gone (an SSH session dropped): from then on gpudr writes to a log
   file next to the report instead (drill/console.py), so that cleanup never fails on a write;
   SIGPIPE is ignored, so a closed pipe is an error on a write, which the console handles alike;
