@@ -17,6 +17,7 @@ Keys (documented in Pulumi.yaml):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import pulumi
 
@@ -24,6 +25,8 @@ from gpudr.contract import stack as stack_keys
 from gpudr.contract.drill import MODE as DRILL_MODE
 from gpudr.contract.drill import (
     DrillConfig,
+    DrillNameError,
+    check_not_future,
     is_drill_stack,
     looks_like_drill_stack,
     operator_cloud,
@@ -133,6 +136,10 @@ def _drill(config: pulumi.Config, site: SiteConfig, mode: str) -> DrillConfig:
             f"gpudr:mode {mode} is set on stack {stack}; drills run on their own disposable "
             "stacks (`gpudr drill PLAN.yaml --site <dr site>`): set gpudr:mode back to standby"
         )
+    try:
+        check_not_future(stack, datetime.now(UTC))
+    except DrillNameError as exc:
+        raise StackConfigError(f"{exc}; start drills with `gpudr drill`") from exc
     if site.role != "dr":
         raise StackConfigError(
             f"gpudr:mode {mode} needs gpudr:site of a DR site; {site.site} is a {site.role} "

@@ -33,6 +33,8 @@ MODE = Mode.DRILL
 PHASES = tuple(DrillPhase)
 # The only names a drill creates, destroys or removes: anything else is refused.
 STACK_RE = re.compile(r"^drill-(?P<site>[a-z][a-z0-9-]{0,22}[a-z0-9])-(?P<ts>\d{8}T\d{6}Z)$")
+# How far a drill stack's name may be ahead of this host's clock (another host's clock).
+CLOCK_SKEW_S = 3600
 COMPACT = "%Y%m%dT%H%M%SZ"  # ISO 8601 basic format: valid in stack names, tags and GCP labels
 EXTENDED = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -102,12 +104,25 @@ def check_stack_name(name: str) -> tuple[str, datetime]:
         )
     try:
         created = parse_ts(match["ts"])
-    except ValueError as exc:
+        created + timedelta(seconds=DRILL_MAX_TTL_S)  # year 9999: no expiry
+    except (ValueError, OverflowError) as exc:
         raise DrillNameError(
             f'stack "{name}" has the shape of a drill stack but {match["ts"]} is not a real UTC '
             "time: no drill creates such a name, and its age cannot be known"
         ) from exc
     return match["site"], created
+
+
+def check_not_future(name: str, now: datetime) -> None:
+    """DrillNameError for a drill stack named with a time later than `now` (plus a clock
+    skew): every expiry starts from that time, so a name dated in 2099 would keep its drill up
+    until 2099. gpudr names a drill with the time it starts it."""
+    _, created = check_stack_name(name)
+    if created > now + timedelta(seconds=CLOCK_SKEW_S):
+        raise DrillNameError(
+            f'stack "{name}" is dated {iso(created)}, later than now ({iso(now)}): no drill '
+            "creates such a name, and its expiry, which starts from that time, cannot be trusted"
+        )
 
 
 def fit(name: str, limit: int) -> str:

@@ -354,6 +354,8 @@ def test_exports_name_what_the_drill_reads_and_created(example: str, site: str) 
         ("llm-training-usw2", "usw2", "drills run on their own disposable stacks"),
         ("drill-use1-20250131T031200Z", "use1", "needs gpudr:site of a DR site"),
         ("drill-usw2-20250131T031200Z", "usw2", "gpudr:drill is not set"),
+        # Dated in 2099, the drill's expiry (from its name) would be 2099 too.
+        ("drill-usw2-20990101T000000Z", "usw2", "later than now"),
     ],
 )
 def test_drill_mode_is_refused_outside_a_drill_stack_of_a_dr_site(

@@ -36,6 +36,7 @@ from gpudr.app.drill.verify import verify_all
 from gpudr.build.drill import DrillSetup, expiry
 from gpudr.contract.drill import (
     DrillNameError,
+    check_not_future,
     check_stack_name,
     drill_site,
     iso,
@@ -437,7 +438,7 @@ def cleanup_expired(deps: Deps, dry_run: bool = False, site: str | None = None) 
 
 def _expire(name: str, deps: Deps, dry_run: bool) -> Expired:
     try:
-        check_stack_name(name)
+        check_not_future(name, deps.clock())
     except DrillNameError as exc:
         return Expired(name, "-", "its name", "skipped", _malformed(name, exc))
     try:

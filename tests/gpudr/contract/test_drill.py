@@ -44,13 +44,35 @@ def test_only_drill_stack_names_pass(name: str, ok: bool) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["drill-aa-99999999T999999Z", "drill-usw2-20250230T031200Z", "drill-aa-20250131T246000Z"],
+    [
+        "drill-aa-99999999T999999Z",
+        "drill-usw2-20250230T031200Z",
+        "drill-aa-20250131T246000Z",
+        "drill-aa-99991231T235959Z",  # a real time, but no expiry a day later exists
+    ],
 )
 def test_a_drill_shaped_name_with_an_impossible_time_is_refused_alike(name: str) -> None:
     # is_drill_stack and check_stack_name agree; cleanup still sees its shape, to report it.
     assert cd.looks_like_drill_stack(name) and not cd.is_drill_stack(name)
     with pytest.raises(cd.DrillNameError, match="is not a real UTC time"):
         cd.check_stack_name(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("drill-usw2-20250131T031200Z", False),  # now
+        ("drill-usw2-20250131T041159Z", False),  # within the clock skew another host may have
+        ("drill-usw2-20250131T041201Z", True),
+        ("drill-usw2-20990101T000000Z", True),  # its expiry would be 2099
+    ],
+)
+def test_a_drill_dated_later_than_now_is_refused(name: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(cd.DrillNameError, match="later than now"):
+            cd.check_not_future(name, NOW)
+    else:
+        cd.check_not_future(name, NOW)
 
 
 @pytest.mark.parametrize("text", ["20250131T031200Z", "2025-01-31T03:12:00Z", "20250131t031200z"])

@@ -384,6 +384,16 @@ def test_a_malformed_drill_name_is_skipped_and_reported_and_the_others_cleaned()
     ]
 
 
+@pytest.mark.parametrize("bad", ["drill-usw2-20990101T000000Z", "drill-usw2-99991231T235959Z"])
+def test_a_drill_dated_in_the_future_is_skipped_not_kept(bad: str) -> None:
+    # Kept, it would live until its name's time + 24 h: 2099, or an overflow every day.
+    clock = Clock()
+    stacks = FakeStacks(clock, existing={bad: {}})
+    (result,) = cleanup_expired(Deps(stacks=stacks, clock=clock, sleep=clock.advance))
+    assert (result.action, stacks.calls) == ("skipped", [])
+    assert f"`pulumi destroy -s {bad}`" in result.detail
+
+
 def test_an_unexpected_error_on_one_stack_is_that_stacks_result() -> None:
     clock = Clock()
     first, second = "drill-use4-20250129T000000Z", "drill-usw2-20250129T000000Z"
