@@ -629,12 +629,14 @@ def _run_drill(setup: Any, report_dir: Path, console: Any) -> Any:
     """The drill, its output on `console` (which outlives the terminal) and its signals
     handled: Ctrl-C, SIGTERM and SIGHUP stop it, and its stack is still destroyed."""
     import time
+    from datetime import UTC, datetime
 
     from gpudr.app.drill.interrupts import Children, Guard
     from gpudr.app.drill.orchestrate import Deps, run_drill
     from gpudr.app.drill.probes import probe_for
     from gpudr.app.drill.stacks import AutomationStacks
     from gpudr.core.paths import PROJECT_DIR
+    from gpudr.core.units import fmt_duration
     from gpudr.docs.drillreport import DrillReport, to_json, to_markdown
 
     def write(report: DrillReport) -> None:
@@ -652,9 +654,13 @@ def _run_drill(setup: Any, report_dir: Path, console: Any) -> Any:
         write=write,
         echo=console.line,
         interrupted=lambda: guard.interrupted,
+        stop_reason=lambda: guard.reason,
         on_cleanup=guard.start_cleanup,
     )
-    with guard.installed():
+    left = (setup.drill.stop_at - datetime.now(UTC)).total_seconds()
+    before = fmt_duration((setup.drill.expires - setup.drill.stop_at).total_seconds())
+    deadline = f"its deadline, {before} before the TTL: the time its destroy needs"
+    with guard.installed(), guard.deadline(left, deadline):
         try:
             return run_drill(setup, deps)
         except Exception as exc:

@@ -39,7 +39,7 @@ from gpudr.build.stackconfig import (
 )
 from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
 from gpudr.core.design import Design
-from gpudr.core.enums import WeightsLock
+from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, WeightsLock
 from gpudr.core.spec import Plan, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
@@ -228,9 +228,11 @@ def render_workflow(
 
 
 # A GitHub-hosted job runs for at most 6 hours (GitHub's usage limits); the drill step gets what
-# is left once checkout, `make setup`, the sign-ins and the report upload have had DRILL_SLACK.
+# is left once checkout, the install, the sign-ins and the report upload have had DRILL_SLACK,
+# and a drill's TTL is what is left of that once its destroy has had its margin.
 HOSTED_JOB_MINUTES = 360
 DRILL_SLACK_MINUTES = 30
+DESTROY_MINUTES = DRILL_DESTROY_MARGIN_S // 60
 # `gpudr drill cleanup` destroys each expired drill stack in turn (GPU pools, a control plane).
 CLEANUP_MINUTES = 180
 
@@ -243,12 +245,14 @@ def render_drills(design: Design, plan_path: str, pack_config: str | None = None
     """The scheduled drills workflow: a drill job per DR site on the plan's `drill.schedule`
     and by hand, each followed by `gpudr drill cleanup`, which also runs alone every day.
 
-    The drill step's timeout is the drill's TTL in whole minutes (cut to what a hosted job may
-    run): it starts before the drill stack exists, so it ends by the stack's TTL, and the
-    cleanup job that follows finds a stack it stopped already expired."""
+    The drill runs with the plan's TTL in whole minutes (`--ttl`), cut to what a hosted job can
+    hold; gpudr stops it the destroy margin before that TTL, and the step times out the margin
+    after it: never in the middle of a destroy gpudr started in time, and a drill the timeout
+    kills has expired by the time the cleanup job that follows looks at it."""
     plan = design.plan
-    ttl_minutes = int(plan.drill.ttl_s // 60)
-    step_minutes = min(ttl_minutes, HOSTED_JOB_MINUTES - DRILL_SLACK_MINUTES)
+    fits = HOSTED_JOB_MINUTES - DRILL_SLACK_MINUTES - DESTROY_MINUTES
+    ttl_minutes = min(int(plan.drill.ttl_s // 60), fits)
+    step_minutes = ttl_minutes + DESTROY_MINUTES
     sites = []
     for site in sorted(plan.sites.values(), key=lambda s: stack_name(plan, s)):
         if site.role != "dr":
@@ -266,7 +270,9 @@ def render_drills(design: Design, plan_path: str, pack_config: str | None = None
                 "environment": f"gpudr-{stack}-drill",
                 "step_minutes": step_minutes,
                 "job_minutes": step_minutes + DRILL_SLACK_MINUTES,
-                "capped": step_minutes < ttl_minutes,
+                "ttl_minutes": ttl_minutes,
+                "ttl": fmt_duration(ttl_minutes * 60),
+                "capped": ttl_minutes < int(plan.drill.ttl_s // 60),
             }
         )
     text = (
@@ -280,6 +286,7 @@ def render_drills(design: Design, plan_path: str, pack_config: str | None = None
             cleanup_schedule=drill_schedule("cleanup_schedule"),
             ttl=fmt_duration(plan.drill.ttl_s),
             slack=DRILL_SLACK_MINUTES,
+            margin=DESTROY_MINUTES,
             cleanup_minutes=CLEANUP_MINUTES,
             sites=sites,
             gh=_gh,

@@ -27,7 +27,15 @@ from typing import Any
 
 from gpudr.contract.site import BucketConfig, ClusterConfig, PoolConfig, SiteConfig
 from gpudr.contract.tags import TAG_DRILL, TAG_EXPIRES, pool_tags, site_tags
-from gpudr.core.enums import DRILL_MAX_TTL_S, BucketRole, Cloud, DrillPhase, Mode, Pattern
+from gpudr.core.enums import (
+    DRILL_DESTROY_MARGIN_S,
+    DRILL_MAX_TTL_S,
+    BucketRole,
+    Cloud,
+    DrillPhase,
+    Mode,
+    Pattern,
+)
 
 MODE = Mode.DRILL
 PHASES = tuple(DrillPhase)
@@ -251,6 +259,13 @@ class DrillConfig:
     @property
     def expires(self) -> datetime:
         return parse_ts(self.expires_at)
+
+    @property
+    def stop_at(self) -> datetime:
+        """When gpudr stops the drill to leave its destroy the time it needs before the TTL: the
+        destroy margin before it, or half the TTL for a TTL shorter than twice the margin."""
+        margin = min(DRILL_DESTROY_MARGIN_S, self.ttl_s / 2)
+        return self.expires - timedelta(seconds=margin)
 
     @property
     def failover(self) -> bool:

@@ -154,6 +154,9 @@ class DrillPhase(StrEnum):
 # beyond it, and cleanup caps every stack's expiry at its name's time plus this, whatever its
 # tag says. Here, not in defaults.yaml, because the contract (and so the program) reads it.
 DRILL_MAX_TTL_S = 24 * 3600
+# What a drill keeps of its TTL for its destroy (GPU pools, a control plane, a NAT): gpudr
+# stops a drill that much before its TTL, and a CI job's timeout allows that much after it.
+DRILL_DESTROY_MARGIN_S = 2700
 
 
 # The retention periods CloudWatch Logs accepts (PutRetentionPolicy `retentionInDays`): a closed

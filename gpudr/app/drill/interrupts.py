@@ -71,7 +71,9 @@ class Guard:
         self.echo = echo
         self.on_hangup = on_hangup
         self.interrupted = False
+        self.reason = ""  # what stopped the drill, for its report
         self.cleaning: str | None = None  # the stack being cleaned up
+        self._deadline: str | None = None  # set when the watchdog, not a person, stops it
 
     def start_cleanup(self, stack: str) -> None:
         self.cleaning = stack
@@ -98,10 +100,32 @@ class Guard:
             self._say("gpudr: already stopping; the drill stack is destroyed next")
             return
         self.interrupted = True
-        name = signal.Signals(signum).name
+        self.reason = self._deadline or said
+        name = self._deadline or signal.Signals(signum).name
         self._say(f"gpudr: {name}: stopping the drill; its stack is destroyed and removed next")
         if not self.children.interrupt():
             raise KeyboardInterrupt
+
+    @contextmanager
+    def deadline(self, seconds: float, what: str) -> Iterator[None]:
+        """Stop the drill as Ctrl-C would once `seconds` have passed (`what` says why): a drill
+        whose `pulumi up` waits on capacity, or whose checks hang, still leaves its destroy the
+        time it needs before the stack's TTL, and before a CI job's timeout kills it mid-destroy.
+        The watchdog signals the main thread, so that a wait there is woken like by Ctrl-C."""
+        main = threading.main_thread().ident
+
+        def fire() -> None:
+            if self.cleaning is None and not self.interrupted and main is not None:
+                self._deadline = what
+                signal.pthread_kill(main, signal.SIGINT)
+
+        timer = threading.Timer(max(0.0, seconds), fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     @contextmanager
     def installed(self) -> Iterator[Guard]:

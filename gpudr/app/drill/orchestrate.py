@@ -64,7 +64,6 @@ POLL_S = 30.0
 # stack could outlive its TTL: destroying GPU pools and a control plane takes a while.
 CAPACITY_FACTOR = 1.5
 CAPACITY_MIN_S = 900.0
-DESTROY_MARGIN_S = 2700.0
 
 
 class StageFailed(RuntimeError):
@@ -82,6 +81,7 @@ class Deps:
     write: Callable[[DrillReport], None] = lambda _r: None
     echo: Callable[[str], None] = lambda _m: None
     interrupted: Callable[[], bool] = lambda: False  # set by the signal handler (Guard)
+    stop_reason: Callable[[], str] = lambda: "Ctrl-C, SIGTERM or SIGHUP"  # the Guard's reason
     on_cleanup: Callable[[str], None] = lambda _s: None
     poll_s: float = POLL_S
 
@@ -123,11 +123,11 @@ def run_drill(setup: DrillSetup, deps: Deps) -> DrillReport:
         for s in report.stages:
             if s.status == "running":
                 s.status = "interrupted"
-        report.notes.append("Interrupted (Ctrl-C or SIGTERM): the drill stopped there.")
+        report.notes.append(f"Interrupted ({deps.stop_reason()}): the drill stopped there.")
     except Exception as exc:
         if deps.interrupted():  # a command stopped by the signal handler
             report.interrupted = True
-            report.notes.append("Interrupted (Ctrl-C or SIGTERM): the drill stopped there.")
+            report.notes.append(f"Interrupted ({deps.stop_reason()}): the drill stopped there.")
         else:
             error = exc
             report.notes.append(f"Error: {_one_line(exc)}")
@@ -295,7 +295,7 @@ def _capacity(setup: DrillSetup, deps: Deps, s: StageResult) -> None:
     stage = setup.stage("capacity")
     start = deps.clock()
     wait = max(CAPACITY_MIN_S, CAPACITY_FACTOR * (stage.target_s or 0.0))
-    left = (setup.drill.expires - start).total_seconds() - DESTROY_MARGIN_S
+    left = (setup.drill.stop_at - start).total_seconds()
     wait = max(0.0, min(wait, left))
     states: dict[str, str] = {}
     while True:

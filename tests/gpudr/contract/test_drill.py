@@ -4,6 +4,7 @@ reads, and the clusters a drill declares."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -163,3 +164,9 @@ def test_a_role_session_is_trusted_as_its_role_at_any_path_and_a_user_exactly() 
     assert cd.aws_trusted(user) == (root, (user,))
     with pytest.raises(ValueError, match="not an AWS principal"):
         cd.aws_trusted("user:alice@example.com")
+
+
+@pytest.mark.parametrize(("ttl_s", "before_s"), [(4 * 3600, 2700), (3600, 1800), (1800, 900)])
+def test_a_drill_stops_in_time_for_its_destroy(ttl_s: int, before_s: int) -> None:
+    drill = replace(setup().drill, ttl_s=ttl_s)
+    assert (drill.expires - drill.stop_at).total_seconds() == before_s

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -127,3 +128,42 @@ def test_sigpipe_is_ignored_while_a_drill_runs() -> None:
         assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, before[signal.SIGHUP])
     assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_the_deadline_stops_a_drill_blocked_in_a_wait_as_ctrl_c_would() -> None:
+    said: list[str] = []
+    guard = Guard(Children(), said.append)
+    with (
+        guard.installed(),
+        guard.deadline(0.2, "its deadline"),
+        pytest.raises(KeyboardInterrupt),
+    ):
+        threading.Event().wait(10)  # a wait in the main thread, woken by the watchdog's signal
+    assert guard.interrupted and guard.reason == "its deadline"
+    assert said == [
+        "gpudr: its deadline: stopping the drill; its stack is destroyed and removed next"
+    ]
+
+
+def test_the_deadline_sends_the_running_command_sigint() -> None:
+    children = Children()
+    guard = Guard(children, lambda _m: None)
+    child = subprocess.Popen(
+        [sys.executable, "-c", READY_THEN_SLEEP],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    children.add(child)
+    with guard.installed(), guard.deadline(0.1, "its deadline"):
+        assert child.wait(10) != 0  # KeyboardInterrupt in the child: it stopped on SIGINT
+    assert guard.reason == "its deadline"
+
+
+def test_the_deadline_never_interrupts_cleanup() -> None:
+    guard = Guard(Children(), lambda _m: None)
+    guard.start_cleanup("drill-usw2-20250131T031200Z")
+    with guard.installed(), guard.deadline(0.05, "its deadline"):
+        threading.Event().wait(0.3)  # no KeyboardInterrupt: the destroy goes on
+    assert not guard.interrupted
