@@ -47,6 +47,10 @@ def verify(
         row["detail"] = str(exc).strip().splitlines()[0] if str(exc).strip() else "read failed"
     except _Stopped:
         row["detail"] = "not finished: the drill was stopped"
+    except Exception as exc:
+        # An SDK failure no probe mapped: this object is not verified, and the others still are.
+        text = str(exc).strip().splitlines()
+        row["detail"] = f"{type(exc).__name__}: {text[0] if text else 'no message'}"
     return row
 
 
@@ -60,12 +64,15 @@ def verify_all(
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=min(streams, len(objects)), thread_name_prefix="verify")
     try:
-        return list(pool.map(lambda o: verify(probe, bucket, o, stop), objects))
+        rows = list(pool.map(lambda o: verify(probe, bucket, o, stop), objects))
     except BaseException:
+        # Not waited for: a stream blocked in a read would hold cleanup up to the SDK's read
+        # timeout and retries. Each ends at its next chunk, and releases its connection then.
         stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    pool.shutdown()
+    return rows
 
 
 def _chunks(stream: Iterable[bytes], stop: threading.Event | None) -> Iterator[bytes]:

@@ -279,8 +279,17 @@ def _mapped(where: str) -> Iterator[None]:
         # No token: the operator's sign-in expired, or the operator may not (yet) act as the
         # reader (IAM's PERMISSION_DENIED, which the reason carries).
         reason = _auth_reason(exc)
-        cls = AccessDenied if "PERMISSION_DENIED" in reason else ProbeError
-        raise cls(f"{where}: no access token: {reason}") from exc
+        if "PERMISSION_DENIED" in reason:
+            raise AccessDenied(
+                f"{where}: no access token: {reason} (the drill lets only the account gcloud "
+                "names act as its reader: Application Default Credentials must be that account, "
+                "`gcloud auth application-default login` as it)"
+            ) from exc
+        raise ProbeError(f"{where}: no access token: {reason}") from exc
+    except api.GoogleAPIError as exc:
+        # Not a call's answer: the client's retries gave up (RetryError: a connection refused,
+        # 5xx or 429 until the deadline), or the client itself failed.
+        raise ProbeError(f"{where}: {type(exc).__name__}: {_line(str(exc))}") from exc
     except (auth_errors.GoogleAuthError, requests.RequestException) as exc:
         raise ProbeError(f"{where}: {type(exc).__name__}: {_line(str(exc))}") from exc
 

@@ -579,3 +579,18 @@ def test_a_drill_over_corrupted_bytes_names_the_object(
     assert stage.detail.endswith(
         "1 failed verification, first step-200/optim.pt: crc32c differs from the recorded value"
     )
+
+
+def test_retries_that_gave_up_are_a_one_line_probe_error() -> None:
+    # RetryError is a GoogleAPIError but no call's answer (connection refused or 5xx until the
+    # client's deadline): it must not escape as an unmapped exception.
+    from google.api_core import exceptions as api
+
+    from gpudr.app.drill.probes.gcp import _mapped
+
+    with pytest.raises(ProbeError) as raised, _mapped("gs://b/k"):
+        raise api.RetryError("Timeout of 120.0s exceeded", cause=ConnectionError("refused"))
+    assert type(raised.value) is ProbeError
+    assert str(raised.value) == (
+        "gs://b/k: RetryError: Timeout of 120.0s exceeded, last exception: refused"
+    )

@@ -128,6 +128,18 @@ def test_a_short_read_fails_whatever_the_checksum_says() -> None:
     assert not row["ok"] and row["detail"] == f"read {len(DATA)} bytes, listed {len(DATA) + 10}"
 
 
+def test_an_error_no_probe_mapped_fails_its_row_only() -> None:
+    class Broken(MemProbe):
+        def read(self, bucket: object, key: str) -> Iterator[bytes]:
+            raise RuntimeError("the SDK's own bug\nwith a traceback")
+
+    good = StoredChecksum("crc32c", checksums.encoded(_hashed("crc32c")))
+    rows = verify_all(Broken({"a": good, "b": good}), BUCKET, [obj("a"), obj("b")])
+    assert [(r["ok"], r["detail"]) for r in rows] == [
+        (False, "RuntimeError: the SDK's own bug")
+    ] * 2
+
+
 def test_rows_come_back_in_order_and_a_denied_object_fails_only_its_own_row() -> None:
     good = StoredChecksum("crc32c", checksums.encoded(_hashed("crc32c")))
     keys = [f"k{i}" for i in range(9)]
@@ -156,8 +168,12 @@ def test_an_interrupt_stops_every_stream_at_its_next_chunk() -> None:
     threading.Thread(target=ctrl_c_then_release).start()
     with pytest.raises(KeyboardInterrupt):
         verify_all(probe, BUCKET, [obj(k) for k in keys], streams=4)
-    # Every stream ended at its next chunk (160 of them each, had they run on) and released
-    # its SDK stream before verify_all let the interrupt through.
+    # The interrupt came through at once; every stream then ended at its next chunk (160 of
+    # them each, had they run on) and released its SDK stream.
+    for _ in range(50):
+        if len(probe.closed) == len(keys):
+            break
+        threading.Event().wait(0.1)
     assert sorted(probe.closed) == keys
     assert all(n <= 2 for n in probe.served.values()), probe.served
 
