@@ -684,9 +684,18 @@ def drill_cleanup(dry_run: bool, site: str | None) -> None:
     gpudr:expires-at tag ends it sooner. Exit 3 when a stack could not be destroyed or removed
     (it may still bill: the line says what to run); else exit 1 when a stack was skipped (a
     drill-shaped name whose time is not a real one: gpudr cannot tell its age, so a person must
-    look at it; exiting 0 would let a scheduled cleanup hide it for ever); else 0."""
+    look at it; exiting 0 would let a scheduled cleanup hide it for ever); else 0.
+
+    Ctrl-C, SIGTERM and SIGHUP do not stop it: each destroy it started is the thing that stops a
+    bill (a killed one would leave its stack locked). Should the terminal go away, its output
+    continues in drill-reports/cleanup-<UTC time>.log."""
+    from datetime import UTC, datetime
+
+    from gpudr.app.drill.console import Console
+    from gpudr.app.drill.interrupts import Children, Guard
     from gpudr.app.drill.orchestrate import Deps, cleanup_expired
     from gpudr.app.drill.stacks import AutomationStacks, pulumi_available
+    from gpudr.contract.drill import format_ts
     from gpudr.core.paths import PROJECT_DIR
 
     if not pulumi_available():
@@ -695,16 +704,22 @@ def drill_cleanup(dry_run: bool, site: str | None) -> None:
             "that holds the drill stacks, and the clouds' credentials",
             EXIT_PROGRAM,
         )
-    results = cleanup_expired(
-        Deps(stacks=AutomationStacks(PROJECT_DIR), echo=lambda m: click.echo(m, err=True)),
-        dry_run=dry_run,
-        site=site,
-    )
+    log = Path("drill-reports") / f"cleanup-{format_ts(datetime.now(UTC))}.log"
+    console = Console(log, what="drill cleanup")
+    children = Children()
+    guard = Guard(children, console.line, on_hangup=lambda: console.detach("SIGHUP"))
+    guard.start_cleanup("every expired drill stack")
+    with guard.installed():
+        results = cleanup_expired(
+            Deps(stacks=AutomationStacks(PROJECT_DIR, children), echo=console.line),
+            dry_run=dry_run,
+            site=site,
+        )
     if not results:
-        click.echo(f"no drill stacks{f' of site {site}' if site else ''} in this backend")
+        console.line(f"no drill stacks{f' of site {site}' if site else ''} in this backend", False)
     for r in results:
         when = "" if r.action == "skipped" else f" (expires {r.expires_at}; {r.source})"
-        click.echo(f"{r.action}: {r.stack}{when} {r.detail}".rstrip())
+        console.line(f"{r.action}: {r.stack}{when} {r.detail}".rstrip(), False)
     if any(r.action == "failed" for r in results):
         sys.exit(EXIT_PROGRAM)
     if any(r.action == "skipped" for r in results):

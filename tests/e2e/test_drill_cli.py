@@ -4,6 +4,8 @@ whole drill through the CLI against fakes of the stack interface and the cloud c
 from __future__ import annotations
 
 import json
+import os
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -188,6 +190,26 @@ def test_cleanup_through_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("destroyed: drill-usw2-20000101T000000Z")
     assert list(fakes.stacks.existing) == ["prod-usw2"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_cleanup_does_not_stop_a_destroy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, signum: int
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where a SIGHUP's log goes (drill-reports/)
+    fakes = Fakes(monkeypatch)
+    fakes.stacks.existing = {"drill-usw2-20000101T000000Z": {}, "drill-use4-20000101T000000Z": {}}
+    destroy = fakes.stacks.destroy
+
+    def destroy_then_signal(name: str, on_output: Any) -> None:
+        os.kill(os.getpid(), signum)  # Ctrl-C, a cancelled job, a dropped SSH session
+        signal.sigtimedwait([], 0.1)  # the handler runs here, in the middle of the destroy
+        destroy(name, on_output)
+
+    monkeypatch.setattr(fakes.stacks, "destroy", destroy_then_signal)
+    result = invoke("drill", "cleanup")
+    assert result.exit_code == 0, result.output
+    assert fakes.stacks.existing == {}  # both destroyed and removed, the signals notwithstanding
 
 
 def test_a_sites_cleanup_through_the_cli_leaves_other_sites(

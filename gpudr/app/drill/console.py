@@ -23,8 +23,9 @@ class Console:
     CLI's output arrives on reader threads while the drill's own lines come from the main
     thread (and from signal handlers, hence a reentrant lock)."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, what: str = "the drill") -> None:
         self.log = log
+        self.what = what  # what goes on once the terminal is gone
         self.detached = False
         self._lock = threading.RLock()
 
@@ -57,7 +58,7 @@ class Console:
     def _say_where(self, why: str) -> None:
         """The one line the terminal may still get, if it is there at all."""
         with contextlib.suppress(OSError, ValueError):
-            click.echo(f"gpudr: {why}; the drill goes on, its output in {self.log}", err=True)
+            click.echo(f"gpudr: {why}; {self.what} goes on, its output in {self.log}", err=True)
 
     def _redirect(self, why: str) -> None:
         """File descriptors 1 and 2 become the log: Python's own streams, and anything that

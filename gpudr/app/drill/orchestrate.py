@@ -365,13 +365,24 @@ def _age(row: DataAge, objects: list[ObjectInfo], now: datetime) -> None:
 # --- cleanup ------------------------------------------------------------------------------------
 
 
-def _destroy_and_remove(name: str, deps: Deps) -> Cleanup:
+def _locked(exc: BaseException) -> bool:
+    """Pulumi refusing an operation because an update holds the stack: Pulumi Cloud's 409
+    ("Another update is currently in progress") or a self-managed backend's lock file ("the
+    stack is currently locked")."""
+    text = str(exc).lower()
+    return "currently in progress" in text or "currently locked" in text
+
+
+def _destroy_and_remove(name: str, deps: Deps, unlock: bool = False) -> Cleanup:
     """Destroy (retried), then remove only once destroyed: a stack whose resources may still
-    exist stays listed, so that cleanup can find it again."""
+    exist stays listed, so that cleanup can find it again. `unlock` (an expired drill, whose
+    own process is gone): an update still holding the stack was killed mid-way (a runner's
+    timeout, SIGKILL), so it is cancelled once (`pulumi cancel`) and the destroy tried again."""
     check_stack_name(name)
     start = deps.clock()
     result = Cleanup(detail="")
     last: BaseException | None = None
+    cancelled = False
     for attempt in range(DESTROY_ATTEMPTS):
         try:
             deps.stacks.destroy(name, deps.echo)
@@ -380,6 +391,9 @@ def _destroy_and_remove(name: str, deps: Deps) -> Cleanup:
         except Exception as exc:
             last = exc
             deps.echo(f"gpudr: destroy of {name} failed (attempt {attempt + 1}): {_one_line(exc)}")
+            if unlock and not cancelled and _locked(exc):
+                cancelled = True
+                _cancel(name, deps)
             if attempt < DESTROY_ATTEMPTS - 1:
                 deps.sleep(DESTROY_RETRY_S)
     if result.destroyed:
@@ -400,6 +414,17 @@ def _destroy_and_remove(name: str, deps: Deps) -> Cleanup:
         )
     result.duration_s = (deps.clock() - start).total_seconds()
     return result
+
+
+def _cancel(name: str, deps: Deps) -> None:
+    deps.echo(f"gpudr: {name} is held by an update that was killed; cancelling it")
+    try:
+        deps.stacks.cancel(name)
+    except Exception as exc:
+        deps.echo(
+            f"gpudr: cancel of {name} failed ({_one_line(exc)}): on a self-managed backend, "
+            f"remove its lock under .pulumi/locks/ once no pulumi process runs for {name}"
+        )
 
 
 def _cleanup(name: str, deps: Deps, report: DrillReport) -> None:
@@ -450,7 +475,7 @@ def _expire(name: str, deps: Deps, dry_run: bool) -> Expired:
         return Expired(name, iso(expires), source, "kept")
     if dry_run:
         return Expired(name, iso(expires), source, "would destroy")
-    result = _destroy_and_remove(name, deps)
+    result = _destroy_and_remove(name, deps, unlock=True)
     action = "destroyed" if result.destroyed and result.removed else "failed"
     return Expired(name, iso(expires), source, action, result.detail)
 

@@ -46,6 +46,9 @@ class StackInterface(Protocol):
 
     def remove(self, name: str) -> None: ...
 
+    def cancel(self, name: str) -> None:
+        """Cancel the update holding the stack (`pulumi cancel`)."""
+
     def list(self) -> list[str]:
         """Every stack of this project in the current backend."""
 
@@ -105,6 +108,10 @@ class AutomationStacks:
     def destroy(self, name: str, on_output: OnOutput) -> None:
         check_stack_name(name)
         self._stack(name).destroy(on_output=on_output, color="never")
+
+    def cancel(self, name: str) -> None:
+        check_stack_name(name)
+        self._stack(name).cancel()
 
     def remove(self, name: str) -> None:
         check_stack_name(name)

@@ -44,6 +44,8 @@ class FakeStacks:
     calls: list[tuple[Any, ...]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     ups: int = 0
+    locked: bool = False  # a killed update holds the stack: destroy fails until cancelled
+    cancel_fails: bool = False
 
     def create(self, name: str) -> None:
         self.calls.append(("create", name))
@@ -68,9 +70,22 @@ class FakeStacks:
     def destroy(self, name: str, on_output: Callable[[str], None]) -> None:
         self.calls.append(("destroy", name))
         self.clock.advance(600)
+        if self.locked:
+            raise CommandError(
+                "code: 255\n stderr: error: [409] Conflict: "
+                "Another update is currently in progress."
+            )
         if self.destroy_failures:
             self.destroy_failures -= 1
             raise CommandError("code: 255\n stderr: error: the cloud said no")
+
+    def cancel(self, name: str) -> None:
+        self.calls.append(("cancel", name))
+        if self.cancel_fails:
+            raise CommandError(
+                "code: 255\n stderr: error: the current backend does not support cancel"
+            )
+        self.locked = False
 
     def remove(self, name: str) -> None:
         self.calls.append(("remove", name))

@@ -359,6 +359,40 @@ def test_a_sites_cleanup_touches_only_that_sites_drills() -> None:
     ]
 
 
+@pytest.mark.parametrize("cancel_fails", [False, True])
+def test_cleanup_cancels_the_killed_update_holding_an_expired_drill(cancel_fails: bool) -> None:
+    # A runner's timeout killed the drill mid-update: its stack stays locked until cancelled.
+    clock = Clock()
+    name = "drill-usw2-20250129T000000Z"
+    stacks = FakeStacks(clock, locked=True, cancel_fails=cancel_fails, existing={name: {}})
+    said: list[str] = []
+    deps = Deps(stacks=stacks, clock=clock, sleep=clock.advance, echo=said.append)
+    (result,) = cleanup_expired(deps)
+    if cancel_fails:
+        assert result.action == "failed"
+        assert stacks.ops() == ["destroy", "cancel", "destroy", "destroy"]  # cancelled once
+        assert any(".pulumi/locks/" in line for line in said)
+    else:
+        assert result.action == "destroyed"
+        assert stacks.ops() == ["destroy", "cancel", "destroy", "remove"]
+
+
+def test_a_running_drill_never_cancels_an_update_on_its_own_stack() -> None:
+    clock = Clock()
+    stacks = FakeStacks(clock, locked=True)
+    stacks.fail_up = {1: RuntimeError("the cloud said no")}
+    report = run_drill(
+        setup(),
+        Deps(
+            stacks=stacks,
+            probe=FakeProbe(setup(), clock, replica()),
+            clock=clock,
+            sleep=clock.advance,
+        ),
+    )
+    assert "cancel" not in stacks.ops() and not report.cleanup.destroyed
+
+
 def test_cleanup_reports_a_failed_destroy() -> None:
     clock = Clock()
     stacks = FakeStacks(clock, destroy_failures=9, existing={"drill-usw2-20250130T000000Z": {}})
