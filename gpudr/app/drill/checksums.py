@@ -9,7 +9,7 @@ once uses every core: CRC32C from google-crc32c (Cloud Storage's own library), C
 awscrt (what botocore uses for S3's default checksum), CRC32 from zlib, the digests from
 hashlib. The pure-Python CRC tables this module used before hashed 3 to 11 MB/s: a 2 GB check
 took minutes against a stage target of minutes. `make bench` measures each algorithm through
-`verify()`'s own loop (docs/benchmarks.md).
+the drill's own verification (docs/bench-checksums.md).
 """
 
 from __future__ import annotations

@@ -489,6 +489,6 @@ def _malformed(name: str, exc: DrillNameError) -> str:
 
 def _unexpected(name: str, exc: Exception) -> str:
     return (
-        f"{_one_line(exc)}; it may still bill: run `pulumi destroy -s {name}`, or `gpudr drill "
-        "cleanup` again"
+        f"{_one_line(exc)}; it may still bill: look at it (`pulumi stack -s {name}`), then "
+        f"`pulumi destroy -s {name}`"
     )

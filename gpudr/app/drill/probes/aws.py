@@ -135,9 +135,13 @@ class AwsProbe(Probe):
                 with _calls(f"sts:AssumeRole {role}"):
                     answer = sts.assume_role(RoleArn=role, RoleSessionName=self.setup.id[:64])
                 return {k: str(v) for k, v in answer["Credentials"].items()}
-            except AccessDenied:
+            except AccessDenied as exc:
                 if attempt == ASSUME_ATTEMPTS - 1:
-                    raise
+                    raise AccessDenied(
+                        f"{exc} (the role trusts only the drill's operator: the identity "
+                        "running the drill needs sts:AssumeRole on it, and must be the one "
+                        "gpudr named, or name it with --operator)"
+                    ) from exc
                 self.sleep(ASSUME_DELAY_S)
         raise AssertionError("unreachable")
 

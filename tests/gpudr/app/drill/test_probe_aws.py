@@ -405,7 +405,9 @@ def test_a_role_that_never_becomes_assumable_fails_after_the_retries(aws: MotoAw
     assert slept == [ASSUME_DELAY_S] * (ASSUME_ATTEMPTS - 1)
     assert str(denied.value) == (
         f"sts:AssumeRole {role}: AccessDenied: User: {aws.operator_arn} is not authorized to "
-        "perform: sts:AssumeRole"
+        "perform: sts:AssumeRole (the role trusts only the drill's operator: the identity running "
+        "the drill needs sts:AssumeRole on it, and must be the one gpudr named, or name it with "
+        "--operator)"
     )
     assert p.identity() == "the operator's own credentials"
 
