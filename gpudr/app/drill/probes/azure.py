@@ -250,9 +250,10 @@ class AzureProbe(Probe):
         state = shown.get("provisioningState", "?")
         power = (shown.get("powerState") or {}).get("code", "?")
         count = int(shown.get("count") or 0)
-        # AKS reports Succeeded once the scale set has its instances; count is their number.
+        # AKS reports Succeeded once the scale set has its instances; count is their number. The
+        # agent pool does not count ready nodes (Kubernetes does): the detail says what is read.
         ready = count if state == "Succeeded" and power == "Running" else 0
-        return PoolState(ready, f"node pool {state}, {power}, count {count}")
+        return PoolState(ready, f"node pool {state}, {power}, {count} node(s) provisioned")
 
 
 def _arm_error(path: str, status: int, text: str) -> ProbeError:

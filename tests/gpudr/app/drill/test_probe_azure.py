@@ -342,7 +342,7 @@ def test_pool_state_reads_the_agent_pool_arm_returns(
     train, svc = (next(x for x in s.pools if x.agent == a) for a in ("train", "svcasr"))
     assert p.pool_state(train).ready == 0
     state = p.pool_state(svc)
-    assert state.ready == 1 and state.detail == "node pool Succeeded, Running, count 1"
+    assert state.ready == 1 and state.detail == "node pool Succeeded, Running, 1 node(s) provisioned"
     assert [(v, auth) for _, v, auth in server.requests] == [(AKS_API, "Bearer test-token")] * 2
     assert token.scopes[0] == ("https://management.azure.com/.default",)
 
@@ -464,7 +464,7 @@ def test_a_drill_through_the_real_probe_times_its_stages(
     assert capacity.status == "passed", capacity.detail
     # The second up takes 300 s, then two polls find the train pool short: 60 s of waiting.
     assert capacity.duration_s == 300 + 60
-    assert "train: 1 of 1 (node pool Succeeded, Running, count 1)" in capacity.detail
+    assert "train: 1 of 1 (node pool Succeeded, Running, 1 node(s) provisioned)" in capacity.detail
     ages = {d.data_class: d for d in report.data_age}
     assert str(ages["checkpoints"].newest_key).startswith("step-200/")
     # Written a second or two after the drill's clock started, read 900 + 360 s later.
