@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -29,11 +31,11 @@ def test_first_ctrl_c_without_a_command_interrupts_the_drill() -> None:
     assert said == ["gpudr: SIGINT: stopping the drill; its stack is destroyed and removed next"]
 
 
-def test_first_signal_goes_to_the_running_command_which_stops() -> None:
-    children = Children()
-    guard = Guard(children, lambda _m: None)
-    # The child takes SIGINT's default itself and says so before the signal is sent: a child of
-    # a shell without job control (`cmd &`) inherits SIGINT ignored, and Python keeps it so.
+@contextmanager
+def running_command(children: Children) -> Iterator[subprocess.Popen[str]]:
+    """A command of the drill's, in its own session, ready for signals; killed afterwards.
+    It takes SIGINT's default itself and says so before a signal is sent: a child of a shell
+    without job control (`cmd &`) inherits SIGINT ignored, and Python keeps it so."""
     child = subprocess.Popen(
         [sys.executable, "-c", READY_THEN_SLEEP],
         start_new_session=True,
@@ -43,13 +45,19 @@ def test_first_signal_goes_to_the_running_command_which_stops() -> None:
     children.add(child)
     try:
         assert child.stdout is not None and child.stdout.readline() == "ready\n"
-        with guard.installed():
-            os.kill(os.getpid(), signal.SIGTERM)  # e.g. a CI job cancelled
-            assert child.wait(timeout=10) != 0  # the command got SIGINT and stopped
+        yield child
     finally:
         children.discard(child)
         if child.poll() is None:
             child.kill()
+
+
+def test_first_signal_goes_to_the_running_command_which_stops() -> None:
+    children = Children()
+    guard = Guard(children, lambda _m: None)
+    with running_command(children) as child, guard.installed():
+        os.kill(os.getpid(), signal.SIGTERM)  # e.g. a CI job cancelled
+        assert child.wait(timeout=10) != 0  # the command got SIGINT and stopped
     assert guard.interrupted
 
 
@@ -148,15 +156,7 @@ def test_the_deadline_stops_a_drill_blocked_in_a_wait_as_ctrl_c_would() -> None:
 def test_the_deadline_sends_the_running_command_sigint() -> None:
     children = Children()
     guard = Guard(children, lambda _m: None)
-    child = subprocess.Popen(
-        [sys.executable, "-c", READY_THEN_SLEEP],
-        start_new_session=True,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-    children.add(child)
-    with guard.installed(), guard.deadline(0.1, "its deadline"):
+    with running_command(children) as child, guard.installed(), guard.deadline(0.1, "its deadline"):
         assert child.wait(10) != 0  # KeyboardInterrupt in the child: it stopped on SIGINT
     assert guard.reason == "its deadline"
 

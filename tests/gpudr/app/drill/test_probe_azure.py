@@ -342,7 +342,9 @@ def test_pool_state_reads_the_agent_pool_arm_returns(
     train, svc = (next(x for x in s.pools if x.agent == a) for a in ("train", "svcasr"))
     assert p.pool_state(train).ready == 0
     state = p.pool_state(svc)
-    assert state.ready == 1 and state.detail == "node pool Succeeded, Running, 1 node(s) provisioned"
+    assert (
+        state.ready == 1 and state.detail == "node pool Succeeded, Running, 1 node(s) provisioned"
+    )
     assert [(v, auth) for _, v, auth in server.requests] == [(AKS_API, "Bearer test-token")] * 2
     assert token.scopes[0] == ("https://management.azure.com/.default",)
 
