@@ -49,14 +49,17 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy gpudr components policies bench __main__.py
 
-# The fast loop, while you work: every test but tests/e2e, on two workers (under a minute).
+# The fast loop, while you work: every test but tests/e2e and the drill checks' emulator tests,
+# on two workers (under a minute).
 unit: setup
-	$(BIN)/pytest -n 2 tests --ignore=tests/e2e
+	$(BIN)/pytest -n 2 tests --ignore=tests/e2e -m "not emulator"
 
 # End to end: the real program per example stack, the policy pack over gRPC, the CLI, git,
-# portfolio workers, and the planner/pack property test (a few minutes).
+# portfolio workers, the planner/pack property test, and the drill checks against the storage
+# emulators they start on loopback (a few minutes).
 e2e: setup
 	$(BIN)/pytest tests/e2e
+	$(BIN)/pytest -n 2 tests --ignore=tests/e2e -m emulator
 
 test: lint typecheck unit e2e
 

@@ -53,6 +53,9 @@ from tests.conftest import EXAMPLE
 from tests.gpudr.app.drill.emulators_aws import ACCOUNT, MotoAws, moto_aws, moto_server
 from tests.gpudr.app.drill.fakes import Clock, FakeStacks
 
+# Each module starts its emulator: `make e2e` runs these, the fast unit loop does not.
+pytestmark = pytest.mark.emulator
+
 _ = (moto_aws, moto_server)  # the fixtures, found by pytest in this module's namespace
 START = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)
 MIB = 1 << 20

@@ -49,6 +49,9 @@ from tests.gpudr.app.drill import emulators_azure
 from tests.gpudr.app.drill.emulators_azure import ACCOUNT, KEY, Azurite
 from tests.gpudr.app.drill.fakes import Clock, FakeStacks
 
+# Each module starts its emulator: `make e2e` runs these, the fast unit loop does not.
+pytestmark = pytest.mark.emulator
+
 azurite = emulators_azure.azurite  # the session's Azurite, a fixture by that name
 
 NOW = datetime(2025, 1, 31, 3, 12, tzinfo=UTC)

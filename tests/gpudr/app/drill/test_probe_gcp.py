@@ -35,6 +35,9 @@ from tests.gpudr.app.drill.emulators_gcp import (  # noqa: F401 (fixtures, used 
 )
 from tests.gpudr.app.drill.fakes import Clock, FakeStacks
 
+# Each module starts its emulator: `make e2e` runs these, the fast unit loop does not.
+pytestmark = pytest.mark.emulator
+
 OPERATOR = "user:op@example.com"
 READER = "gpudr-drill-use4-reader@acme-vision-dr.iam.gserviceaccount.com"
 PROJECT = "acme-vision-dr"
