@@ -12,6 +12,8 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:azure_sts_client_id`, `gpudr:azure_tenant_id`  GCP DR stacks pulling from Azure Blob
   with Storage Transfer Service: the federated identity the primary's stack created (output
   `azure_sts_readers`)
+- `gpudr:datasync_agent_arns`  AWS DR stacks pulling from on premises: {agent name: ARN} of the
+  DataSync agents the operator activated (docs/onprem.md)
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class TransferCredentials:
     gcs_hmac_secret: pulumi.Output[str] | None = None  # a secret Output, never a plain str
     azure_client_id: str | None = None
     azure_tenant_id: str | None = None
+    # From on premises: {agent name: ARN}, set by the operator as each agent is activated.
+    datasync_agent_arns: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,10 +109,27 @@ def load() -> StackConfig:
         gcs_hmac_secret=config.get_secret(secret),
         azure_client_id=config.get(stack_keys.AZURE_STS_CLIENT_ID),
         azure_tenant_id=config.get(stack_keys.AZURE_TENANT_ID),
+        datasync_agent_arns=_agent_arns(config),
     )
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
     )
+
+
+def _agent_arns(config: pulumi.Config) -> dict[str, str]:
+    """`gpudr:datasync_agent_arns`: a map of agent name to ARN (each ARN is checked where it is
+    used, components/aws/onprem.py)."""
+    raw = config.get_object(stack_keys.DATASYNC_AGENT_ARNS)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise StackConfigError(
+            f"{stack_keys.DATASYNC_AGENT_ARNS_KEY} is not a map of agent name to ARN; set each "
+            f"with `pulumi config set --path '{stack_keys.DATASYNC_AGENT_ARNS_KEY}.<agent>' <arn>`"
+        )
+    return dict(raw)
 
 
 def _drill_stack_is_a_drill(mode: str) -> None:

@@ -78,6 +78,8 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     "azure-or": ("data-source", AZ_STORAGE_ACCOUNT),  # policies owned by the primary's stack
     "sts": ("data-replica", GCS_BUCKET),  # the job lives at the DR site
     "datasync": ("data-replica", S3_BUCKET),
+    # From on premises: the tasks read through agents there, asserting the WAN rate.
+    "datasync-agent": ("data-replica", S3_BUCKET),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")

@@ -41,6 +41,11 @@ AZURE_TENANT_ID = "azure_tenant_id"
 DATASYNC_CREDENTIALS = ((GCS_HMAC_ACCESS_ID, False), (GCS_HMAC_SECRET, True))
 AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
 
+# A DR stack pulling from on premises: {agent name: agent ARN}, set by the operator once each
+# agent VM is activated (`pulumi config set --path 'gpudr:datasync_agent_arns.<name>' <arn>`).
+DATASYNC_AGENT_ARNS = "datasync_agent_arns"
+DATASYNC_AGENT_ARNS_KEY = key(DATASYNC_AGENT_ARNS)
+
 # `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
 # values when it rewrites the file and `--check` does not count them as drift: regenerating during
 # a failover must not switch the DR stack back to standby, and a credential copied from the
@@ -48,6 +53,7 @@ AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
 OPERATOR_KEYS = (
     MODE_KEY,
     LOCK_WEIGHTS_KEY,
+    DATASYNC_AGENT_ARNS_KEY,
     *(key(name) for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS)),
 )
 # The operator keys whose value is a secret: a stack file may hold them only as the secrets

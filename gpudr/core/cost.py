@@ -137,6 +137,14 @@ RULES: dict[str, Rule] = {
     "datasync-fee": Rule(
         "replication", "GB", {Cloud.AWS: ("datasync_gb", "enhanced")}, "{data_class} datasync fee"
     ),
+    # From on premises through agents: Enhanced mode for NFS, Basic for object stores and HDFS
+    # (design.datasync_mode).
+    "datasync-agent-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.AWS: ("datasync_gb", "{mode}")},
+        "{data_class} DataSync fee ({mode} mode, agents on premises)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -183,6 +191,19 @@ RULES: dict[str, Rule] = {
         "endpoint-AZ-hour",
         {Cloud.AWS: ("vpce_interface_az_hour",)},
         "S3 interface endpoint for dual writes ({azs} AZs)",
+    ),
+    # The DataSync interface endpoint on-premises agents reach over the private link.
+    "datasync-endpoint-hours": Rule(
+        "network",
+        "endpoint-AZ-hour",
+        {Cloud.AWS: ("vpce_interface_az_hour",)},
+        "DataSync interface endpoint for the on-premises agents ({azs} AZs)",
+    ),
+    "datasync-endpoint-processing": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("vpce_interface_processed_gb",)},
+        "{data_class} from on premises through the DataSync interface endpoint",
     ),
     # Links
     "tgw-attachments": Rule(

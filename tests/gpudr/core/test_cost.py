@@ -126,6 +126,7 @@ def test_every_rule_is_priced_on_some_cloud_and_named() -> None:
         "vm_size": "Standard_ND96isr_H100_v5",
         "port_gbps": 10,
         "sku": "VpnGw2",
+        "mode": "basic",
     }
     for name, rule in RULES.items():
         priced = False
