@@ -43,6 +43,7 @@ from gpudr.core.enums import WeightsLock
 from gpudr.core.spec import Plan, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
+from gpudr.docs.onprem_runbook import render_onprem_runbooks
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.docs.templating import environment
 
@@ -123,7 +124,11 @@ def render_all(design: Design, plan_path: str, pack_config: str | None = None) -
     organisation's policy pack config the workflow judges the plan under (same form)."""
     command = command_for(plan_path)
     files = render_stack_files(design, command)
-    runbooks = render_runbooks(design, f"<!-- {header_text(command, design.plan.name)} -->")
+    runbook_header = f"<!-- {header_text(command, design.plan.name)} -->"
+    runbooks = {
+        **render_runbooks(design, runbook_header),
+        **render_onprem_runbooks(design, runbook_header),
+    }
     files += [Rendered(p, "runbook", text) for p, text in sorted(runbooks.items())]
     files.append(render_drills(design, plan_path, pack_config))
     files.append(render_workflow(design, plan_path, [f.path for f in files], pack_config))

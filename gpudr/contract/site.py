@@ -297,6 +297,8 @@ class SiteConfig:
         for cluster in cleaned["clusters"]:
             if cluster["system_pool"] is None:  # only AKS clusters have one
                 del cluster["system_pool"]
+        if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
+            del cleaned["onprem"]
         return cleaned
 
     @staticmethod
