@@ -872,7 +872,12 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
 # DR cloud -> what replicates from on premises into it, and the links that reach it. Clouds not
 # listed cannot protect an on-premises site yet (docs/onprem.md, "Extension points").
 ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
-    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
+    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT,)),
+}
+# The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet": an
+# object store needs its access key as secret config, HDFS its user or Kerberos principal).
+ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
+    Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE),
 }
 _ONPREM_FIELDS = (
     "cloud",
@@ -888,12 +893,12 @@ _ONPREM_FIELDS = (
 # Free text that reaches runbooks and tags: letters, digits, spaces and plain punctuation.
 PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,.()-]{0,63}")
 HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
-EXPORT_RE = re.compile(r"/[A-Za-z0-9._/-]{0,1023}")
+EXPORT_RE = re.compile(r"/(?!/)[A-Za-z0-9._/-]{0,1023}")
 BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 ENDPOINT_HINT = {
     StorageKind.NFS: "host:/export (e.g. 10.20.0.5:/exports/ml)",
     StorageKind.LUSTRE: "the NFS export of the file system, host:/export (e.g. 10.20.0.6:/lustre)",
-    StorageKind.S3_COMPATIBLE: "https://host[:port]/bucket (e.g. https://minio.dc1.lan:9000/ml)",
+    StorageKind.S3_COMPATIBLE: "https://host[:port]/bucket (e.g. https://minio.dc1.lan:9000/ml-data)",
     StorageKind.HDFS: "hdfs://namenode:port/path (e.g. hdfs://nn1.dc1.lan:8020/ml)",
 }
 
@@ -1107,6 +1112,13 @@ def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
             f"{dr.cloud} cannot protect an on-premises site yet; use {clouds}",
         )
         return
+    stores = ONPREM_STORAGE[dr.cloud]
+    if onprem.storage.endpoint and onprem.storage.kind not in stores:
+        r.error(
+            f"sites.{onprem.name}.storage.kind",
+            f'"{onprem.storage.kind}" is not read into {dr.cloud} yet; serve the data over '
+            f"{' or '.join(stores)} (docs/onprem.md, Not done yet)",
+        )
     links = ONPREM_PAIRS[dr.cloud][1]
     if onprem.link.port_gbps and onprem.link.kind not in links:
         r.error(

@@ -1,0 +1,66 @@
+"""examples/onprem-to-aws.yaml end to end through the CLI (the program under mocks, the pack over
+gRPC): met and refused nothing as written; with the committed WAN below the need, not met and
+refused by the pack, which judges the same WAN rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from gpudr.app.cli import main
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "onprem-to-aws.yaml"
+PACK_CONFIG = ROOT / "examples" / "pack-config.json"
+
+
+def plan_json(path: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(
+        main,
+        ["plan", str(path), "--format", "json", "--policy-config", str(PACK_CONFIG)],
+        catch_exceptions=False,
+    )
+    return result.exit_code, json.loads(result.output)
+
+
+def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
+    code, report = plan_json(EXAMPLE)
+    assert code == 0, report
+    assert report["meets"] and report["policy_ok"]
+    (stack,) = report["stacks"]
+    assert stack["name"] == "fra-training-euc1"  # no stack on premises
+    assert stack["policy"]["violations"] == []
+    types = {r["type"] for r in stack["resources"]}
+    assert {
+        "aws:datasync/nfsLocation:NfsLocation",
+        "aws:datasync/task:Task",
+        "aws:directconnect/transitVirtualInterface:TransitVirtualInterface",
+        "aws:ec2/vpcEndpoint:VpcEndpoint",
+    } <= types
+    (path,) = report["paths"]
+    assert path["kind"] == "wan" and path["provisioned_gbps"] == 8.0
+
+
+def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["sites"]["fra1"]["wan_committed_gbps"] = 0.5  # the need is 961 Mbps with headroom
+    plan = tmp_path / "onprem-small-wan.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    code, report = plan_json(plan)
+    assert code == 1
+    data = [w for w in report["workloads"] if w["name"] in ("checkpoints", "weights", "datasets")]
+    assert data and not any(w["meets"] for w in data)
+    (stack,) = report["stacks"]
+    refused = [
+        v
+        for v in stack["policy"]["violations"]
+        if v["policy"] == "replication-bandwidth" and v["level"] == "mandatory"
+    ]
+    assert refused and all(
+        "500 Mbps rate asserted for datasync-agent" in v["message"] for v in refused
+    )
+    assert not report["policy_ok"]
