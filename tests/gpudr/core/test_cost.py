@@ -48,7 +48,7 @@ def _golden(name: str, found: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("example", ["aws-two-region", "azure-two-region"])
+@pytest.mark.parametrize("example", ["aws-two-region", "azure-two-region", "onprem-to-aws"])
 def test_the_examples_plan_cost_lines(example: str) -> None:
     report = design(load_plan(ROOT / "examples" / f"{example}.yaml")).cost
     _golden(f"{example}-plan", {"lines": _lines(report.lines), "unpriced": report.unpriced})
