@@ -37,13 +37,19 @@ from gpudr.build.stackconfig import (
     stack_name,
     transfer_credential_keys,
 )
-from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
+from gpudr.contract.stack import (
+    DATASYNC_AGENT_ARNS_KEY,
+    OPERATOR_KEYS,
+    SECRET_KEYS,
+    SECRETS_PROVIDER_KEYS,
+)
 from gpudr.core.design import Design
 from gpudr.core.enums import WeightsLock
-from gpudr.core.spec import Plan, drill_schedule
+from gpudr.core.spec import Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
 from gpudr.docs.onprem_runbook import render_onprem_runbooks
+from gpudr.docs.onprem_runbook import runbook_path as onprem_runbook_path
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.docs.templating import environment
 
@@ -153,12 +159,28 @@ def render_stack_files(design: Design, command: str) -> list[Rendered]:
                 {"key": c.key, "secret": c.secret, "command": c.command(name)}
                 for c in transfer_credential_keys(design, site)
             ],
+            **_onprem_context(plan, site, name),
         }
         config = stack_config_values(design, site)
         text = _render_stack(context, {"config": config})
         path = f"{STACKS_DIR}/Pulumi.{name}.yaml"
         files.append(Rendered(path, "stack", text, name, context, config))
     return files
+
+
+def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
+    """A DR site of an on-premises site: each agent's ARN, set once it is activated, and the
+    runbook whose checklist says how."""
+    onprem = plan.onprem.get(site.protects or "")
+    if onprem is None:
+        return {"agents": [], "runbook": ""}
+    return {
+        "agents": [
+            f"pulumi config set --path '{DATASYNC_AGENT_ARNS_KEY}.{a.name}' <its ARN> -s {stack}"
+            for a in onprem.agents
+        ],
+        "runbook": onprem_runbook_path(plan.name, onprem.name, site.name),
+    }
 
 
 def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:
