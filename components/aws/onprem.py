@@ -102,15 +102,16 @@ class OnPremLinkEndArgs:
 
 
 class OnPremLinkEnd(pulumi.ComponentResource):
-    """The DR site's end of the on-premises link: the Direct Connect ports the plan names at
-    its location (a LAG when there are several), a Direct Connect gateway associated with the
-    site's transit gateway, the transit virtual interface on your VLAN with your router's ASN,
-    and the DataSync interface endpoint the agents reach over it, open to the on-premises
-    prefix on DataSync's ports only."""
+    """The DR site's end of the on-premises link: over Direct Connect, the ports the plan names
+    at its location (a LAG when there are several), a Direct Connect gateway associated with
+    the site's transit gateway and the transit virtual interface on your VLAN with your
+    router's ASN; over a VPN, your router as a customer gateway and the VPN connections on the
+    transit gateway. Then the DataSync interface endpoint the agents reach over it, open to
+    the on-premises prefix on DataSync's ports only."""
 
     endpoint_id: pulumi.Output[str]
-    vif_id: pulumi.Output[str]
-    amazon_address: pulumi.Output[str]
+    link_ids: pulumi.Output[list[str]]  # the transit virtual interface, or the VPN connections
+    amazon_address: pulumi.Output[str]  # Direct Connect: the BGP peer addresses ("" for a VPN)
     customer_address: pulumi.Output[str]
 
     def __init__(
@@ -119,46 +120,21 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         super().__init__("gpudr:links:OnPremLinkEnd", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         src = args.source
-        if src.link_kind != "direct-connect" or not src.vlan or not src.link_location:
+        if src.link_kind == "direct-connect":
+            vif = self._direct_connect(name, args, child)
+            self.link_ids = pulumi.Output.all(vif.id)
+            self.amazon_address = vif.amazon_address
+            self.customer_address = vif.customer_address
+        elif src.link_kind == "vpn":
+            connections = self._vpn(name, args, child)
+            self.link_ids = pulumi.Output.all(*[c.id for c in connections])
+            self.amazon_address = pulumi.Output.from_input("")
+            self.customer_address = pulumi.Output.from_input("")
+        else:
             raise ValueError(
-                f"{name}: an on-premises link into AWS is declared for direct-connect with a "
-                f"location and a VLAN; {src.link_kind} is not (docs/onprem.md, Not done)"
+                f"{name}: an on-premises link into AWS is direct-connect or vpn, not "
+                f"{src.link_kind}; regenerate the stack"
             )
-        capacity = float(src.port_gbps * src.ports)
-        dx = DirectConnectLink(
-            f"{name}-dx",
-            DirectConnectLinkArgs(
-                region=args.region,
-                system=args.system,
-                site=args.site,
-                cidr=args.cidr,
-                transit_gateway_id=args.transit_gateway_id,
-                link=LinkConfig(
-                    kind="direct-connect",
-                    peer_site=src.site,
-                    capacity_gbps=capacity,
-                    required_gbps=args.link.required_gbps,
-                    headroom=args.link.headroom,
-                    location=src.link_location,
-                    port_gbps=src.port_gbps,
-                    ports=src.ports,
-                ),
-                tags=args.tags,
-            ),
-            opts=child,
-        )
-        vif = aws.directconnect.TransitVirtualInterface(
-            f"{name}-vif",
-            name=f"gpudr-{args.system}-{args.site}-{src.site}",
-            connection_id=dx.interconnect_ids.apply(lambda ids: ids[0]),
-            dx_gateway_id=dx.gateway_id,
-            vlan=src.vlan,
-            bgp_asn=src.bgp_asn,
-            address_family="ipv4",
-            region=args.region,
-            tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
-            opts=child,
-        )
         group = aws.ec2.SecurityGroup(
             f"{name}-endpoint-sg",
             description="gpudr: DataSync agents on premises to the DataSync endpoint",
@@ -192,17 +168,92 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             opts=child,
         )
         self.endpoint_id = endpoint.id
-        self.vif_id = vif.id
-        self.amazon_address = vif.amazon_address
-        self.customer_address = vif.customer_address
         self.register_outputs(
             {
                 "endpoint_id": self.endpoint_id,
-                "vif_id": self.vif_id,
+                "link_ids": self.link_ids,
                 "amazon_address": self.amazon_address,
                 "customer_address": self.customer_address,
             }
         )
+
+    @staticmethod
+    def _direct_connect(
+        name: str, args: OnPremLinkEndArgs, child: pulumi.ResourceOptions
+    ) -> aws.directconnect.TransitVirtualInterface:
+        """Your ports at the location (a LAG when several), the gateway on the site's transit
+        gateway, and the transit virtual interface on your VLAN with your ASN."""
+        src = args.source
+        if not src.vlan or not src.link_location:
+            raise ValueError(f"{name}: a direct-connect link needs a location and a VLAN")
+        dx = DirectConnectLink(
+            f"{name}-dx",
+            DirectConnectLinkArgs(
+                region=args.region,
+                system=args.system,
+                site=args.site,
+                cidr=args.cidr,
+                transit_gateway_id=args.transit_gateway_id,
+                link=LinkConfig(
+                    kind="direct-connect",
+                    peer_site=src.site,
+                    capacity_gbps=src.port_gbps * src.ports,
+                    required_gbps=args.link.required_gbps,
+                    headroom=args.link.headroom,
+                    location=src.link_location,
+                    port_gbps=int(src.port_gbps),
+                    ports=src.ports,
+                ),
+                tags=args.tags,
+            ),
+            opts=child,
+        )
+        return aws.directconnect.TransitVirtualInterface(
+            f"{name}-vif",
+            name=f"gpudr-{args.system}-{args.site}-{src.site}",
+            connection_id=dx.interconnect_ids.apply(lambda ids: ids[0]),
+            dx_gateway_id=dx.gateway_id,
+            vlan=src.vlan,
+            bgp_asn=src.bgp_asn,
+            address_family="ipv4",
+            region=args.region,
+            tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
+            opts=child,
+        )
+
+    @staticmethod
+    def _vpn(
+        name: str, args: OnPremLinkEndArgs, child: pulumi.ResourceOptions
+    ) -> list[aws.ec2.VpnConnection]:
+        """Your router as a customer gateway, and Site-to-Site VPN connections (two tunnels
+        each, BGP, IKEv2) on the site's transit gateway: with ECMP every tunnel carries."""
+        src = args.source
+        if not src.router_address:
+            raise ValueError(f"{name}: a vpn link needs the router's public address")
+        gateway = aws.ec2.CustomerGateway(
+            f"{name}-cgw",
+            bgp_asn=str(src.bgp_asn),  # a string in this provider
+            ip_address=src.router_address,
+            type="ipsec.1",
+            region=args.region,
+            tags=args.tags,
+            opts=child,
+        )
+        return [
+            aws.ec2.VpnConnection(
+                f"{name}-vpn-{i}",
+                customer_gateway_id=gateway.id,
+                transit_gateway_id=args.transit_gateway_id,
+                type="ipsec.1",
+                static_routes_only=False,
+                tunnel1_ike_versions=["ikev2"],
+                tunnel2_ike_versions=["ikev2"],
+                region=args.region,
+                tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
+                opts=child,
+            )
+            for i in range(max(1, src.ports // 2))
+        ]
 
 
 @dataclass(frozen=True)

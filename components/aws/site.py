@@ -414,7 +414,7 @@ class AwsSite(pulumi.ComponentResource):
         )
         self.onprem = pulumi.Output.all(
             endpoint_id=end.endpoint_id,
-            vif_id=end.vif_id,
+            link_ids=end.link_ids,
             amazon_address=end.amazon_address,
             customer_address=end.customer_address,
         )

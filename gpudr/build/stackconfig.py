@@ -48,6 +48,7 @@ from gpudr.core.enums import (
     DataClass,
     LinkKind,
     Mechanism,
+    OnPremLinkKind,
     Pattern,
     PoolKind,
     SiteRole,
@@ -256,12 +257,13 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         agents=tuple(a.name for a in onprem.agents),
         task_mode=datasync_mode(onprem.storage.kind).upper(),
         link_kind=link.kind,
-        port_gbps=int(link.port_gbps),
+        port_gbps=link.port_gbps,
         ports=link.ports,
         link_location=link.location,
         bgp_asn=link.bgp_asn or 0,
         vlan=link.vlan,
         committed_gbps=onprem.wan_committed_gbps,
+        router_address=link.address,
     )
 
 
@@ -597,6 +599,7 @@ def _wan_links(design: Design, site: Site) -> list[LinkConfig]:
         if path.dr != site.name or path.kind != LinkKind.WAN:
             continue
         link = onprem.link
+        vpn = link.kind == OnPremLinkKind.VPN
         out.append(
             LinkConfig(
                 kind=path.kind,
@@ -605,8 +608,9 @@ def _wan_links(design: Design, site: Site) -> list[LinkConfig]:
                 required_gbps=path.required_gbps,
                 headroom=path.headroom,
                 location=link.location,
-                port_gbps=int(link.port_gbps),
-                ports=link.ports,
+                port_gbps=None if vpn else int(link.port_gbps),
+                ports=None if vpn else link.ports,
+                tunnels=link.ports if vpn else None,
             )
         )
     return out

@@ -240,12 +240,13 @@ class OnPremSource:
     agents: tuple[str, ...]  # agent names, as the operator's config maps them to ARNs
     task_mode: str  # ENHANCED | BASIC (DataSync's TaskMode)
     link_kind: str  # direct-connect | vpn
-    port_gbps: int
-    ports: int
+    port_gbps: float  # per port (per tunnel for a VPN)
+    ports: int  # Direct Connect ports, or VPN tunnels (two per connection)
     link_location: str | None
     bgp_asn: int
     vlan: int | None
     committed_gbps: float
+    router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,7 @@ class SiteConfig:
             for x in d.get("azure_sts_readers", ())
         )
         if d.get("onprem") is not None:
-            src = _ints(d["onprem"], ("storage_port", "port_gbps", "ports", "bgp_asn", "vlan"))
+            src = _ints(d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan"))
             d["onprem"] = OnPremSource(**{**src, "agents": tuple(src["agents"])})
         if "logs" not in d:
             raise KeyError("logs (the site's log sink; regenerate the stack files)")

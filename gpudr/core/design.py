@@ -1444,6 +1444,11 @@ def _endpoint_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:
         yield _usage("endpoint-hours", site, azs * HOURS_PER_MONTH, True, azs=azs)
 
 
+def vpn_connections(tunnels: int) -> int:
+    """AWS Site-to-Site VPN connections for an on-premises link of `tunnels` (two each)."""
+    return max(1, math.ceil(tunnels / 2))
+
+
 def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     """An on-premises site's link, as its DR cloud bills it: the Direct Connect ports (the DR
     stack declares the connections) or the VPN connection; and the interface endpoint the
@@ -1454,7 +1459,9 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("dx-ports", dr, link.ports * HOURS_PER_MONTH, True, **ports)
     elif link.kind == OnPremLinkKind.VPN:
-        yield _usage("aws-vpn-connections", dr, HOURS_PER_MONTH, True, connections=1)
+        connections = vpn_connections(link.ports)
+        hours = connections * HOURS_PER_MONTH
+        yield _usage("aws-vpn-connections", dr, hours, True, connections=connections)
     azs = len(dr.azs)
     yield _usage("datasync-endpoint-hours", dr, azs * HOURS_PER_MONTH, True, azs=azs)
 
@@ -1525,10 +1532,11 @@ def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage
             elif path.kind == LinkKind.DIRECT_CONNECT:
                 parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
             elif path.kind == LinkKind.WAN:
-                kind = plan.onprem[path.primary].link.kind
-                dx = kind == OnPremLinkKind.DIRECT_CONNECT
-                part = "Direct Connect gateway" if dx else "VPN"
-                parts[part] = parts.get(part, 0) + 1
+                link = plan.onprem[path.primary].link
+                if link.kind == OnPremLinkKind.DIRECT_CONNECT:
+                    parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
+                else:
+                    parts["VPN"] = parts.get("VPN", 0) + vpn_connections(link.ports)
         what = " + ".join(k if n == 1 else f"{n} {k}" for k, n in parts.items())
         count = sum(parts.values())
         yield _usage("tgw-attachments", site, count * HOURS_PER_MONTH, True, what=what)

@@ -169,6 +169,7 @@ class OnPremLink:
     location: str | None  # the provider's location code (Direct Connect: EqFA5)
     bgp_asn: int | None  # your router's ASN
     vlan: int | None  # the 802.1Q tag of the virtual interface
+    address: str | None = None  # vpn: your router's public IPv4 address
 
     @property
     def capacity_gbps(self) -> float:
@@ -872,7 +873,7 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
 # DR cloud -> what replicates from on premises into it, and the links that reach it. Clouds not
 # listed cannot protect an on-premises site yet (docs/onprem.md, "Extension points").
 ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
-    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT,)),
+    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
 }
 # The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet": an
 # object store needs its access key as secret config, HDFS its user or Kerberos principal).
@@ -1057,7 +1058,9 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
     if raw is None:
         r.error(path, f"is required; kind is one of {', '.join(OnPremLinkKind)}")
         return None
-    s = r.mapping(raw, path, ["kind", "port_gbps", "ports", "location", "bgp_asn", "vlan"])
+    s = r.mapping(
+        raw, path, ["kind", "port_gbps", "ports", "location", "bgp_asn", "vlan", "address"]
+    )
     if "kind" not in s:
         r.error(f"{path}.kind", f"is required; use one of {', '.join(OnPremLinkKind)}")
         return None
@@ -1076,12 +1079,27 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
             r.error(f"{path}.port_gbps", f"is required; a dedicated port is {speeds} Gbps")
         elif speed is not None and speed not in speeds:
             r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
-    elif kind == OnPremLinkKind.VPN:
+    address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
+    if kind == OnPremLinkKind.VPN:
         tunnel = float(limits["vpn"]["tunnel_gbps"])
         if speed is not None and speed > tunnel:
             r.error(f"{path}.port_gbps", f"{speed:g} is above a VPN tunnel's {tunnel:g} Gbps")
         speed = tunnel if speed is None else speed
-    return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan)
+        if ports is not None and ports % 2:
+            r.error(
+                f"{path}.ports",
+                f"{ports} tunnels: a Site-to-Site VPN connection has two; use an even number",
+            )
+    return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan, address)
+
+
+def _public_ipv4(value: Any) -> str:
+    """A router's address on the internet, where the VPN tunnels end on premises."""
+    text = _ip(value)
+    ip = ipaddress.ip_address(text)
+    if ip.version != 4 or not ip.is_global:
+        raise ValueError(f"{_show(value)} is not a public IPv4 address (the router's, for IPsec)")
+    return text
 
 
 def _asn(value: Any) -> int:

@@ -15,7 +15,7 @@ from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack
 from gpudr.contract.naming import DX_GATEWAY_ASN, datasync_task_name, datasync_task_prefix
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, MODE_KEY
 from gpudr.core import reference
-from gpudr.core.design import Design
+from gpudr.core.design import Design, vpn_connections
 from gpudr.core.spec import OnPremSite, Site, parse_endpoint
 from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
@@ -108,7 +108,9 @@ class OnPremRunbook:
     nfs_ports: str
     dr_cidr: str
     dr_subnets: str  # where the endpoint's interfaces are: the DR VPC's range
-    amazon_asn: int
+    amazon_asn: int  # Direct Connect: the gateway's
+    tgw_asn: int  # VPN: the transit gateway's, Amazon's end of each tunnel's BGP session
+    vpn_connections: int
     wan: str  # the path's capacity and what bounds it
     notes: tuple[str, ...]
     steps: tuple[GraphStep, ...]
@@ -230,6 +232,8 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         dr_cidr=dr.cidr,
         dr_subnets=str(ipaddress.ip_network(dr.cidr)),
         amazon_asn=DX_GATEWAY_ASN,
+        tgw_asn=cfg.transit_gateway_asn,
+        vpn_connections=vpn_connections(onprem.link.ports),
         wan=f"{path.capacity_gbps:g} Gbps ({path.capacity_source})",
         notes=notes,
         steps=steps,

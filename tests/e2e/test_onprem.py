@@ -64,3 +64,33 @@ def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) ->
         "500 Mbps rate asserted for datasync-agent" in v["message"] for v in refused
     )
     assert not report["policy_ok"]
+
+
+def test_the_example_over_a_vpn_plans_and_writes_its_tunnel_checklist(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["sites"]["fra1"]["link"] = {
+        "kind": "vpn",
+        "bgp_asn": 65010,
+        "address": "145.40.66.7",
+        "ports": 4,
+    }
+    raw["sites"]["fra1"]["wan_committed_gbps"] = 4
+    plan = tmp_path / "onprem-vpn.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    code, report = plan_json(plan)
+    assert code == 0, [v["message"] for s in report["stacks"] for v in s["policy"]["violations"]]
+    (stack,) = report["stacks"]
+    types = [r["type"] for r in stack["resources"]]
+    assert types.count("aws:ec2/vpnConnection:VpnConnection") == 2
+    assert "aws:directconnect/connection:Connection" not in types
+    # (the workflow names the pack config only from inside the root: none here)
+    result = CliRunner().invoke(
+        main,
+        ["generate", str(plan), "--root", str(tmp_path)],
+        env={"GPUDR_POLICY_CONFIG": None},
+    )
+    assert result.exit_code == 0, result.output
+    runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
+    assert "### 1. The VPN tunnels" in runbook
+    assert "Open UDP 500 and 4500 and IP protocol 50 (ESP)" in runbook
+    assert "Direct Connect" not in runbook.split("## On-premises checklist")[1].split("### 3.")[0]

@@ -111,7 +111,7 @@ def pull(source: OnPremSource = SOURCE) -> OnPremPull:
     )
 
 
-def link_end() -> OnPremLinkEnd:
+def link_end(source: OnPremSource = SOURCE) -> OnPremLinkEnd:
     return OnPremLinkEnd(
         "t-onprem",
         OnPremLinkEndArgs(
@@ -122,7 +122,7 @@ def link_end() -> OnPremLinkEnd:
             vpc_id="vpc-0offline",
             subnet_ids=["subnet-0a", "subnet-0b"],
             transit_gateway_id="tgw-0offline",
-            source=SOURCE,
+            source=source,
             link=WAN,
             tags={"gpudr:system": "fra-training"},
         ),
@@ -203,7 +203,44 @@ def test_link_end_declares_ports_vif_on_the_vlan_and_a_closed_endpoint(
         }
         assert rules == {(443, 443, ("10.40.0.0/16",)), (1024, 1064, ("10.40.0.0/16",))}, group.urn
 
-    return pulumi.Output.all(end.endpoint_id, end.vif_id, end.amazon_address).apply(check)
+    return pulumi.Output.all(end.endpoint_id, end.link_ids, end.amazon_address).apply(check)
+
+
+VPN_SOURCE = replace(
+    SOURCE,
+    link_kind="vpn",
+    port_gbps=1.25,
+    ports=4,
+    link_location=None,
+    vlan=None,
+    router_address="145.40.66.7",
+)
+
+
+@pulumi.runtime.test
+def test_a_vpn_link_end_is_the_router_and_two_connections_on_the_transit_gateway(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end(VPN_SOURCE)
+
+    def check(_: object) -> None:
+        (gateway,) = registered(monitor, "aws:ec2/customerGateway:CustomerGateway")
+        assert (gateway.inputs["ipAddress"], gateway.inputs["bgpAsn"]) == (
+            "145.40.66.7",
+            "65010",
+        ), gateway.urn
+        connections = registered(monitor, "aws:ec2/vpnConnection:VpnConnection")
+        assert len(connections) == 2, [c.urn for c in connections]  # 4 tunnels, 2 each
+        for c in connections:
+            assert c.inputs["customerGatewayId"] == gateway.id, c.urn
+            assert c.inputs["transitGatewayId"] == "tgw-0offline", c.urn
+            assert c.inputs["staticRoutesOnly"] is False, c.urn
+            assert c.inputs["tunnel1IkeVersions"] == ["ikev2"], c.urn
+        assert not registered(monitor, "aws:directconnect/connection:Connection")
+        (endpoint,) = registered(monitor, "aws:ec2/vpcEndpoint:VpcEndpoint")
+        assert endpoint.inputs["vpcEndpointType"] == "Interface", endpoint.urn
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
 
 
 def test_agent_arns_wait_for_every_agent_and_refuse_a_malformed_one() -> None:

@@ -286,12 +286,46 @@ def test_stores_aws_does_not_read_yet_are_refused_with_the_fix(kind: str) -> Non
     ), errors
 
 
-def test_a_vpn_is_not_an_aws_link_from_on_premises_yet() -> None:
-    link = {"kind": "vpn", "bgp_asn": 65010}
-    raw = _with("sites.fra1.link", link)
-    raw["sites"]["fra1"]["wan_committed_gbps"] = 2
+VPN = {"kind": "vpn", "bgp_asn": 65010, "address": "145.40.66.7", "ports": 4}
+
+
+def _vpn_plan(**link: Any) -> dict[str, Any]:
+    raw = _with("sites.fra1.link", {**VPN, **link})
+    raw["sites"]["fra1"]["wan_committed_gbps"] = 4
+    return raw
+
+
+def test_a_vpn_carries_its_tunnels_and_aws_bills_its_connections() -> None:
+    plan = parse_plan(_vpn_plan())
+    link = plan.onprem["fra1"].link
+    assert (link.port_gbps, link.ports, link.address) == (1.25, 4, "145.40.66.7")
+    d = design(plan)
+    (path,) = d.paths.values()
+    assert path.capacity_gbps == 4.0  # min(4 committed, 4 x 1.25 tunnels, 2 x 10 agents)
+    lines = {line.item: line for line in d.cost.lines}
+    vpn = lines["AWS VPN connections (2)"]
+    assert vpn.quantity == 2 * 730
+    assert "transit gateway attachments (VPC + 2 VPN)" in lines
+    assert not any(i.startswith("Direct Connect") for i in lines)
+
+
+@pytest.mark.parametrize(
+    ("link", "expected"),
+    [
+        ({"address": None}, "sites.fra1.link.address: is required"),
+        ({"address": "10.40.0.1"}, "is not a public IPv4 address"),
+        ({"address": "2001:db8::1"}, "is not a public IPv4 address"),
+        ({"ports": 3}, "sites.fra1.link.ports: 3 tunnels: a Site-to-Site VPN connection has two"),
+        ({"port_gbps": 2}, "sites.fra1.link.port_gbps: 2 is above a VPN tunnel's 1.25 Gbps"),
+    ],
+)
+def test_a_vpn_link_refuses_with_the_fix(link: dict[str, Any], expected: str) -> None:
+    raw = _vpn_plan(**link)
+    raw["sites"]["fra1"]["link"] = {
+        k: v for k, v in raw["sites"]["fra1"]["link"].items() if v is not None
+    }
     errors = _errors(raw)
-    assert any('"vpn" does not reach aws (site euc1); use direct-connect' in e for e in errors)
+    assert any(expected in e for e in errors), errors
 
 
 # --- hardware differences ----------------------------------------------------------------------
