@@ -14,6 +14,8 @@ Keys (documented in Pulumi.yaml):
   `azure_sts_readers`)
 - `gpudr:datasync_agent_arns`  AWS DR stacks pulling from on premises: {agent name: ARN} of the
   DataSync agents the operator activated (docs/onprem.md)
+- `gpudr:onprem_s3_access_key`, `gpudr:onprem_s3_secret_key` (secret)  the same, from an
+  S3-compatible store: the read-only key the operator created on it
 """
 
 from __future__ import annotations
@@ -52,8 +54,11 @@ class TransferCredentials:
     gcs_hmac_secret: pulumi.Output[str] | None = None  # a secret Output, never a plain str
     azure_client_id: str | None = None
     azure_tenant_id: str | None = None
-    # From on premises: {agent name: ARN}, set by the operator as each agent is activated.
+    # From on premises: {agent name: ARN}, set by the operator as each agent is activated,
+    # and an S3-compatible store's read-only key (the secret a secret Output).
     datasync_agent_arns: dict[str, str] = field(default_factory=dict)
+    onprem_s3_access_key: str | None = None
+    onprem_s3_secret_key: pulumi.Output[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,15 @@ def load() -> StackConfig:
             "gpudr:gcs_hmac_secret is stored in plain text; set it again with "
             "`pulumi config set --secret gpudr:gcs_hmac_secret ...`"
         )
+    for name, is_secret in stack_keys.ONPREM_S3_CREDENTIALS:
+        if is_secret and config.get(name) is not None and not _is_secret(config, name):
+            raise StackConfigError(
+                f"gpudr:{name} is stored in plain text; set it again with "
+                f"`pulumi config set --secret gpudr:{name} ...`"
+            )
     credentials = TransferCredentials(
+        onprem_s3_access_key=config.get(stack_keys.ONPREM_S3_ACCESS_KEY),
+        onprem_s3_secret_key=config.get_secret(stack_keys.ONPREM_S3_SECRET_KEY),
         gcs_hmac_access_id=access_id,
         gcs_hmac_secret=config.get_secret(secret),
         azure_client_id=config.get(stack_keys.AZURE_STS_CLIENT_ID),

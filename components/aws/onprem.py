@@ -35,6 +35,7 @@ ENDPOINT_PORTS = ((443, 443), (1024, 1064))
 AGENT_ARN = re.compile(r"arn:aws[a-z-]*:datasync:[a-z0-9-]+:[0-9]{12}:agent/agent-[0-9a-z]{17}")
 # File systems are read over NFS; Lustre through an NFS export of it (docs/onprem.md).
 NFS_KINDS = ("nfs", "lustre")
+OBJECT_KINDS = ("s3-compatible",)
 
 
 def check_inbound(transfers: Sequence[InboundTransfer], source: OnPremSource | None) -> None:
@@ -46,10 +47,10 @@ def check_inbound(transfers: Sequence[InboundTransfer], source: OnPremSource | N
                 f"inbound transfer from {t.source_site}: no on-premises source of that name in "
                 "gpudr:site; regenerate the stack with `gpudr generate`"
             )
-        if source.storage_kind not in NFS_KINDS:
+        if source.storage_kind not in (*NFS_KINDS, *OBJECT_KINDS):
             raise ValueError(
                 f"inbound transfer from {t.source_site}: a {source.storage_kind} store is not "
-                "read into S3 yet (docs/onprem.md, Not done); serve the data over NFS"
+                "read into S3 yet (docs/onprem.md, Not done); serve the data over NFS or S3"
             )
         schedule_expression(t)
 
@@ -69,6 +70,21 @@ def agent_arns(source: OnPremSource, configured: Mapping[str, str]) -> list[str]
             )
         out.append(arn)
     return out
+
+
+def missing_key_message(source: OnPremSource, stack: str) -> str:
+    """What to do before the tasks can read an S3-compatible store: its read-only key."""
+    return "\n".join(
+        [
+            f"DataSync tasks from {source.site} are not declared: gpudr:onprem_s3_access_key and "
+            f"gpudr:onprem_s3_secret_key (secret) are not set. Create a read-only key for "
+            f"bucket {source.storage_path} on {source.storage_host}, then:",
+            f"  pulumi config set gpudr:onprem_s3_access_key <access key> -s {stack}",
+            f"  pulumi config set --secret gpudr:onprem_s3_secret_key -s {stack}   "
+            "# prompts; not in your shell history",
+            f"  pulumi up -s {stack}",
+        ]
+    )
 
 
 def missing_agents_message(source: OnPremSource, configured: Mapping[str, str], stack: str) -> str:
@@ -269,6 +285,9 @@ class OnPremPullArgs:
     log_group_arn: pulumi.Input[str] | None  # Enhanced mode tasks log there; Basic: None
     task_name: str
     tags: dict[str, str]
+    # An S3-compatible store: the read-only key its agents sign in with (a secret Output).
+    access_key: str | None = None
+    secret_key: pulumi.Output[str] | None = None
 
 
 class OnPremPull(pulumi.ComponentResource):
@@ -315,17 +334,8 @@ class OnPremPull(pulumi.ComponentResource):
         )
         tasks = []
         for t in args.transfers:
-            source = aws.datasync.NfsLocation(
-                f"{name}-from-{t.source_site}-source",
-                server_hostname=args.source.storage_host,
-                subdirectory=t.source_bucket,
-                on_prem_config=aws.datasync.NfsLocationOnPremConfigArgs(
-                    agent_arns=list(args.agent_arns)
-                ),
-                region=args.region,
-                tags=args.tags,
-                opts=child,
-            )
+            source = _source_location(f"{name}-from-{t.source_site}-source", args, t, child)
+            object_store = args.source.storage_kind in OBJECT_KINDS
             tasks.append(
                 aws.datasync.Task(
                     f"{name}-from-{t.source_site}",
@@ -337,7 +347,7 @@ class OnPremPull(pulumi.ComponentResource):
                         schedule_expression=schedule_expression(t), status="ENABLED"
                     ),
                     cloudwatch_log_group_arn=args.log_group_arn,
-                    options=_onprem_options(t),
+                    options=_options(t) if object_store else _onprem_options(t),
                     region=args.region,
                     tags={**args.tags, "gpudr:schedule-s": str(t.schedule_s)},
                     opts=child,
@@ -345,6 +355,47 @@ class OnPremPull(pulumi.ComponentResource):
             )
         self.task_arns = pulumi.Output.all(*[task.arn for task in tasks])
         self.register_outputs({"task_arns": self.task_arns})
+
+
+def _source_location(
+    name: str, args: OnPremPullArgs, t: InboundTransfer, child: pulumi.ResourceOptions
+) -> aws.datasync.NfsLocation | aws.datasync.LocationObjectStorage:
+    """The class's directory of the export, or its prefix of the bucket, read by every agent."""
+    src = args.source
+    if src.storage_kind in NFS_KINDS:
+        return aws.datasync.NfsLocation(
+            name,
+            server_hostname=src.storage_host,
+            subdirectory=t.source_bucket,
+            on_prem_config=aws.datasync.NfsLocationOnPremConfigArgs(
+                agent_arns=list(args.agent_arns)
+            ),
+            region=args.region,
+            tags=args.tags,
+            opts=child,
+        )
+    # The key's secret comes from secret config, as an Output; marked secret again whatever its
+    # origin, so that it is encrypted in the state and masked in every diff.
+    if args.access_key is None or not isinstance(args.secret_key, pulumi.Output):
+        raise TypeError(
+            f"{name}: an S3-compatible store is read with an access key and a secret Output "
+            "(config.get_secret), not a plain value"
+        )
+    secret_key: pulumi.Output[str] = pulumi.Output.secret(args.secret_key)
+    return aws.datasync.LocationObjectStorage(
+        name,
+        server_hostname=src.storage_host,
+        server_port=src.storage_port or 443,
+        server_protocol="HTTPS",
+        bucket_name=src.storage_path,
+        subdirectory=t.source_bucket,
+        agent_arns=list(args.agent_arns),
+        access_key=args.access_key,
+        secret_key=secret_key,
+        region=args.region,
+        tags=args.tags,
+        opts=child,
+    )
 
 
 def _onprem_options(t: InboundTransfer) -> aws.datasync.TaskOptionsArgs:

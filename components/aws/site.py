@@ -35,12 +35,14 @@ from components.aws.links import (
 from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.onprem import (
+    OBJECT_KINDS,
     OnPremLinkEnd,
     OnPremLinkEndArgs,
     OnPremPull,
     OnPremPullArgs,
     agent_arns,
     missing_agents_message,
+    missing_key_message,
 )
 from components.aws.onprem import check_inbound as check_onprem_inbound
 from components.aws.replication import (
@@ -462,11 +464,16 @@ class AwsSite(pulumi.ComponentResource):
         cfg = args.config
         source = cfg.onprem
         assert source is not None
-        configured = args.credentials.datasync_agent_arns
+        creds = args.credentials
+        configured = creds.datasync_agent_arns
         arns = agent_arns(source, configured)
         if arns is None:
             stack = pulumi.get_stack()
             pulumi.log.warn(missing_agents_message(source, configured, stack), resource=self)
+            return
+        keyed = creds.onprem_s3_access_key is not None and creds.onprem_s3_secret_key is not None
+        if source.storage_kind in OBJECT_KINDS and not keyed:
+            pulumi.log.warn(missing_key_message(source, pulumi.get_stack()), resource=self)
             return
         logs = None
         if source.task_mode == "ENHANCED":
@@ -492,6 +499,8 @@ class AwsSite(pulumi.ComponentResource):
                     log_group_arn=logs.log_group_arn if logs else None,
                     task_name=datasync_task_prefix(cfg.system, cfg.site, b.data_class),
                     tags=site_tags(cfg, "transfer", data_class=b.data_class),
+                    access_key=creds.onprem_s3_access_key,
+                    secret_key=creds.onprem_s3_secret_key,
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
             )

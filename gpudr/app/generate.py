@@ -39,12 +39,15 @@ from gpudr.build.stackconfig import (
 )
 from gpudr.contract.stack import (
     DATASYNC_AGENT_ARNS_KEY,
+    ONPREM_S3_ACCESS_KEY,
+    ONPREM_S3_SECRET_KEY,
     OPERATOR_KEYS,
     SECRET_KEYS,
     SECRETS_PROVIDER_KEYS,
 )
+from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
-from gpudr.core.enums import WeightsLock
+from gpudr.core.enums import StorageKind, WeightsLock
 from gpudr.core.spec import Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
@@ -174,11 +177,18 @@ def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
     onprem = plan.onprem.get(site.protects or "")
     if onprem is None:
         return {"agents": [], "runbook": ""}
+    keys = []
+    if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+        keys = [
+            f"pulumi config set {config_key_of(ONPREM_S3_ACCESS_KEY)} <access key> -s {stack}",
+            f"pulumi config set --secret {config_key_of(ONPREM_S3_SECRET_KEY)} -s {stack}",
+        ]
     return {
         "agents": [
             f"pulumi config set --path '{DATASYNC_AGENT_ARNS_KEY}.{a.name}' <its ARN> -s {stack}"
             for a in onprem.agents
-        ],
+        ]
+        + keys,
         "runbook": onprem_runbook_path(plan.name, onprem.name, site.name),
     }
 

@@ -875,10 +875,10 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
 ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
     Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
 }
-# The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet": an
-# object store needs its access key as secret config, HDFS its user or Kerberos principal).
+# The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet":
+# HDFS needs its user or Kerberos principal).
 ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
-    Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE),
+    Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
 }
 _ONPREM_FIELDS = (
     "cloud",

@@ -101,11 +101,12 @@ class OnPremRunbook:
     agents: tuple[AgentRow, ...]
     agent_vm: dict[str, object]
     storage_host: str
-    export: str
+    storage_port: int | None
+    export: str  # the export, or the bucket
     task_mode: str
     endpoint_ports: str
     activation_port: str
-    nfs_ports: str
+    store_ports: str  # what the agents open to the store
     dr_cidr: str
     dr_subnets: str  # where the endpoint's interfaces are: the DR VPC's range
     amazon_asn: int  # Direct Connect: the gateway's
@@ -224,11 +225,12 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         agents=agents,
         agent_vm=dict(reference.defaults()["links"]["onprem"]["agent_vm"]),
         storage_host=endpoint.host,
+        storage_port=endpoint.port,
         export=endpoint.path,
         task_mode=cfg.onprem.task_mode,
         endpoint_ports=ENDPOINT_PORTS,
         activation_port=ACTIVATION_PORT,
-        nfs_ports=NFS_PORTS,
+        store_ports=NFS_PORTS if endpoint.port is None else f"TCP {endpoint.port} (HTTPS)",
         dr_cidr=dr.cidr,
         dr_subnets=str(ipaddress.ip_network(dr.cidr)),
         amazon_asn=DX_GATEWAY_ASN,

@@ -94,3 +94,37 @@ def test_the_example_over_a_vpn_plans_and_writes_its_tunnel_checklist(tmp_path: 
     assert "### 1. The VPN tunnels" in runbook
     assert "Open UDP 500 and 4500 and IP protocol 50 (ESP)" in runbook
     assert "Direct Connect" not in runbook.split("## On-premises checklist")[1].split("### 3.")[0]
+
+
+def test_the_example_from_an_object_store_plans_with_the_stores_key(tmp_path: Path) -> None:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["sites"]["fra1"]["storage"] = {
+        "kind": "s3-compatible",
+        "endpoint": "https://minio.dc1.lan:9000/ml-data",
+    }
+    plan = tmp_path / "onprem-minio.yaml"
+    plan.write_text(yaml.safe_dump(raw))
+    code, report = plan_json(plan)
+    assert code == 0, [v["message"] for s in report["stacks"] for v in s["policy"]["violations"]]
+    (stack,) = report["stacks"]
+    sources = [
+        r
+        for r in stack["resources"]
+        if r["type"] == "aws:datasync/locationObjectStorage:LocationObjectStorage"
+    ]
+    assert len(sources) == 3
+    # The key's secret (the offline stand-in) is registered as a secret, and only there.
+    for r in stack["resources"]:
+        if r in sources:
+            assert r["inputs"]["secretKey"]["4dabf18193072939515e22adb298388d"], r["urn"]
+        else:
+            assert "offline-not-a-real-secret" not in json.dumps(r), r["urn"]
+    result = CliRunner().invoke(
+        main,
+        ["generate", str(plan), "--root", str(tmp_path)],
+        env={"GPUDR_POLICY_CONFIG": None},
+    )
+    assert result.exit_code == 0, result.output
+    runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
+    assert "### 5. The bucket and its read-only key" in runbook
+    assert "minio.dc1.lan (the s3-compatible server) | TCP 9000 (HTTPS)" in runbook

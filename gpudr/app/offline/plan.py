@@ -10,9 +10,22 @@ from gpudr.app.offline.mocks import GpudrMocks
 from gpudr.app.offline.mocks_aws import OFFLINE_ACCOUNT as MOCK_ACCOUNT
 from gpudr.app.offline.run import StackRun, run_stack, unwrap_secret
 from gpudr.build.stackconfig import stack_config_values, stack_name
-from gpudr.contract.stack import CONFIG_NAMESPACE, DATASYNC_AGENT_ARNS_KEY
+from gpudr.contract.stack import (
+    CONFIG_NAMESPACE,
+    DATASYNC_AGENT_ARNS_KEY,
+    ONPREM_S3_ACCESS_KEY,
+    ONPREM_S3_SECRET_KEY,
+)
+from gpudr.contract.stack import key as config_key
 from gpudr.core.design import Design
+from gpudr.core.enums import StorageKind
 from gpudr.core.spec import OnPremSite
+
+# What the operator sets on a DR stack reading an S3-compatible store on premises, offline.
+OFFLINE_S3_KEY = {
+    config_key(ONPREM_S3_ACCESS_KEY): "OFFLINEACCESSKEY",
+    config_key(ONPREM_S3_SECRET_KEY): "offline-not-a-real-secret",
+}
 
 
 class ProgramError(RuntimeError):
@@ -85,7 +98,12 @@ def run_design(
             copied, secret_keys = credential_config(exported[site.protects], site.name)
             config.update(copied)
         if site.protects in plan.onprem:
-            config.update(activated_agents(plan.onprem[site.protects], site.region))
+            onprem = plan.onprem[site.protects]
+            config.update(activated_agents(onprem, site.region))
+            if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+                # The read-only key the operator creates on the store: an offline stand-in.
+                config.update(OFFLINE_S3_KEY)
+                secret_keys.append(config_key(ONPREM_S3_SECRET_KEY))
         try:
             run = run_stack(
                 stack, config, GpudrMocks(default_region=site.region), secret_keys=secret_keys

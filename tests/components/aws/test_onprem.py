@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pulumi
 import pytest
+import yaml
+from pulumi.runtime import rpc
 
 from components.aws.onprem import (
     OnPremLinkEnd,
@@ -27,7 +29,7 @@ from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY
 from gpudr.core.design import design
-from gpudr.core.spec import load_plan
+from gpudr.core.spec import load_plan, parse_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "eu-central-1"
@@ -92,7 +94,18 @@ def registered(monitor: RecordingMonitor, typ: str) -> list[Registration]:
     return [r for r in monitor.registrations if r.type == typ]
 
 
-def pull(source: OnPremSource = SOURCE) -> OnPremPull:
+S3_SOURCE = replace(
+    SOURCE,
+    storage_kind="s3-compatible",
+    storage_host="minio.dc1.lan",
+    storage_port=9000,
+    storage_path="ml-data",
+    task_mode="BASIC",
+)
+S3_SECRET = "offline-minio-secret-not-real-000"
+
+
+def pull(source: OnPremSource = SOURCE, secret: object = None) -> OnPremPull:
     return OnPremPull(
         "t-ckpt",
         OnPremPullArgs(
@@ -107,6 +120,8 @@ def pull(source: OnPremSource = SOURCE) -> OnPremPull:
             log_group_arn=f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/datasync",
             task_name="gpudr-fra-training-euc1-checkpoints",
             tags={"gpudr:system": "fra-training"},
+            access_key="MINIOREADONLY" if secret is not None else None,
+            secret_key=secret,  # type: ignore[arg-type]
         ),
     )
 
@@ -156,6 +171,39 @@ def test_nfs_source_is_read_through_every_agent_on_the_planned_schedule(
         assert options["posixPermissions"] == "PRESERVE", task.urn
 
     return component.task_arns.apply(check)
+
+
+@pulumi.runtime.test
+def test_an_object_store_is_read_over_https_with_a_secret_key_in_basic_mode(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    component = pull(S3_SOURCE, secret=pulumi.Output.secret(S3_SECRET))
+
+    def check(_: object) -> None:
+        (source,) = registered(monitor, "aws:datasync/locationObjectStorage:LocationObjectStorage")
+        i = source.inputs
+        assert (i["serverHostname"], i["serverPort"], i["serverProtocol"]) == (
+            "minio.dc1.lan",
+            9000,
+            "HTTPS",
+        ), source.urn
+        assert (i["bucketName"], i["subdirectory"]) == ("ml-data", "/exports/ml/checkpoints")
+        assert i["agentArns"] == list(ARNS), source.urn
+        assert i["accessKey"] == "MINIOREADONLY", source.urn
+        assert rpc.is_rpc_secret(i["secretKey"]), source.urn
+        for r in monitor.registrations:
+            if r is not source:
+                assert S3_SECRET not in json.dumps(r.inputs), r.urn
+        (task,) = registered(monitor, "aws:datasync/task:Task")
+        assert task.inputs["taskMode"] == "BASIC", task.urn
+        assert "posixPermissions" not in task.inputs["options"], task.urn
+
+    return component.task_arns.apply(check)
+
+
+def test_an_object_store_without_a_secret_output_is_refused(monitor: RecordingMonitor) -> None:
+    with pytest.raises(TypeError, match="secret Output"):
+        pull(S3_SOURCE, secret=S3_SECRET)
 
 
 @pulumi.runtime.test
@@ -253,7 +301,7 @@ def test_agent_arns_wait_for_every_agent_and_refuse_a_malformed_one() -> None:
 @pytest.mark.parametrize(
     ("source", "transfer", "error"),
     [
-        (replace(SOURCE, storage_kind="s3-compatible"), CHECKPOINTS, "not read into S3 yet"),
+        (replace(SOURCE, storage_kind="hdfs"), CHECKPOINTS, "not read into S3 yet"),
         (SOURCE, replace(CHECKPOINTS, source_site="other"), "no on-premises source"),
         (SOURCE, replace(CHECKPOINTS, schedule_s=1800), "whole number of hours"),
     ],
@@ -298,3 +346,24 @@ def test_a_malformed_agent_arn_stops_the_dr_stack() -> None:
     bad = {DATASYNC_AGENT_ARNS_KEY: {"dsa-1": "not-an-arn", "dsa-2": ARNS[1]}}
     with pytest.raises(Exception, match="not a DataSync agent ARN"):
         _dr_stack(bad)
+
+
+def test_an_object_store_without_its_key_declares_no_task() -> None:
+    """Agents activated, but no read-only key for the bucket yet: fail closed."""
+    raw = yaml.safe_load((ROOT / "examples" / "onprem-to-aws.yaml").read_text())
+    raw["sites"]["fra1"]["storage"] = {
+        "kind": "s3-compatible",
+        "endpoint": "https://s3.lan/ml-data",
+    }
+    plan = parse_plan(raw)
+    site = plan.sites["euc1"]
+    config = {
+        **stack_config_values(design(plan), site),
+        **activated_agents(plan.onprem["fra1"], site.region),
+    }
+    regs = run_stack(stack_name(plan, site), config, GpudrMocks(default_region=site.region))
+    assert not [r for r in regs.registrations if r.type == "aws:datasync/task:Task"]
+    config["gpudr:onprem_s3_secret_key"] = "plain-text"
+    config["gpudr:onprem_s3_access_key"] = "KEY"
+    with pytest.raises(Exception, match="onprem_s3_secret_key is stored in plain text"):
+        run_stack(stack_name(plan, site), config, GpudrMocks(default_region=site.region))
