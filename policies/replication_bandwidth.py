@@ -110,11 +110,15 @@ RUNS_ON = {
     # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
     "datasync-agent": "data-replica",
 }
-# What raises each bound, where it is not a vendor's quota.
+# What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
+# is the least of three bounds, and nothing registered says which one holds (the committed WAN
+# is not a resource): the three, and where `gpudr plan` names the one that binds.
 RAISE = {
     "datasync-agent": (
-        "Commit more WAN bandwidth to DR (wan_committed_gbps of the on-premises site, with the "
-        "link ports and agents to carry it)"
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the link's ports x port speed (add ports "
+        "or tunnels), or the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.datasync_agent_gbps)"
     ),
 }
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)

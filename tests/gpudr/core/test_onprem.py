@@ -257,6 +257,29 @@ def test_an_undersized_wan_is_not_met_and_says_by_how_much() -> None:
     assert data and not any(w.meets for w in data)
     assert any("Gbps short" in n for w in data for n in w.notes)
     assert not d.meets
+    notes = [n for w in data for n in w.notes]
+    # The ports are the user's: the note names the bound that holds and what raises it.
+    assert any(
+        "0.46 Gbps short; commit more WAN bandwidth to DR (sites.fra1.wan_committed_gbps, "
+        "0.5 Gbps)" in n
+        for n in notes
+    ), notes
+    assert not any("largest Direct Connect plan" in n or "dual-write" in n for n in notes), notes
+
+
+def test_too_few_agents_are_named_as_the_bound_with_their_fix() -> None:
+    raw = _with("sites.fra1.agents", 1)
+    raw["quotas"] = {"datasync_agent_gbps": 0.5}
+    d = design(parse_plan(raw))
+    notes = [n for w in d.workloads if w.kind == "data" for n in w.notes]
+    fix = (
+        "add agents (sites.fra1.agents, 1 of at most 4) or, with a measured rate, raise "
+        "quotas.datasync_agent_gbps (0.5 Gbps per agent)"
+    )
+    assert any(f"Gbps short; {fix}" in n for n in notes), notes
+    # A schedule that cannot meet the RPO names the same fixes, never dual write.
+    missed = [n for n in notes if n.startswith("even the shortest schedule")]
+    assert missed and all(n.endswith(f": {fix}, or relax the RPO") for n in missed), missed
 
 
 def test_costs_are_aws_lines_only_and_no_egress() -> None:
