@@ -1406,7 +1406,8 @@ def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[U
         runs = SECONDS_PER_MONTH / f.schedule.interval_s
         every = fmt_duration(f.schedule.interval_s)
         yield _usage("datasync-executions", dr, runs, True, data_class=f.data_class, every=every)
-    yield _usage("datasync-endpoint-processing", dr, gb, True, data_class=f.data_class)
+    link = "Direct Connect" if site.link.kind == OnPremLinkKind.DIRECT_CONNECT else "the VPN"
+    yield _usage("tgw-processing-onprem", dr, gb, True, data_class=f.data_class, link=link)
 
 
 def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
