@@ -135,7 +135,7 @@ def test_the_example_from_an_object_store_plans_with_the_stores_key(tmp_path: Pa
     assert result.exit_code == 0, result.output
     runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
     assert "### 5. The bucket and its read-only key" in runbook
-    assert "Enhanced mode" not in runbook  # Basic-mode tasks: any agent runs them
+    assert "deploy every agent for Enhanced mode" not in runbook  # Basic-mode tasks
     assert "minio.dc1.lan (the s3-compatible server) | TCP 9000 (HTTPS)" in runbook
 
 
