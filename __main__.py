@@ -56,6 +56,11 @@ def site(stack: StackConfig) -> None:
         # AWS: {data class: ARN of the role its dual writer's pods assume here}, for the
         # writer's EKS Pod Identity association.
         pulumi.export("writer_role_arns", component.writer_role_arns)
+    onprem = getattr(component, "onprem", None)
+    if onprem is not None:
+        # The DataSync endpoint the on-premises agents are activated against, and the transit
+        # virtual interface's BGP peer addresses for the router (runbook, on-premises checklist).
+        pulumi.export("onprem", onprem)
 
 
 def drill(stack: StackConfig, config: DrillConfig) -> None:

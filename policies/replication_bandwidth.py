@@ -107,6 +107,19 @@ RUNS_ON = {
     # One dual-region bucket, owned by the DR site's stack, replicates itself.
     "gcs-turbo": "data-dual-region",
     "gcs-dual-region": "data-dual-region",
+    # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
+    "datasync-agent": "data-replica",
+}
+# What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
+# is the least of three bounds, and nothing registered says which one holds (the committed WAN
+# is not a resource): the three, and where `gpudr plan` names the one that binds.
+RAISE = {
+    "datasync-agent": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the link's ports x port speed (add ports "
+        "or tunnels), or the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.datasync_agent_gbps)"
+    ),
 }
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
@@ -205,7 +218,7 @@ def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] 
 def _check_quotas(
     classes: list[tuple[PolicyResource, DataClass]], headroom: float, report: ReportViolation
 ) -> None:
-    for mechanism in QUOTA_BOUND:
+    for mechanism in (*QUOTA_BOUND, "datasync-agent"):
         group = [
             (b, d) for b, d in classes if d.mechanism == mechanism and d.role == RUNS_ON[mechanism]
         ]
@@ -223,9 +236,14 @@ def _check_quotas(
                 f"({names}), {mbps(need * headroom)} with headroom {headroom:g}, above the "
                 f"{mbps(quota)} rate asserted for {mechanism}"
                 + (" (S3 RTC's 15-minute SLA is void above it)" if mechanism == "crr-rtc" else "")
-                + f". Raise the quota (for S3 RTC ask AWS support, then set quotas."
-                f"{QUOTA_BOUND[mechanism]} in the plan), reduce the bursts (dedup, compression), "
-                "or relax the RPO; then regenerate the stack.",
+                + ". "
+                + RAISE.get(
+                    mechanism,
+                    "Raise the quota (for S3 RTC ask AWS support, then set quotas."
+                    f"{QUOTA_BOUND.get(mechanism)} in the plan)",
+                )
+                + ", reduce the bursts (dedup, compression), or relax the RPO; then regenerate "
+                "the stack.",
                 bucket.urn,
             )
 

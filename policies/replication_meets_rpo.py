@@ -78,6 +78,8 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     "azure-or": ("data-source", AZ_STORAGE_ACCOUNT),  # policies owned by the primary's stack
     "sts": ("data-replica", GCS_BUCKET),  # the job lives at the DR site
     "datasync": ("data-replica", S3_BUCKET),
+    # From on premises: the tasks read through agents there, asserting the WAN rate.
+    "datasync-agent": ("data-replica", S3_BUCKET),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
@@ -291,6 +293,16 @@ def _check_pull(
         fix = (
             "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "
             'bucket and schedule.repeat_interval (e.g. "3600s")'
+        )
+    elif d.mechanism == "datasync-agent":
+        # gpudr's DR stack declares these tasks only once the agents on premises are activated
+        # (fail closed): what is missing is the activation, not a resource to write by hand.
+        jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
+        fix = (
+            "Activate the on-premises DataSync agents against this stack's DataSync endpoint "
+            "and set each one's ARN in gpudr:datasync_agent_arns (pulumi config set --path "
+            "'gpudr:datasync_agent_arns.<agent>' <arn>; the runbook's checklist), then pulumi up "
+            'declares the aws.datasync.Task on schedule "rate(N hours)"'
         )
     else:
         jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"

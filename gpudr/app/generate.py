@@ -37,12 +37,22 @@ from gpudr.build.stackconfig import (
     stack_name,
     transfer_credential_keys,
 )
-from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
+from gpudr.contract.stack import (
+    DATASYNC_AGENT_ARNS_KEY,
+    ONPREM_S3_ACCESS_KEY,
+    ONPREM_S3_SECRET_KEY,
+    OPERATOR_KEYS,
+    SECRET_KEYS,
+    SECRETS_PROVIDER_KEYS,
+)
+from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
-from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, WeightsLock
-from gpudr.core.spec import Plan, drill_schedule
+from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, StorageKind, WeightsLock
+from gpudr.core.spec import Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
+from gpudr.docs.onprem_runbook import render_onprem_runbooks
+from gpudr.docs.onprem_runbook import runbook_path as onprem_runbook_path
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.docs.templating import environment
 
@@ -123,7 +133,11 @@ def render_all(design: Design, plan_path: str, pack_config: str | None = None) -
     organisation's policy pack config the workflow judges the plan under (same form)."""
     command = command_for(plan_path)
     files = render_stack_files(design, command)
-    runbooks = render_runbooks(design, f"<!-- {header_text(command, design.plan.name)} -->")
+    runbook_header = f"<!-- {header_text(command, design.plan.name)} -->"
+    runbooks = {
+        **render_runbooks(design, runbook_header),
+        **render_onprem_runbooks(design, runbook_header),
+    }
     files += [Rendered(p, "runbook", text) for p, text in sorted(runbooks.items())]
     files.append(render_drills(design, plan_path, pack_config))
     files.append(render_workflow(design, plan_path, [f.path for f in files], pack_config))
@@ -148,12 +162,35 @@ def render_stack_files(design: Design, command: str) -> list[Rendered]:
                 {"key": c.key, "secret": c.secret, "command": c.command(name)}
                 for c in transfer_credential_keys(design, site)
             ],
+            **_onprem_context(plan, site, name),
         }
         config = stack_config_values(design, site)
         text = _render_stack(context, {"config": config})
         path = f"{STACKS_DIR}/Pulumi.{name}.yaml"
         files.append(Rendered(path, "stack", text, name, context, config))
     return files
+
+
+def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
+    """A DR site of an on-premises site: each agent's ARN, set once it is activated, and the
+    runbook whose checklist says how."""
+    onprem = plan.onprem.get(site.protects or "")
+    if onprem is None:
+        return {"agents": [], "runbook": ""}
+    keys = []
+    if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+        keys = [
+            f"pulumi config set {config_key_of(ONPREM_S3_ACCESS_KEY)} <access key> -s {stack}",
+            f"pulumi config set --secret {config_key_of(ONPREM_S3_SECRET_KEY)} -s {stack}",
+        ]
+    return {
+        "agents": [
+            f"pulumi config set --path '{DATASYNC_AGENT_ARNS_KEY}.{a.name}' <its ARN> -s {stack}"
+            for a in onprem.agents
+        ]
+        + keys,
+        "runbook": onprem_runbook_path(plan.name, onprem.name, site.name),
+    }
 
 
 def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:

@@ -60,11 +60,11 @@ class InboundTransfer:
     """A scheduled pull into this (replica) bucket, owned by the DR stack: the DR site holds
     the job and the identity it uses, so it can run and change them with the primary gone."""
 
-    service: str  # sts (into GCS) | datasync (into S3)
-    source_cloud: str  # aws | gcp | azure
+    service: str  # sts (into GCS) | datasync (into S3) | datasync-agent (into S3, on premises)
+    source_cloud: str  # aws | gcp | azure | onprem
     source_site: str
     source_region: str
-    source_bucket: str  # S3/GCS bucket, or the Azure container
+    source_bucket: str  # S3/GCS bucket, the Azure container, or the on-premises class path
     source_account: str | None  # AWS account owning the source bucket (sts from S3)
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
@@ -224,6 +224,32 @@ class AzureStsReader:
 
 
 @dataclass(frozen=True)
+class OnPremSource:
+    """On a DR site protecting an on-premises site: what its DataSync tasks read there and the
+    link they come over. Nothing is deployed on premises: the agents are VMs the operator runs
+    and activates (their ARNs reach the stack as config, `gpudr:datasync_agent_arns`), and the
+    router and firewall settings are the runbook's checklist."""
+
+    site: str
+    location: str
+    cidr: str  # the on-premises prefix the link routes to the DR site
+    storage_kind: str  # nfs | lustre | s3-compatible | hdfs
+    storage_host: str
+    storage_port: int | None  # s3-compatible, hdfs
+    storage_path: str  # the export, the bucket, or the HDFS directory
+    agents: tuple[str, ...]  # agent names, as the operator's config maps them to ARNs
+    task_mode: str  # ENHANCED | BASIC (DataSync's TaskMode)
+    link_kind: str  # direct-connect | vpn
+    port_gbps: float  # per port (per tunnel for a VPN)
+    ports: int  # Direct Connect ports, or VPN tunnels (two per connection)
+    link_location: str | None
+    bgp_asn: int
+    vlan: int | None
+    committed_gbps: float
+    router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
+
+
+@dataclass(frozen=True)
 class LogsConfig:
     """Where a site's access, flow and control-plane logs go, and for how long (the plan's
     `logging.retention`). One sink per site, owned by the site's stack, encrypted with the
@@ -265,12 +291,15 @@ class SiteConfig:
     # None only in a config built by hand; `from_dict` requires it, and every site component
     # refuses to build without it (`require_logs`): a site never deploys unlogged.
     logs: LogsConfig | None = None
+    onprem: OnPremSource | None = None  # a DR site protecting an on-premises site
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
         for cluster in cleaned["clusters"]:
             if cluster["system_pool"] is None:  # only AKS clusters have one
                 del cluster["system_pool"]
+        if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
+            del cleaned["onprem"]
         return cleaned
 
     @staticmethod
@@ -314,6 +343,9 @@ class SiteConfig:
             AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
             for x in d.get("azure_sts_readers", ())
         )
+        if d.get("onprem") is not None:
+            src = _ints(d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan"))
+            d["onprem"] = OnPremSource(**{**src, "agents": tuple(src["agents"])})
         if "logs" not in d:
             raise KeyError("logs (the site's log sink; regenerate the stack files)")
         d["logs"] = LogsConfig(**_ints(d["logs"], ("retention_days",)))

@@ -137,6 +137,14 @@ RULES: dict[str, Rule] = {
     "datasync-fee": Rule(
         "replication", "GB", {Cloud.AWS: ("datasync_gb", "enhanced")}, "{data_class} datasync fee"
     ),
+    # From on premises through agents: Enhanced mode for NFS, Basic for object stores and HDFS
+    # (design.datasync_mode).
+    "datasync-agent-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.AWS: ("datasync_gb", "{mode}")},
+        "{data_class} DataSync fee ({mode} mode, agents on premises)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -183,6 +191,23 @@ RULES: dict[str, Rule] = {
         "endpoint-AZ-hour",
         {Cloud.AWS: ("vpce_interface_az_hour",)},
         "S3 interface endpoint for dual writes ({azs} AZs)",
+    ),
+    # The DataSync interface endpoint on-premises agents reach over the private link.
+    "datasync-endpoint-hours": Rule(
+        "network",
+        "endpoint-AZ-hour",
+        {Cloud.AWS: ("vpce_interface_az_hour",)},
+        "DataSync interface endpoint for the on-premises agents ({azs} AZs)",
+    ),
+    # The endpoint carries only the agents' control traffic: the data goes to the task's
+    # network interfaces in the DR VPC (DataSync, "Network interfaces for transfers" and its
+    # Direct Connect architectures), so it is billed where it enters the VPC: the transit
+    # gateway the Direct Connect gateway or the VPN is attached to processes every GB.
+    "tgw-processing-onprem": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("tgw_processed_gb",)},
+        "{data_class} from on premises into the transit gateway over {link}",
     ),
     # Links
     "tgw-attachments": Rule(

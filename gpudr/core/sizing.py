@@ -769,6 +769,30 @@ def critical_path(steps: Sequence[TimedStep], end: str) -> tuple[tuple[str, floa
     return tuple(reversed(chain))
 
 
+# --- an on-premises site's WAN ---------------------------------------------------------------
+
+WAN_COMMITTED = "committed"
+WAN_LINK = "link"
+WAN_AGENTS = "agents"
+
+
+def onprem_path_gbps(
+    committed_gbps: float, link_gbps: float, agents: int, per_agent_gbps: float
+) -> tuple[float, str]:
+    """What transfers from on premises get, and which bound it is: the least of the WAN
+    bandwidth committed to DR, what the link's ports carry, and what the agents move.
+
+    capacity = min(committed, ports x port speed, agents x per-agent rate)
+    """
+    bounds = {
+        WAN_COMMITTED: committed_gbps,
+        WAN_LINK: link_gbps,
+        WAN_AGENTS: agents * per_agent_gbps,
+    }
+    which = min(bounds, key=lambda k: bounds[k])
+    return bounds[which], which
+
+
 # --- dedicated links ------------------------------------------------------------------------
 
 

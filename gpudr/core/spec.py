@@ -26,13 +26,19 @@ from gpudr.core.enums import (
     DR_PATTERNS,
     DRILL_MAX_TTL_S,
     DUAL_REGION,
+    DX_GATEWAY_ASN,
+    ONPREM,
     Cloud,
     DataClass,
+    GpuInterconnect,
     LinkKind,
     Mechanism,
+    OnPremLinkKind,
     Pattern,
     SiteRole,
+    StorageKind,
     WeightsLock,
+    transit_gateway_asn,
 )
 from gpudr.core.units import (
     UnitError,
@@ -46,6 +52,7 @@ from gpudr.core.units import (
 # `auto` in the spec: the planner chooses (a pattern, a mechanism); parsed to None.
 AUTO = "auto"
 SUPPORTED_CLOUDS = tuple(Cloud)
+SITE_KINDS = (*SUPPORTED_CLOUDS, ONPREM)  # what a site's `cloud:` may say
 REPLICATION_CHOICES = (AUTO, *(m for m in Mechanism if m is not Mechanism.NONE))
 PATTERN_CHOICES = (AUTO, *DR_PATTERNS)
 # (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
@@ -129,6 +136,67 @@ class Site:
     link: LinkSpec | None
     api_public_cidrs: tuple[str, ...]
     project: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuInventory:
+    """`gpus:` of an on-premises site: what the cluster runs on, as it is."""
+
+    model: str  # a model of gpudr/core/data/hardware.yaml (h100-sxm, a100-sxm-80gb, ...)
+    nodes: int
+    gpus_per_node: int
+    bare_metal: bool
+    interconnect: GpuInterconnect
+
+
+@dataclass(frozen=True)
+class OnPremStorage:
+    kind: StorageKind
+    endpoint: str  # nfs: host:/export; s3-compatible: https URL; hdfs: host:port
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A host on premises that will run a transfer agent (a VM the operator deploys)."""
+
+    name: str
+    address: str | None  # None: not given yet (`agents: N`); the checklist asks for it
+
+
+@dataclass(frozen=True)
+class OnPremLink:
+    kind: OnPremLinkKind
+    port_gbps: float  # per port (per tunnel for a VPN)
+    ports: int
+    location: str | None  # the provider's location code (Direct Connect: EqFA5)
+    bgp_asn: int | None  # your router's ASN
+    vlan: int | None  # the 802.1Q tag of the virtual interface
+    address: str | None = None  # vpn: your router's public IPv4 address
+
+    @property
+    def capacity_gbps(self) -> float:
+        return self.port_gbps * self.ports
+
+
+@dataclass(frozen=True)
+class OnPremSite:
+    """A primary site in your own data centre (`cloud: onprem`). gpudr deploys nothing there:
+    it has no stack; its side of replication and of the link is the runbook's checklist."""
+
+    name: str
+    location: str
+    gpus: GpuInventory
+    storage: OnPremStorage
+    agents: tuple[Agent, ...]
+    link: OnPremLink
+    wan_committed_gbps: float
+    cidr: str
+    role: SiteRole = SiteRole.PRIMARY
+
+    @property
+    def region(self) -> str:
+        """Where it is, as notes about "the failed region" name it."""
+        return self.location
 
 
 @dataclass(frozen=True)
@@ -245,6 +313,7 @@ class Quotas:
     gcs_turbo_gbps: float
     gcs_dual_region_gbps: float
     overridden: frozenset[str] = frozenset()
+    datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
 
 
 @dataclass(frozen=True)
@@ -339,6 +408,8 @@ class Plan:
     data_site_names: tuple[str, ...] = field(default=())
     drill: DrillSpec = field(default_factory=default_drill)
     logging: Logging = field(default_factory=default_logging)
+    # Primary sites on premises; never in `sites` (they have no stack, no cloud, no list price).
+    onprem: dict[str, OnPremSite] = field(default_factory=dict)
 
     def primaries(self) -> list[Site]:
         return [s for s in self.sites.values() if s.role == SiteRole.PRIMARY]
@@ -355,12 +426,24 @@ class Plan:
         }[DataClass(data_class)]
 
     def pairs(self) -> list[tuple[Site, Site]]:
-        """(primary, dr) for every DR site, in spec order."""
+        """(primary, dr) for every DR site protecting a cloud site, in spec order."""
         return [
             (self.sites[s.protects], s)
             for s in self.sites.values()
-            if s.role == SiteRole.DR and s.protects is not None
+            if s.role == SiteRole.DR and s.protects in self.sites
         ]
+
+    def onprem_pairs(self) -> list[tuple[OnPremSite, Site]]:
+        """(on-premises primary, dr) for every DR site protecting an on-premises site."""
+        return [
+            (self.onprem[s.protects], s)
+            for s in self.sites.values()
+            if s.role == SiteRole.DR and s.protects in self.onprem
+        ]
+
+    def primary_of(self, name: str) -> Site | OnPremSite:
+        """A primary site by name, in the cloud or on premises."""
+        return self.onprem.get(name) or self.sites[name]
 
 
 T = TypeVar("T")
@@ -386,6 +469,8 @@ class _Reader:
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
+        # On-premises primaries, once parsed: workloads and DR sites may name them.
+        self.onprem: dict[str, OnPremSite] = {}
 
     def error(self, path: str, message: str) -> None:
         self.errors.append(FieldError(path.lstrip("."), message))
@@ -606,6 +691,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     drill = _parse_drill(r, top.get("drill"), clusters, services)
     logging = _parse_logging(r, top.get("logging"))
 
+    _check_onprem_data(r, (checkpoints, weights, datasets))
     _check_mechanisms(
         r,
         sites,
@@ -636,6 +722,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
         data_site_names=data_sites,
         drill=drill,
         logging=logging,
+        onprem=dict(r.onprem),
     )
 
 
@@ -703,13 +790,22 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
         except ValueError as exc:
             r.error(f"sites.{_key(site_name)}", str(exc))
             continue
+        if isinstance(site_raw, dict) and site_raw.get("cloud") == ONPREM:
+            r.onprem[site_name] = _parse_onprem(r, site_name, site_raw)
+            continue
         site = _parse_site(r, site_name, site_raw, index)
         _check_cidr(r, site, used_cidrs)
         sites[site_name] = site
     for site in list(sites.values()):
-        if site.role == SiteRole.DR and site.protects is not None:
+        if site.role == SiteRole.DR and site.protects in r.onprem:
+            _check_onprem_pair(r, r.onprem[site.protects], site)
+            _check_onprem_asn(r, r.onprem[site.protects], list(sites).index(site.name))
+        elif site.role == SiteRole.DR and site.protects is not None:
             _check_pair(r, sites, site)
-    if sites and not any(s.role == SiteRole.PRIMARY for s in sites.values()):
+    for onprem in r.onprem.values():
+        _check_onprem_cidr(r, onprem, sites)
+    has_primary = any(s.role == SiteRole.PRIMARY for s in sites.values()) or r.onprem
+    if sites and not has_primary:
         r.error("sites", "has no primary site; mark the site you protect with role: primary")
     if sites and not any(s.role == SiteRole.DR for s in sites.values()):
         r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
@@ -720,7 +816,8 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
     """One site's own fields; what depends on the other sites is checked afterwards."""
     path = f"sites.{site_name}"
     s = r.mapping(site_raw, path, _SITE_FIELDS)
-    cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, Cloud.AWS)
+    # (`onprem` never reaches here: _parse_sites hands those sites to _parse_onprem)
+    cloud = Cloud(r.choice(s, "cloud", path, SITE_KINDS, Cloud.AWS))
     region = _region(r, s, path, cloud)
     role = r.choice(s, "role", path, tuple(SiteRole), SiteRole.PRIMARY)
     if "role" not in s:
@@ -772,6 +869,317 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
         link=link,
         api_public_cidrs=tuple(public),
     )
+
+
+# --- on-premises sites ------------------------------------------------------------------------
+
+# DR cloud -> what replicates from on premises into it, and the links that reach it. Clouds not
+# listed cannot protect an on-premises site yet (docs/onprem.md, "Extension points").
+ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
+    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
+}
+# The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet":
+# HDFS needs its user or Kerberos principal).
+ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
+    Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
+}
+_ONPREM_FIELDS = (
+    "cloud",
+    "role",
+    "location",
+    "gpus",
+    "storage",
+    "agents",
+    "link",
+    "wan_committed_gbps",
+    "cidr",
+)
+# Free text that reaches runbooks and tags: letters, digits, spaces and plain punctuation.
+PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,.()-]{0,63}")
+HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+EXPORT_RE = re.compile(r"/(?!/)[A-Za-z0-9._/-]{0,1023}")
+BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+ENDPOINT_HINT = {
+    StorageKind.NFS: "host:/export (e.g. 10.20.0.5:/exports/ml)",
+    StorageKind.LUSTRE: "the NFS export of the file system, host:/export (e.g. 10.20.0.6:/lustre)",
+    StorageKind.S3_COMPATIBLE: "https://host[:port]/bucket (e.g. https://minio.dc1.lan:9000/ml-data)",
+    StorageKind.HDFS: "hdfs://namenode:port/path (e.g. hdfs://nn1.dc1.lan:8020/ml)",
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An on-premises store's endpoint, split as DataSync's locations take it."""
+
+    host: str
+    port: int | None
+    path: str  # the export, the bucket, or the HDFS directory
+
+
+def parse_endpoint(kind: StorageKind, value: str) -> Endpoint:
+    """Split and check an endpoint; ValueError naming the form expected."""
+    text = value if isinstance(value, str) else ""
+    bad = ValueError(f"{_show(value)} is not a {kind} endpoint; use {ENDPOINT_HINT[kind]}")
+    if kind in (StorageKind.NFS, StorageKind.LUSTRE):
+        host, _, export = text.partition(":")
+        if not HOST_RE.fullmatch(host) or not EXPORT_RE.fullmatch(export):
+            raise bad
+        return Endpoint(host, None, export)
+    scheme = "https://" if kind == StorageKind.S3_COMPATIBLE else "hdfs://"
+    if not text.startswith(scheme):
+        raise bad
+    authority, _, rest = text[len(scheme) :].partition("/")
+    host, _, port_text = authority.partition(":")
+    port = int(port_text) if port_text.isascii() and port_text.isdigit() else None
+    if not HOST_RE.fullmatch(host) or (port_text and not (port and 0 < port < 65536)):
+        raise bad
+    if kind == StorageKind.S3_COMPATIBLE:
+        if not BUCKET_RE.fullmatch(rest):
+            raise bad
+        return Endpoint(host, port or 443, rest)
+    if not EXPORT_RE.fullmatch("/" + rest):
+        raise bad
+    return Endpoint(host, port or 8020, "/" + rest)
+
+
+def _place(value: Any) -> str:
+    if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not a location; name the data centre in at most 64 letters, "
+            "digits, spaces and , . ( ) - (e.g. Frankfurt DC1)"
+        )
+    return value
+
+
+def _parse_onprem(r: _Reader, name: str, raw: dict[str, Any]) -> OnPremSite:
+    path = f"sites.{name}"
+    s = r.mapping(raw, path, _ONPREM_FIELDS)
+    if s.get("role", SiteRole.PRIMARY) != SiteRole.PRIMARY:
+        r.error(
+            f"{path}.role",
+            "an on-premises site is a primary only; protect it from a cloud site with role: dr",
+        )
+    location = r.convert(s, "location", path, _place, required=True) or ""
+    cidr = r.convert(s, "cidr", path, _cidr, required=True) or ""
+    link = _parse_onprem_link(r, s.get("link"), f"{path}.link")
+    wan = r.convert(s, "wan_committed_gbps", path, _positive_rate, required=True) or 0.0
+    if link is not None and wan > link.capacity_gbps:
+        r.error(
+            f"{path}.wan_committed_gbps",
+            f"{wan:g} Gbps is more than the link carries ({link.ports} x {link.port_gbps:g} "
+            f"Gbps); commit at most {link.capacity_gbps:g} Gbps or add ports",
+        )
+    agents = _parse_agents(r, s.get("agents"), f"{path}.agents", cidr)
+    return OnPremSite(
+        name=name,
+        location=location,
+        gpus=_parse_inventory(r, s.get("gpus"), f"{path}.gpus"),
+        storage=_parse_storage(r, s.get("storage"), f"{path}.storage"),
+        agents=agents,
+        link=link or OnPremLink(OnPremLinkKind.VPN, 0.0, 1, None, None, None),
+        wan_committed_gbps=wan,
+        cidr=cidr,
+    )
+
+
+def _parse_inventory(r: _Reader, raw: Any, path: str) -> GpuInventory:
+    if raw is None:
+        r.error(
+            path, "is required; describe the cluster: {model, nodes, gpus_per_node, bare_metal}"
+        )
+    s = r.mapping(raw, path, ["model", "nodes", "gpus_per_node", "bare_metal", "interconnect"])
+    models = reference.gpu_models()
+    model = r.choice(s, "model", path, models, models[0]) if "model" in s else ""
+    if raw is not None and "model" not in s:
+        r.error(f"{path}.model", f"is required; use one of {', '.join(models)}")
+    bare = r.convert(s, "bare_metal", path, _bool, required=raw is not None)
+    return GpuInventory(
+        model=model,
+        nodes=r.convert(s, "nodes", path, _positive_int, required=raw is not None) or 1,
+        gpus_per_node=r.convert(s, "gpus_per_node", path, _positive_int, 8) or 8,
+        bare_metal=True if bare is None else bare,
+        interconnect=r.choice(
+            s, "interconnect", path, tuple(GpuInterconnect), GpuInterconnect.INFINIBAND
+        ),
+    )
+
+
+def _parse_storage(r: _Reader, raw: Any, path: str) -> OnPremStorage:
+    if raw is None:
+        r.error(path, "is required; e.g. {kind: nfs, endpoint: 10.20.0.5:/exports/ml}")
+    s = r.mapping(raw, path, ["kind", "endpoint"])
+    kind = r.choice(s, "kind", path, tuple(StorageKind), StorageKind.NFS)
+    if raw is not None and "kind" not in s:
+        r.error(f"{path}.kind", f"is required; use one of {', '.join(StorageKind)}")
+    endpoint = r.convert(s, "endpoint", path, str, required=raw is not None) or ""
+    if endpoint:
+        try:
+            parse_endpoint(kind, endpoint)
+        except ValueError as exc:
+            r.error(f"{path}.endpoint", str(exc))
+    return OnPremStorage(kind, endpoint)
+
+
+def _parse_agents(r: _Reader, raw: Any, path: str, cidr: str) -> tuple[Agent, ...]:
+    """`agents: N` (named agent-1..N, addresses to be given) or a list of {name, address}."""
+    most = int(reference.defaults()["links"]["onprem"]["max_agents"]["value"])
+    hint = f"a count (1 to {most}) or a list of {{name, address}}"
+    if raw is None:
+        r.error(path, f"is required; the hosts that run the transfer agents: {hint}")
+        return ()
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if not 1 <= raw <= most:
+            r.error(path, f"{raw} is not 1 to {most}: DataSync takes at most {most} per location")
+            return ()
+        return tuple(Agent(f"agent-{i}", None) for i in range(1, raw + 1))
+    if not isinstance(raw, list) or not 1 <= len(raw) <= most:
+        r.error(path, f"{_show(raw)} is not {hint}")
+        return ()
+    agents: list[Agent] = []
+    net = ipaddress.ip_network(cidr) if cidr else None  # (a missing cidr is reported once)
+    for i, item in enumerate(raw):
+        at = f"{path}[{i}]"
+        a = r.mapping(item, at, ["name", "address"])
+        agent_name = r.convert(a, "name", at, _name, required=True) or f"agent-{i + 1}"
+        address = r.convert(a, "address", at, _ip)
+        if address is not None and net is not None and ipaddress.ip_address(address) not in net:
+            r.error(f"{at}.address", f'"{address}" is outside the site\'s cidr {cidr}')
+        if any(x.name == agent_name for x in agents):
+            r.error(f"{at}.name", f'"{agent_name}" is used twice; name each agent once')
+        agents.append(Agent(agent_name, address))
+    return tuple(agents)
+
+
+def _ip(value: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(value if isinstance(value, str) else ""))
+    except ValueError:
+        raise ValueError(f"{_show(value)} is not an IP address") from None
+
+
+def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
+    if raw is None:
+        r.error(path, f"is required; kind is one of {', '.join(OnPremLinkKind)}")
+        return None
+    s = r.mapping(
+        raw, path, ["kind", "port_gbps", "ports", "location", "bgp_asn", "vlan", "address"]
+    )
+    if "kind" not in s:
+        r.error(f"{path}.kind", f"is required; use one of {', '.join(OnPremLinkKind)}")
+        return None
+    kind = r.choice(s, "kind", path, tuple(OnPremLinkKind), OnPremLinkKind.VPN)
+    limits = reference.defaults()["links"]["onprem"]
+    ports = r.convert(s, "ports", path, _positive_int, 2 if kind == OnPremLinkKind.VPN else 1)
+    asn = r.convert(s, "bgp_asn", path, _asn, required=True)
+    vlan = r.convert(s, "vlan", path, _vlan, required=kind == OnPremLinkKind.DIRECT_CONNECT)
+    location = r.convert(s, "location", path, _location)
+    speed = r.convert(s, "port_gbps", path, _positive_rate)
+    if kind == OnPremLinkKind.DIRECT_CONNECT:
+        speeds = [float(x) for x in limits["direct-connect"]["port_gbps"]]
+        if location is None and "location" not in s:
+            r.error(f"{path}.location", "is required for direct-connect (e.g. EqFA5)")
+        if speed is None and "port_gbps" not in s:
+            r.error(f"{path}.port_gbps", f"is required; a dedicated port is {speeds} Gbps")
+        elif speed is not None and speed not in speeds:
+            r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
+    address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
+    if kind == OnPremLinkKind.VPN:
+        tunnel = float(limits["vpn"]["tunnel_gbps"])
+        if speed is not None and speed > tunnel:
+            r.error(f"{path}.port_gbps", f"{speed:g} is above a VPN tunnel's {tunnel:g} Gbps")
+        speed = tunnel if speed is None else speed
+        if ports is not None and ports % 2:
+            r.error(
+                f"{path}.ports",
+                f"{ports} tunnels: a Site-to-Site VPN connection has two; use an even number",
+            )
+    return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan, address)
+
+
+def _public_ipv4(value: Any) -> str:
+    """A router's address on the internet, where the VPN tunnels end on premises."""
+    text = _ip(value)
+    ip = ipaddress.ip_address(text)
+    if ip.version != 4 or not ip.is_global:
+        raise ValueError(f"{_show(value)} is not a public IPv4 address (the router's, for IPsec)")
+    return text
+
+
+def _asn(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4294967294:
+        raise ValueError(
+            f"{_show(value)} is not a BGP ASN (1 to 4294967294; private 64512-65534 or "
+            "4200000000-4294967294)"
+        )
+    return value
+
+
+def _vlan(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4094:
+        raise ValueError(f"{_show(value)} is not a VLAN id (1 to 4094)")
+    return value
+
+
+def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
+    """A DR site protecting an on-premises site: a cloud that can pull from there, over the
+    link the on-premises site names (the link is declared there, not on the DR site)."""
+    if dr.link is not None:
+        r.error(
+            f"sites.{dr.name}.link",
+            "the link to an on-premises site is declared on it: move it to "
+            f"sites.{onprem.name}.link",
+        )
+    if dr.cloud not in ONPREM_PAIRS:
+        clouds = ", ".join(ONPREM_PAIRS)
+        r.error(
+            f"sites.{dr.name}.cloud",
+            f"{dr.cloud} cannot protect an on-premises site yet; use {clouds}",
+        )
+        return
+    stores = ONPREM_STORAGE[dr.cloud]
+    if onprem.storage.endpoint and onprem.storage.kind not in stores:
+        r.error(
+            f"sites.{onprem.name}.storage.kind",
+            f'"{onprem.storage.kind}" is not read into {dr.cloud} yet; serve the data over '
+            f"{' or '.join(stores)} (docs/onprem.md, Not done yet)",
+        )
+    links = ONPREM_PAIRS[dr.cloud][1]
+    if onprem.link.port_gbps and onprem.link.kind not in links:
+        r.error(
+            f"sites.{onprem.name}.link.kind",
+            f'"{onprem.link.kind}" does not reach {dr.cloud} (site {dr.name}); use '
+            + " or ".join(links),
+        )
+
+
+def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
+    """The router peers with the Direct Connect gateway (or the DR site's transit gateway over
+    a VPN): with the same ASN on both ends, BGP drops the routes as its own."""
+    ours = {
+        DX_GATEWAY_ASN: "the Direct Connect gateway's",
+        transit_gateway_asn(dr_index): "the DR site's transit gateway's",
+    }
+    asn = onprem.link.bgp_asn
+    if asn in ours:
+        r.error(
+            f"sites.{onprem.name}.link.bgp_asn",
+            f"{asn} is {ours[asn]} ASN; use another private ASN (64512-65534 or "
+            "4200000000-4294967294)",
+        )
+
+
+def _check_onprem_cidr(r: _Reader, onprem: OnPremSite, sites: dict[str, Site]) -> None:
+    """Routed over the link, the on-premises prefix must not overlap a cloud site's."""
+    if not onprem.cidr:
+        return
+    net = ipaddress.ip_network(onprem.cidr)
+    for other in sites.values():
+        if net.overlaps(ipaddress.ip_network(other.cidr)):
+            r.error(
+                f"sites.{onprem.name}.cidr",
+                f'"{onprem.cidr}" overlaps sites.{other.name}.cidr ({other.cidr}); routed '
+                "sites need distinct address space",
+            )
 
 
 def _region(r: _Reader, s: dict[str, Any], path: str, cloud: Cloud) -> str:
@@ -881,6 +1289,9 @@ def _check_mechanisms(
     for cls, spec in classes.items():
         if spec is None or spec.replication in (None, Mechanism.DUAL_WRITE):
             continue
+        if spec.site in r.onprem:
+            _check_onprem_mechanism(r, sites, cls, spec.site, spec.replication)
+            continue
         primary = sites.get(spec.site)
         if primary is None:
             continue
@@ -903,6 +1314,21 @@ def _check_mechanisms(
                     f"{dr.region} are not on one continent; use sts, or a DR region on the same "
                     "continent",
                 )
+
+
+def _check_onprem_mechanism(
+    r: _Reader, sites: dict[str, Site], cls: str, onprem: str, mechanism: Mechanism | None
+) -> None:
+    for dr in sites.values():
+        if dr.protects != onprem or dr.cloud not in ONPREM_PAIRS:
+            continue
+        allowed = ONPREM_PAIRS[dr.cloud][0]
+        if mechanism not in allowed:
+            r.error(
+                f"data.{cls}.replication",
+                f'"{mechanism}" cannot replicate on premises to {dr.cloud} (site {dr.name}); '
+                f"use {', '.join((*allowed, AUTO))}",
+            )
 
 
 def _default_zones(cloud: Cloud, region: str) -> tuple[str, ...]:
@@ -974,12 +1400,14 @@ def _gpu_fields(
     r: _Reader,
     s: dict[str, Any],
     path: str,
-    site: Site | None,
+    site: Site | OnPremSite | None,
     dr_sites: list[Site],
 ) -> tuple[str, str, int, int]:
     """Check the GPU type against the catalog in the site and every DR site protecting it."""
     gpu = r.convert(s, "gpu", path, str, required=True) or ""
     gpus_per_node = r.convert(s, "gpus_per_node", path, _positive_int)
+    if isinstance(site, OnPremSite):
+        return _onprem_gpu_fields(r, s, path, site, dr_sites, gpu)
     if site is None or not gpu:
         return gpu, "", gpus_per_node or 8, 0
     offer = reference.gpu_offer(site.cloud, gpu)
@@ -1031,8 +1459,70 @@ def _gpu_fields(
     return gpu, offer.instance_type, offer.gpus_per_node, offer.efa_interfaces
 
 
-def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]) -> Site | None:
-    primaries = [x for x in sites.values() if x.role == SiteRole.PRIMARY]
+def _onprem_gpu_fields(
+    r: _Reader,
+    s: dict[str, Any],
+    path: str,
+    site: OnPremSite,
+    dr_sites: list[Site],
+    gpu: str,
+) -> tuple[str, str, int, int]:
+    """A workload on premises: `gpu` is what its DR sites run it on (a catalog GPU, which may
+    differ from the site's own model: the plan reports the difference); its nodes come from
+    the site's inventory. No instance type: the primary runs on your own machines."""
+    inv = site.gpus
+    if "gpus_per_node" in s and s["gpus_per_node"] != inv.gpus_per_node:
+        r.error(
+            f"{path}.gpus_per_node",
+            f"{_show(s['gpus_per_node'])} is not the {inv.gpus_per_node} of "
+            f"sites.{site.name}.gpus; remove the field",
+        )
+    nodes = s.get("nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > inv.nodes:
+        r.error(
+            f"{path}.nodes",
+            f"{nodes} is more than sites.{site.name}.gpus has ({inv.nodes}); use at most that",
+        )
+    for dr in dr_sites:
+        offer = reference.gpu_offer(dr.cloud, gpu)
+        if gpu and offer is None:
+            r.error(
+                f"{path}.gpu",
+                f"{_show(gpu)} is not a GPU type gpudr knows on {dr.cloud} (site {dr.name}), "
+                f"where it runs at failover; use one of {', '.join(reference.gpu_types(dr.cloud))}",
+            )
+        elif offer is not None and offer.regions and dr.region not in offer.regions:
+            r.error(
+                f"{path}.gpu",
+                f'"{gpu}" ({offer.instance_type}) is not offered in {dr.region} (site {dr.name}) '
+                f"as far as gpudr's catalog knows; regions that offer it: "
+                f"{', '.join(sorted(offer.regions))}",
+            )
+    return gpu, "", inv.gpus_per_node, 0
+
+
+def _check_onprem_data(
+    r: _Reader, specs: Iterable[Checkpoints | Weights | Datasets | None]
+) -> None:
+    """From on premises, only the DR cloud's scheduled pull replicates: gpudr deploys no writer
+    there, so an RPO of 0 (dual write) cannot be met and is refused with the fix."""
+    for spec in specs:
+        if spec is None or spec.site not in r.onprem:
+            continue
+        cls = {Checkpoints: "checkpoints", Weights: "weights", Datasets: "datasets"}[type(spec)]
+        if spec.rpo_s == 0 or spec.replication == Mechanism.DUAL_WRITE:
+            r.error(
+                f"data.{cls}.rpo",
+                f"0 needs dual write, which gpudr cannot deploy on premises (site {spec.site}); "
+                "DataSync pulls at most hourly: set rpo to 2h or more",
+            )
+
+
+def _primary_site(
+    r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]
+) -> Site | OnPremSite | None:
+    primaries: list[Site | OnPremSite] = [x for x in sites.values() if x.role == SiteRole.PRIMARY]
+    primaries += r.onprem.values()
     name = s.get("site")
     if name is None:
         if len(primaries) == 1:
@@ -1040,6 +1530,8 @@ def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Sit
         if primaries:
             r.error(f"{path}.site", "is required when the plan has several primary sites")
         return None
+    if str(name) in r.onprem:
+        return r.onprem[str(name)]
     site = sites.get(str(name))
     if site is None:
         r.error(f"{path}.site", f"{_show(name)} is not a site in this plan")
@@ -1532,6 +2024,7 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "datasync_gbps",
         "gcs_turbo_gbps",
         "gcs_dual_region_gbps",
+        "datasync_agent_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}

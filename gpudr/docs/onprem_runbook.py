@@ -1,0 +1,259 @@
+"""The runbook of an on-premises site protected in a cloud: the on-premises checklist (the agent
+VMs, their activation, the router's BGP session on the virtual interface, the firewall openings
+and the exports, with the exact values of the plan and of the DR stack), the failover to the
+cloud and the failback as far as gpudr prepares it. Rendered with jinja2
+(`templates/runbook-onprem.md.j2`, StrictUndefined): every value comes from the design or the
+DR stack's config; what only exists once deployed is read from the stack's outputs by command.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack_name
+from gpudr.contract.naming import DX_GATEWAY_ASN, datasync_task_name, datasync_task_prefix
+from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, MODE_KEY
+from gpudr.core import reference
+from gpudr.core.design import Design, vpn_connections
+from gpudr.core.spec import OnPremSite, Site, parse_endpoint
+from gpudr.core.stepgraph import step_graph
+from gpudr.core.units import fmt_duration
+from gpudr.docs import cloudcli as cli
+from gpudr.docs.cloudcli import shell
+from gpudr.docs.runbook import RUNBOOKS_DIR
+from gpudr.docs.templating import environment
+
+TEMPLATE = "runbook-onprem.md.j2"
+# What the agents open to the DataSync endpoint, and what opens to the agents during activation
+# (reference data `sources.datasync-network`).
+ENDPOINT_PORTS = "TCP 443 and TCP 1024-1064"
+ACTIVATION_PORT = "TCP 80"
+NFS_PORTS = "TCP 2049 (NFS v4.1); NFS v3 also needs TCP/UDP 111 and the server's mountd port"
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    name: str
+    address: str  # or what to do when the plan gives none
+    config_command: str
+
+
+@dataclass(frozen=True)
+class Pull:
+    data_class: str
+    source: str  # the directory (or prefix) on premises
+    task: str  # the DataSync task's name
+    every: str
+    rpo: str
+    estimated_rpo: str
+    meets: bool
+    lookup: str  # sets $TASK to the task's ARN
+    runs: str  # the task's executions
+    run_now: str
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    how: str
+    rpo: str
+    rto: str
+    estimated_rpo: str
+    estimated_rto: str
+    verdict: str
+
+
+# What each kind of failover step of the pair's step graph is, here (the cloud runbook words
+# them in templates/runbook/; this runbook numbers them the same, so a drill's report points at
+# the same step numbers).
+STEP_WORDS = {
+    "variables": "Set the shell variables the commands below use",
+    "cloud-login": "Sign in to the DR cloud",
+    "pulumi-login": "Log in to the state backend of the DR stack",
+    "declare": "Switch the DR stack to failover and deploy it",
+    "pause-pulls": "Pause the scheduled pulls (the source is gone)",
+    "capacity": "Wait for the GPU pools to reach their full size",
+}
+
+
+@dataclass(frozen=True)
+class GraphStep:
+    """One step of the pair's step graph, as this runbook numbers and titles it."""
+
+    number: int
+    key: str
+    phase: str
+    title: str
+    expected_s: float | None
+    duration: str
+
+
+@dataclass(frozen=True)
+class OnPremRunbook:
+    plan: str
+    path: str
+    onprem: OnPremSite
+    dr: Site
+    dr_stack: str
+    rows: tuple[Row, ...]
+    pulls: tuple[Pull, ...]
+    agents: tuple[AgentRow, ...]
+    agent_vm: dict[str, object]
+    storage_host: str
+    storage_port: int | None
+    export: str  # the export, or the bucket
+    task_mode: str
+    endpoint_ports: str
+    activation_port: str
+    store_ports: str  # what the agents open to the store
+    dr_cidr: str
+    dr_subnets: str  # where the endpoint's interfaces are: the DR VPC's range
+    amazon_asn: int  # Direct Connect: the gateway's
+    tgw_asn: int  # VPN: the transit gateway's, Amazon's end of each tunnel's BGP session
+    vpn_connections: int
+    wan: str  # the path's capacity and what bounds it
+    notes: tuple[str, ...]
+    steps: tuple[GraphStep, ...]
+
+    def phase(self, name: str) -> tuple[GraphStep, ...]:
+        return tuple(s for s in self.steps if s.phase == name)
+
+    def step(self, key: str) -> GraphStep:
+        return next(s for s in self.steps if s.key == key)
+
+
+def _title(key: str, title: str | None) -> str:
+    if title:
+        return title
+    kind, _, what = key.partition(":")
+    if kind == "data":
+        return f"Check the newest {what} at the DR site: its task's last run and its age"
+    if kind == "fb":
+        return f"Failback: {key.removeprefix('fb:').replace(':', ' ')}"
+    return STEP_WORDS.get(kind, key)
+
+
+def _duration(seconds: float | None) -> str:
+    return "-" if seconds is None else fmt_duration(seconds)
+
+
+def runbook_path(plan: str, onprem: str, dr: str) -> str:
+    return f"{RUNBOOKS_DIR}/{plan}-{onprem}-to-{dr}.md"
+
+
+def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPremRunbook:
+    plan = design.plan
+    cfg = build_site_configs(design)[dr.name]
+    stack = stack_name(plan, dr)
+    pair = f"{onprem.name}->{dr.name}"
+    rows = tuple(
+        Row(
+            workload=w.name,
+            how=str(w.mechanism or w.pattern or "-"),
+            rpo=_duration(w.rpo_s),
+            rto=_duration(w.rto_s),
+            estimated_rpo=_duration(w.estimated_rpo_s),
+            estimated_rto=_duration(w.estimated_rto_s),
+            verdict=w.verdict,
+        )
+        for w in design.workloads
+        if w.pair == pair
+    )
+    pulls = tuple(
+        Pull(
+            data_class=f.data_class,
+            source=onprem_class_path(onprem, f.data_class),
+            task=datasync_task_name(
+                datasync_task_prefix(plan.name, dr.name, f.data_class), onprem.name
+            ),
+            every=_duration(f.schedule.interval_s if f.schedule else None),
+            rpo=_duration(f.rpo_s),
+            estimated_rpo=_duration(f.estimate.estimated_s),
+            meets=design.replication_meets(f),
+            lookup="TASK=$("
+            + shell(
+                cli.datasync_tasks(
+                    dr.region,
+                    datasync_task_name(
+                        datasync_task_prefix(plan.name, dr.name, f.data_class), onprem.name
+                    ),
+                )
+            )
+            + ")",
+            runs=shell(cli.datasync_runs("$TASK", dr.region)),
+            run_now=shell(cli.datasync_run("$TASK", dr.region)),
+        )
+        for f in design.flows
+        if f.primary == onprem.name and f.dr == dr.name
+    )
+    agents = tuple(
+        AgentRow(
+            name=a.name,
+            address=a.address or f"an address in {onprem.cidr} you assign",
+            config_command=f"pulumi config set --path '{DATASYNC_AGENT_ARNS_KEY}.{a.name}' "
+            f'"$AGENT_ARN" -s {stack}',
+        )
+        for a in onprem.agents
+    )
+    endpoint = parse_endpoint(onprem.storage.kind, onprem.storage.endpoint)
+    path = next(p for p in design.paths.values() if p.primary == onprem.name and p.dr == dr.name)
+    notes = tuple(
+        n for w in design.workloads if w.pair == pair and w.kind != "data" for n in w.notes
+    )
+    assert cfg.onprem is not None
+    graph = step_graph(design, onprem.name, dr.name)
+    steps = tuple(
+        GraphStep(
+            n.number,
+            n.key,
+            n.phase,
+            _title(n.key, n.title),
+            n.expected_s,
+            "not timed by the plan" if n.expected_s is None else fmt_duration(n.expected_s),
+        )
+        for n in graph.steps
+    )
+    return OnPremRunbook(
+        plan=plan.name,
+        path=runbook_path(plan.name, onprem.name, dr.name),
+        onprem=onprem,
+        dr=dr,
+        dr_stack=stack,
+        rows=rows,
+        pulls=pulls,
+        agents=agents,
+        agent_vm=dict(reference.defaults()["links"]["onprem"]["agent_vm"]),
+        storage_host=endpoint.host,
+        storage_port=endpoint.port,
+        export=endpoint.path,
+        task_mode=cfg.onprem.task_mode,
+        endpoint_ports=ENDPOINT_PORTS,
+        activation_port=ACTIVATION_PORT,
+        store_ports=NFS_PORTS if endpoint.port is None else f"TCP {endpoint.port} (HTTPS)",
+        dr_cidr=dr.cidr,
+        dr_subnets=str(ipaddress.ip_network(dr.cidr)),
+        amazon_asn=DX_GATEWAY_ASN,
+        tgw_asn=cfg.transit_gateway_asn,
+        vpn_connections=vpn_connections(onprem.link.ports),
+        wan=f"{path.capacity_gbps:g} Gbps ({path.capacity_source})",
+        notes=notes,
+        steps=steps,
+    )
+
+
+def render_onprem_runbook(rb: OnPremRunbook, header: str) -> str:
+    text = (
+        environment(trim=True)
+        .get_template(TEMPLATE)
+        .render(rb=rb, header=header, mode_key=MODE_KEY)
+    )
+    return text.rstrip("\n") + "\n"
+
+
+def render_onprem_runbooks(design: Design, header: str) -> dict[str, str]:
+    out = {}
+    for onprem, dr in design.plan.onprem_pairs():
+        rb = build_onprem_runbook(design, onprem, dr)
+        out[rb.path] = render_onprem_runbook(rb, header)
+    return out
