@@ -207,8 +207,10 @@ def checkpoint_flow(
     compression_ratio: float,
     rpo_s: float | None,
 ) -> Flow:
-    """A checkpoint delta every interval: steady = delta / interval."""
-    delta = checkpoint_delta_bytes(size_b, dedup_ratio, compression_ratio)
+    """A checkpoint delta every interval: steady = delta / interval, from the delta in whole
+    bytes as the burst is (from a fraction of a byte more, the steady rate could round 1 kbps
+    above the bursts' own average, and leave a phantom continuous rate)."""
+    delta = whole_bytes(checkpoint_delta_bytes(size_b, dedup_ratio, compression_ratio))
     return flow(
         "checkpoints",
         mechanism,

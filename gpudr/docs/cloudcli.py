@@ -4,8 +4,7 @@ drill report and its runbook point at the same thing.
 
 Each function returns one command as an argv tuple, unquoted, ready for `subprocess`; `shell`
 renders one as the runbooks print it. Options that only shape the output (`--query`,
-`--format`, `--output`) are parameters: a person reads a table, a probe parses JSON, and both
-run the same operation.
+`--format`, `--output`) are parameters: the same operation as a table or as JSON.
 
 Names (buckets, clusters, node pools, resource groups) come in as the stack config
 (`gpudr.contract`) or a drill spells them; nothing here derives one.

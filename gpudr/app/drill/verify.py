@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from gpudr.app.drill import checksums
 from gpudr.app.drill.errors import ProbeError
-from gpudr.app.drill.probes.base import ObjectInfo, Probe, StoredChecksum
+from gpudr.app.drill.probes.base import ObjectInfo, StoredChecksum
 from gpudr.contract.site import BucketConfig
 
 # Objects hashed at once. More than the cores (2 here, often 4-16 on a runner) keeps each core
@@ -24,12 +24,21 @@ from gpudr.contract.site import BucketConfig
 VERIFY_STREAMS = 4
 
 
+class Readable(Protocol):
+    """What verification asks of a probe (every `Probe` is one): the recorded checksum and the
+    bytes."""
+
+    def stored_checksum(self, bucket: BucketConfig, key: str) -> StoredChecksum | None: ...
+
+    def read(self, bucket: BucketConfig, key: str) -> Iterator[bytes]: ...
+
+
 class _Stopped(Exception):
     """The drill is stopping (Ctrl-C, SIGTERM, SIGHUP): a read ends at its next chunk."""
 
 
 def verify(
-    probe: Probe, bucket: BucketConfig, obj: ObjectInfo, stop: threading.Event | None = None
+    probe: Readable, bucket: BucketConfig, obj: ObjectInfo, stop: threading.Event | None = None
 ) -> dict[str, Any]:
     """One object's row: `ok`, `detail`, and what was read. An object the probe cannot read
     (access denied, gone since it was listed) fails its row, not the drill."""
@@ -55,7 +64,10 @@ def verify(
 
 
 def verify_all(
-    probe: Probe, bucket: BucketConfig, objects: Sequence[ObjectInfo], streams: int = VERIFY_STREAMS
+    probe: Readable,
+    bucket: BucketConfig,
+    objects: Sequence[ObjectInfo],
+    streams: int = VERIFY_STREAMS,
 ) -> list[dict[str, Any]]:
     """Every object's row, in the order given. An interrupt in the caller's thread stops every
     stream at its next chunk before it propagates."""

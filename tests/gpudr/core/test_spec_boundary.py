@@ -34,8 +34,10 @@ def _bomb(field: str) -> str:
     return EXAMPLE_TEXT.replace("name: llm-training", "\n".join(lines) + f"\n{field}")
 
 
-def _refused(tmp_path: Path, text: str | bytes, *, seconds: float = 2.0) -> str:
-    """Load `text` as a plan file; assert one short PlanError line within `seconds`."""
+def _refused(tmp_path: Path, text: str | bytes, *, seconds: float = 30.0) -> str:
+    """Load `text` as a plan file; assert one short PlanError line within `seconds`: a guard
+    against a hang (an alias bomb expanded runs for hours), not a speed target, so wide enough
+    for a loaded CI machine (2 s failed under parallel load)."""
     file = tmp_path / "plan.yaml"
     if isinstance(text, str):
         file.write_text(text, encoding="utf-8")

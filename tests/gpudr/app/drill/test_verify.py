@@ -16,7 +16,7 @@ import pytest
 
 from gpudr.app.drill import checksums
 from gpudr.app.drill.errors import AccessDenied
-from gpudr.app.drill.probes.base import ObjectInfo, PoolState, Probe, StoredChecksum
+from gpudr.app.drill.probes.base import ObjectInfo, StoredChecksum
 from gpudr.app.drill.verify import hash_parts, verify, verify_all
 from tests.gpudr.app.drill.test_orchestrate import setup
 
@@ -60,11 +60,10 @@ def test_bytes_past_the_parts_make_an_extra_entry_that_cannot_match() -> None:
     assert got[2] == crc32(b"!")
 
 
-class MemProbe(Probe):
+class MemProbe:
     """Objects in memory, read in `chunk`-byte pieces; `gate` holds every read until set."""
 
     def __init__(self, objects: dict[str, StoredChecksum | None], chunk: int = 512) -> None:
-        super().__init__(setup())
         self.stored = objects
         self.chunk = chunk
         self.gate = threading.Event()
@@ -72,9 +71,6 @@ class MemProbe(Probe):
         self.closed: list[str] = []
         self.denied: set[str] = set()
         self.served: dict[str, int] = {}  # chunks handed out per key
-
-    def list_objects(self, bucket: object) -> list[ObjectInfo]:
-        raise AssertionError("not listed here")
 
     def stored_checksum(self, bucket: object, key: str) -> StoredChecksum | None:
         return self.stored[key]
@@ -89,9 +85,6 @@ class MemProbe(Probe):
                 yield piece
         finally:
             self.closed.append(key)
-
-    def pool_state(self, pool: object) -> PoolState:
-        raise AssertionError("no pools here")
 
 
 def obj(key: str, size: int = len(DATA)) -> ObjectInfo:
