@@ -1482,11 +1482,6 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     yield _usage("datasync-endpoint-hours", dr, azs * HOURS_PER_MONTH, True, azs=azs)
 
 
-def interconnect_bandwidth(gbps: float) -> str:
-    """A VLAN attachment's capacity as the Compute API names it (BPS_50M .. BPS_50G)."""
-    return f"BPS_{gbps:g}G" if gbps >= 1 else f"BPS_{round(gbps * 1000)}M"
-
-
 def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
     """A GCP DR site's end of the on-premises link: over Dedicated Interconnect, the circuits
     (the DR stack orders them) and one VLAN attachment on each; over Partner Interconnect, the
@@ -1495,10 +1490,15 @@ def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
     if link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("interconnect-circuits", dr, link.ports * HOURS_PER_MONTH, True, **ports)
-    bandwidth = interconnect_bandwidth(link.port_gbps)
+    bandwidth = f"{link.port_gbps:g} Gbps"
     hours = link.ports * HOURS_PER_MONTH
     yield _usage(
-        "interconnect-vlan-attachments", dr, hours, True, attachments=link.ports, bandwidth=bandwidth
+        "interconnect-vlan-attachments",
+        dr,
+        hours,
+        True,
+        attachments=link.ports,
+        bandwidth=bandwidth,
     )
 
 

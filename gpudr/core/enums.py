@@ -53,6 +53,8 @@ class Mechanism(StrEnum):
 
 # Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
 PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
+# Mechanisms that pull from on premises through agents there, over the committed WAN.
+FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.

@@ -1122,7 +1122,11 @@ def _interconnect_fields(
     edge availability domain), the location being the provider's."""
     limits = reference.defaults()["links"]["onprem"][kind]
     speeds = [float(x) for x in limits["port_gbps"]]
-    what = "circuit speed" if kind == OnPremLinkKind.INTERCONNECT_DEDICATED else "VLAN attachment capacity"
+    what = (
+        "circuit speed"
+        if kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+        else "VLAN attachment capacity"
+    )
     if kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
         location = r.convert(s, "location", path, _gcp_location, required=True)
     elif "location" in s:
