@@ -423,12 +423,17 @@ def onprem_dr_cloud(plan: Plan, site: OnPremSite) -> Cloud:
     return next(s.cloud for s in plan.sites.values() if s.protects == site.name)
 
 
+def _agent_quota(plan: Plan, site: OnPremSite) -> tuple[str, float]:
+    """The `quotas:` key bounding one of the site's agents, and its value."""
+    quota = AGENT_QUOTAS[onprem_dr_cloud(plan, site)]
+    return quota, float(getattr(plan.quotas, quota))
+
+
 def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortPlan | None]:
     """What an on-premises site's transfers get: the least of the WAN bandwidth committed to
     DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`)."""
     link = site.link
-    quota = AGENT_QUOTAS[onprem_dr_cloud(plan, site)]
-    per_agent = float(getattr(plan.quotas, quota))
+    quota, per_agent = _agent_quota(plan, site)
     capacity, bound = sizing.onprem_path_gbps(
         site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
     )
@@ -450,6 +455,38 @@ def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortP
         # The ports are yours (the spec's), at one location: nothing survives its loss.
         ports = sizing.PortPlan(speed, link.ports, link.capacity_gbps, usd * link.ports, 1, 0.0)
     return capacity, source, ports
+
+
+def wan_fix(plan: Plan, site: OnPremSite) -> str:
+    """What gives an on-premises site's transfers more: the bound that holds (every bound
+    tied with it: raising one alone would not help), each with the field that raises it."""
+    link = site.link
+    quota, per_agent = _agent_quota(plan, site)
+    capacity, _ = sizing.onprem_path_gbps(
+        site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
+    )
+    most = int(reference.defaults()["links"]["onprem"]["max_agents"]["value"])
+    vpn = link.kind == OnPremLinkKind.VPN
+    more = "add tunnels (two per VPN connection)" if vpn else "add ports"
+    fixes = []
+    if site.wan_committed_gbps <= capacity:
+        fixes.append(
+            f"commit more WAN bandwidth to DR (sites.{site.name}.wan_committed_gbps, "
+            f"{site.wan_committed_gbps:g} Gbps)"
+        )
+    if link.capacity_gbps <= capacity:
+        fixes.append(
+            f"{more} or faster ones (sites.{site.name}.link, {link.ports} x "
+            f"{link.port_gbps:g} Gbps)"
+        )
+    if len(site.agents) * per_agent <= capacity:
+        add = f"add agents (sites.{site.name}.agents, {len(site.agents)} of at most {most}) or, "
+        fixes.append(
+            (add if len(site.agents) < most else "")
+            + f"with a measured rate, raise quotas.{quota} ({per_agent:g} Gbps "
+            "per agent)"
+        )
+    return " and ".join(fixes)
 
 
 def _dx_locations(dr: Site) -> int:
@@ -743,7 +780,12 @@ def _schedule_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[s
             "even the shortest schedule the service allows "
             f"({fmt_duration(schedule.interval_s)}) "
             + ("meets the RPO only without the headroom factor" if within else "misses the RPO")
-            + ": relax it, or use dual-write for this class"
+            + (
+                # No dual write from on premises (the spec refuses it): a run must be shorter.
+                f": {wan_fix(plan, x.primary)}, or relax the RPO"
+                if isinstance(x.primary, OnPremSite)
+                else ": relax it, or use dual-write for this class"
+            )
         )
     if x.mechanism in PULLED and x.data_class in (DataClass.DATASETS, DataClass.WEIGHTS):
         d = plan.datasets
@@ -1149,19 +1191,23 @@ def design(plan: Plan) -> Design:
         tuple(flows),
         paths,
         tuple(pools),
-        tuple(_workloads(flows, paths, pools)),
+        tuple(_workloads(plan, flows, paths, pools)),
         cost.report(usages),
         _alternatives(plan, pools, flows),
         usages,
     )
 
 
-def _workloads(flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]) -> list[Workload]:
-    return [_data_workload(f, paths[f.path]) for f in flows] + [_pool_workload(p) for p in pools]
+def _workloads(
+    plan: Plan, flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]
+) -> list[Workload]:
+    return [_data_workload(plan, f, paths[f.path]) for f in flows] + [
+        _pool_workload(p) for p in pools
+    ]
 
 
-def _data_workload(f: DataFlow, path: Path) -> Workload:
-    notes = [*f.notes, *_shortfall_notes(path)]
+def _data_workload(plan: Plan, f: DataFlow, path: Path) -> Workload:
+    notes = [*f.notes, *_shortfall_notes(plan, path)]
     if not path.ok and f.estimate.guaranteed:
         notes.append("the mechanism's guarantee does not hold while the path is over capacity")
     meets = _meets(f.rpo_s, f.estimate.estimated_s) and _meets(f.rto_s, f.estimated_rto_s)
@@ -1182,11 +1228,20 @@ def _data_workload(f: DataFlow, path: Path) -> Workload:
     )
 
 
-def _shortfall_notes(path: Path) -> Iterator[str]:
-    """Why a path cannot carry its flows, and by how much."""
+def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
+    """Why a path cannot carry its flows, by how much, and (on premises) what raises it."""
     if path.ok:
         return
     has = f"has {path.capacity_gbps:,.6g} Gbps"
+    onprem = plan.onprem.get(path.primary)
+    if onprem is not None:
+        # The ports are the user's own, not a plan gpudr picks: name the bound and its fix.
+        short = path.needed_gbps - path.capacity_gbps
+        yield (
+            f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has} "
+            f"({path.capacity_source}): {short:,.2f} Gbps short; {wan_fix(plan, onprem)}"
+        )
+        return
     if path.ports is not None:
         # Direct Connect is sized to the need: short only beyond the largest plan.
         has = (
@@ -1369,7 +1424,8 @@ def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[U
         runs = SECONDS_PER_MONTH / f.schedule.interval_s
         every = fmt_duration(f.schedule.interval_s)
         yield _usage("datasync-executions", dr, runs, True, data_class=f.data_class, every=every)
-    yield _usage("datasync-endpoint-processing", dr, gb, True, data_class=f.data_class)
+    link = "Direct Connect" if site.link.kind == OnPremLinkKind.DIRECT_CONNECT else "the VPN"
+    yield _usage("tgw-processing-onprem", dr, gb, True, data_class=f.data_class, link=link)
 
 
 def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
@@ -1484,22 +1540,19 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
 
 def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
     """A GCP DR site's end of the on-premises link: over Dedicated Interconnect, the circuits
-    (the DR stack orders them) and one VLAN attachment on each; over Partner Interconnect, the
+    (the DR stack orders them) and the VLAN attachment on them; over Partner Interconnect, the
     attachments (the provider bills its part of the path)."""
     link = site.link
     if link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("interconnect-circuits", dr, link.ports * HOURS_PER_MONTH, True, **ports)
-    bandwidth = f"{link.port_gbps:g} Gbps"
-    hours = link.ports * HOURS_PER_MONTH
-    yield _usage(
-        "interconnect-vlan-attachments",
-        dr,
-        hours,
-        True,
-        attachments=link.ports,
-        bandwidth=bandwidth,
-    )
+    # Dedicated: one attachment over the bundle of circuits; Partner: one per port, each of
+    # the port's capacity (components/gcp/onprem.py).
+    dedicated = link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+    count = 1 if dedicated else link.ports
+    gbps = link.capacity_gbps if dedicated else link.port_gbps
+    what = {"attachments": count, "bandwidth": f"{gbps:g} Gbps"}
+    yield _usage("interconnect-vlan-attachments", dr, count * HOURS_PER_MONTH, True, **what)
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:
