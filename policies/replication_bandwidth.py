@@ -39,6 +39,7 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
+from gpudr.core.enums import FROM_ONPREM
 
 from .common import (
     AWS_VPC_PEERING,
@@ -109,6 +110,7 @@ RUNS_ON = {
     "gcs-dual-region": "data-dual-region",
     # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
     "datasync-agent": "data-replica",
+    "sts-agent": "data-replica",
 }
 # What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
 # is the least of three bounds, and nothing registered says which one holds (the committed WAN
@@ -119,6 +121,12 @@ RAISE = {
         "(wan_committed_gbps of the on-premises site), the link's ports x port speed (add ports "
         "or tunnels), or the agents x per-agent rate (add agents, or with a measured rate raise "
         "quotas.datasync_agent_gbps)"
+    ),
+    "sts-agent": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site; the agent pool's limit follows it), the "
+        "Interconnect's circuits or attachments x their speed, or the agents x per-agent rate "
+        "(add agents, or with a measured rate raise quotas.sts_agent_gbps)"
     ),
 }
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
@@ -218,7 +226,7 @@ def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] 
 def _check_quotas(
     classes: list[tuple[PolicyResource, DataClass]], headroom: float, report: ReportViolation
 ) -> None:
-    for mechanism in (*QUOTA_BOUND, "datasync-agent"):
+    for mechanism in (*QUOTA_BOUND, *FROM_ONPREM):
         group = [
             (b, d) for b, d in classes if d.mechanism == mechanism and d.role == RUNS_ON[mechanism]
         ]

@@ -80,6 +80,7 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     "datasync": ("data-replica", S3_BUCKET),
     # From on premises: the tasks read through agents there, asserting the WAN rate.
     "datasync-agent": ("data-replica", S3_BUCKET),
+    "sts-agent": ("data-replica", GCS_BUCKET),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
@@ -288,7 +289,7 @@ def _datasync_schedules(
 def _check_pull(
     stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
 ) -> None:
-    if d.mechanism == "sts":
+    if d.mechanism in ("sts", "sts-agent"):
         jobs, kind = _sts_schedules(stack, bucket), "Storage Transfer Service job"
         fix = (
             "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "

@@ -47,7 +47,7 @@ from gpudr.contract.stack import (
 )
 from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
-from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, StorageKind, WeightsLock
+from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, Cloud, StorageKind, WeightsLock
 from gpudr.core.spec import Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
@@ -176,7 +176,11 @@ def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
     runbook whose checklist says how."""
     onprem = plan.onprem.get(site.protects or "")
     if onprem is None:
-        return {"agents": [], "runbook": ""}
+        return {"agents": [], "runbook": "", "pool_agents": False}
+    runbook = onprem_runbook_path(plan.name, onprem.name, site.name)
+    if site.cloud == Cloud.GCP:
+        # Storage Transfer agents need nothing in this stack: they join its pool on premises.
+        return {"agents": [], "runbook": runbook, "pool_agents": True}
     keys = []
     if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
         keys = [
@@ -189,7 +193,8 @@ def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
             for a in onprem.agents
         ]
         + keys,
-        "runbook": onprem_runbook_path(plan.name, onprem.name, site.name),
+        "runbook": runbook,
+        "pool_agents": False,
     }
 
 

@@ -246,6 +246,7 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         return None
     endpoint = parse_endpoint(onprem.storage.kind, onprem.storage.endpoint)
     link = onprem.link
+    limits = reference.defaults()["links"]["onprem"].get(link.kind, {})
     return OnPremSource(
         site=onprem.name,
         location=onprem.location,
@@ -264,6 +265,7 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         vlan=link.vlan,
         committed_gbps=onprem.wan_committed_gbps,
         router_address=link.address,
+        cloud_router_asn=int(limits.get("cloud_router_asn", 0)),
     )
 
 

@@ -190,3 +190,21 @@ def datasync_task_name(prefix: str, source_site: str) -> str:
 def replication_rule_id(data_class: str, dr_site: str) -> str:
     """The id of a push replication rule (S3) from a source bucket to one DR site."""
     return f"{data_class}-to-{dr_site}"
+
+
+def sts_agent_pool_name(system: str, dr_site: str, onprem: str) -> str:
+    """The Storage Transfer agent pool at a GCP DR site that on-premises agents join (lower
+    case, digits and dashes; the runbook's `gcloud transfer agents install --pool` names it)."""
+    return f"{system}-{dr_site}-from-{onprem}"
+
+
+def sts_agent_account_id(onprem: str) -> str:
+    """The service account the on-premises Storage Transfer agents run as (6-30 characters)."""
+    return f"sts-agents-{onprem}"[:30].rstrip("-")
+
+
+def sts_pool_limit_mbps(committed_gbps: float) -> int:
+    """The agent pool's bandwidth limit in megabytes per second (the API's unit), shared by all
+    its agents: the WAN bandwidth committed to DR, rounded down, so the transfers never take
+    more of the link than the network team committed (the plan's RPOs are sized on that rate)."""
+    return max(1, int(committed_gbps * 1000 // 8))

@@ -247,6 +247,7 @@ class OnPremSource:
     vlan: int | None
     committed_gbps: float
     router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
+    cloud_router_asn: int = 0  # interconnect-*: the GCP Cloud Router's (defaults.yaml)
 
 
 @dataclass(frozen=True)

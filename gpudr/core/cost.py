@@ -145,6 +145,13 @@ RULES: dict[str, Rule] = {
         {Cloud.AWS: ("datasync_gb", "{mode}")},
         "{data_class} DataSync fee ({mode} mode, agents on premises)",
     ),
+    # From on premises through a Storage Transfer agent pool (agentless transfers are free).
+    "sts-agent-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.GCP: ("storage_transfer_agent_gb",)},
+        "{data_class} Storage Transfer fee (agents on premises)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -221,6 +228,20 @@ RULES: dict[str, Rule] = {
         "port-hour",
         {Cloud.AWS: ("dx_port_hour", "{port_gbps}Gbps")},
         "Direct Connect {ports} x {port_gbps} Gbps ports",
+    ),
+    # An on-premises site's Dedicated Interconnect circuits (the DR stack orders them) and the
+    # VLAN attachments on them or on a partner's (unpriced: prices.yaml missing).
+    "interconnect-circuits": Rule(
+        "network",
+        "circuit-hour",
+        {Cloud.GCP: ("interconnect_attachment_hour", "{port_gbps}G")},
+        "Dedicated Interconnect {ports} x {port_gbps} Gbps circuits",
+    ),
+    "interconnect-vlan-attachments": Rule(
+        "network",
+        "attachment-hour",
+        {Cloud.GCP: ("interconnect_vlan_attachment_hour",)},
+        "Interconnect VLAN attachments ({attachments} x {bandwidth})",
     ),
     "ha-vpn-tunnels": Rule(
         "network", "tunnel-hour", {Cloud.GCP: ("ha_vpn_tunnel_hour",)}, "HA VPN tunnels ({tunnels})"

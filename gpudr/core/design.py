@@ -414,17 +414,30 @@ def _link_capacity(
     )
 
 
+# The quota that bounds one agent on premises, per DR cloud (its service's agents).
+AGENT_QUOTAS: dict[Cloud, str] = {Cloud.AWS: "datasync_agent_gbps", Cloud.GCP: "sts_agent_gbps"}
+
+
+def onprem_dr_cloud(plan: Plan, site: OnPremSite) -> Cloud:
+    """The cloud protecting an on-premises site (its agents are that cloud's service's)."""
+    return next(s.cloud for s in plan.sites.values() if s.protects == site.name)
+
+
+def _agent_quota(plan: Plan, site: OnPremSite) -> tuple[str, float]:
+    """The `quotas:` key bounding one of the site's agents, and its value."""
+    quota = AGENT_QUOTAS[onprem_dr_cloud(plan, site)]
+    return quota, float(getattr(plan.quotas, quota))
+
+
 def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortPlan | None]:
     """What an on-premises site's transfers get: the least of the WAN bandwidth committed to
     DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`)."""
     link = site.link
-    per_agent = plan.quotas.datasync_agent_gbps
+    quota, per_agent = _agent_quota(plan, site)
     capacity, bound = sizing.onprem_path_gbps(
         site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
     )
-    agent_src = _quota_source(
-        plan, "datasync_agent_gbps", "quotas.datasync_agent_gbps default (assumption)"
-    )
+    agent_src = _quota_source(plan, quota, f"quotas.{quota} default (assumption)")
     what = {
         sizing.WAN_COMMITTED: f"sites.{site.name}.wan_committed_gbps",
         sizing.WAN_LINK: f"{link.ports} x {link.port_gbps:g} Gbps {link.kind} "
@@ -448,7 +461,7 @@ def wan_fix(plan: Plan, site: OnPremSite) -> str:
     """What gives an on-premises site's transfers more: the bound that holds (every bound
     tied with it: raising one alone would not help), each with the field that raises it."""
     link = site.link
-    per_agent = plan.quotas.datasync_agent_gbps
+    quota, per_agent = _agent_quota(plan, site)
     capacity, _ = sizing.onprem_path_gbps(
         site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
     )
@@ -470,7 +483,7 @@ def wan_fix(plan: Plan, site: OnPremSite) -> str:
         add = f"add agents (sites.{site.name}.agents, {len(site.agents)} of at most {most}) or, "
         fixes.append(
             (add if len(site.agents) < most else "")
-            + f"with a measured rate, raise quotas.datasync_agent_gbps ({per_agent:g} Gbps "
+            + f"with a measured rate, raise quotas.{quota} ({per_agent:g} Gbps "
             "per agent)"
         )
     return " and ".join(fixes)
@@ -1393,13 +1406,18 @@ def datasync_mode(kind: StorageKind) -> str:
 
 
 def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[Usage]:
-    """What AWS bills for a class pulled from on premises. No transfer line: data into AWS
-    is free, and what leaves the data centre is billed by your own carrier, not here."""
+    """What the DR cloud bills for a class pulled from on premises. No transfer line: data
+    into AWS or GCP is free, and what leaves the data centre is billed by your own carrier."""
     dr = plan.sites[f.dr]
     gb = f.monthly_bytes / cost.GB
     stored_gb = replica_bytes(plan, f.data_class) / cost.GB
     what = f"{f.data_class} replica"
     yield _usage("storage", dr, stored_gb, True, what=what, storage_class=f.replica_class)
+    if f.mechanism == Mechanism.STS_AGENT:
+        # Per GiB through the agents; no per-run fee and no endpoint (the agents reach
+        # Google's APIs over the link or the internet, runbook).
+        yield _usage("sts-agent-fee", dr, gb, True, data_class=f.data_class)
+        return
     mode = datasync_mode(site.storage.kind)
     yield _usage("datasync-agent-fee", dr, gb, True, data_class=f.data_class, mode=mode)
     if mode == "enhanced" and f.schedule is not None:
@@ -1506,6 +1524,9 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     agents reach DataSync through."""
     site, dr = plan.onprem[path.primary], plan.sites[path.dr]
     link = site.link
+    if dr.cloud == Cloud.GCP:
+        yield from _interconnect_usages(site, dr)
+        return
     if link.kind == OnPremLinkKind.DIRECT_CONNECT:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("dx-ports", dr, link.ports * HOURS_PER_MONTH, True, **ports)
@@ -1515,6 +1536,23 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         yield _usage("aws-vpn-connections", dr, hours, True, connections=connections)
     azs = len(dr.azs)
     yield _usage("datasync-endpoint-hours", dr, azs * HOURS_PER_MONTH, True, azs=azs)
+
+
+def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
+    """A GCP DR site's end of the on-premises link: over Dedicated Interconnect, the circuits
+    (the DR stack orders them) and the VLAN attachment on them; over Partner Interconnect, the
+    attachments (the provider bills its part of the path)."""
+    link = site.link
+    if link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
+        ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
+        yield _usage("interconnect-circuits", dr, link.ports * HOURS_PER_MONTH, True, **ports)
+    # Dedicated: one attachment over the bundle of circuits; Partner: one per port, each of
+    # the port's capacity (components/gcp/onprem.py).
+    dedicated = link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+    count = 1 if dedicated else link.ports
+    gbps = link.capacity_gbps if dedicated else link.port_gbps
+    what = {"attachments": count, "bandwidth": f"{gbps:g} Gbps"}
+    yield _usage("interconnect-vlan-attachments", dr, count * HOURS_PER_MONTH, True, **what)
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:

@@ -44,12 +44,17 @@ class Mechanism(StrEnum):
     DATASYNC = "datasync"  # DataSync tasks pulling into S3 on a schedule
     # DataSync tasks at the AWS DR site reading an on-premises store through agents there
     DATASYNC_AGENT = "datasync-agent"
+    # Storage Transfer Service jobs at the GCP DR site reading an on-premises store through an
+    # agent pool there
+    STS_AGENT = "sts-agent"
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 
 
 # Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
-PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT)
+PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
+# Mechanisms that pull from on premises through agents there, over the committed WAN.
+FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.

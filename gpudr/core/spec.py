@@ -314,6 +314,7 @@ class Quotas:
     gcs_dual_region_gbps: float
     overridden: frozenset[str] = frozenset()
     datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
+    sts_agent_gbps: float = 10.0  # per Storage Transfer agent on premises (the same)
 
 
 @dataclass(frozen=True)
@@ -877,11 +878,19 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
 # listed cannot protect an on-premises site yet (docs/onprem.md, "Extension points").
 ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
     Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
+    # (HA VPN from on premises is not declared yet: an external VPN gateway with the router's
+    # interfaces and four tunnels' shared secrets; docs/onprem.md, Not done yet)
+    Cloud.GCP: (
+        (Mechanism.STS_AGENT,),
+        (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER),
+    ),
 }
 # The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet":
 # HDFS needs its user or Kerberos principal).
 ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
     Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
+    # POSIX (an NFS mount on the agent hosts) and S3-compatible sources, both through the pool
+    Cloud.GCP: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
 }
 _ONPREM_FIELDS = (
     "cloud",
@@ -1071,8 +1080,9 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
     limits = reference.defaults()["links"]["onprem"]
     ports = r.convert(s, "ports", path, _positive_int, 2 if kind == OnPremLinkKind.VPN else 1)
     asn = r.convert(s, "bgp_asn", path, _asn, required=True)
-    vlan = r.convert(s, "vlan", path, _vlan, required=kind == OnPremLinkKind.DIRECT_CONNECT)
-    location = r.convert(s, "location", path, _location)
+    tagged = kind in (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.INTERCONNECT_DEDICATED)
+    vlan = r.convert(s, "vlan", path, _vlan, required=tagged)
+    location = r.convert(s, "location", path, _location) if kind not in INTERCONNECTS else None
     speed = r.convert(s, "port_gbps", path, _positive_rate)
     if kind == OnPremLinkKind.DIRECT_CONNECT:
         speeds = [float(x) for x in limits["direct-connect"]["port_gbps"]]
@@ -1082,6 +1092,8 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
             r.error(f"{path}.port_gbps", f"is required; a dedicated port is {speeds} Gbps")
         elif speed is not None and speed not in speeds:
             r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
+    if kind in INTERCONNECTS:
+        location, speed = _interconnect_fields(r, s, path, OnPremLinkKind(kind), location, speed)
     address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
     if kind == OnPremLinkKind.VPN:
         tunnel = float(limits["vpn"]["tunnel_gbps"])
@@ -1094,6 +1106,48 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
                 f"{ports} tunnels: a Site-to-Site VPN connection has two; use an even number",
             )
     return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan, address)
+
+
+INTERCONNECTS = (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER)
+GCP_LOCATION_RE = re.compile(r"[a-z]{3}-zone[12]-[0-9]{1,6}")
+
+
+def _interconnect_fields(
+    r: _Reader,
+    s: dict[str, Any],
+    path: str,
+    kind: OnPremLinkKind,
+    location: str | None,
+    speed: float | None,
+) -> tuple[str | None, float | None]:
+    """Dedicated: the colocation facility's Interconnect location and the circuit speed
+    (`ports` circuits); Partner: the VLAN attachment's capacity (`ports` attachments, one per
+    edge availability domain), the location being the provider's."""
+    limits = reference.defaults()["links"]["onprem"][kind]
+    speeds = [float(x) for x in limits["port_gbps"]]
+    what = (
+        "circuit speed"
+        if kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+        else "VLAN attachment capacity"
+    )
+    if kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
+        location = r.convert(s, "location", path, _gcp_location, required=True)
+    elif "location" in s:
+        r.error(f"{path}.location", "is the provider's for a Partner Interconnect; remove it")
+    if speed is None and "port_gbps" not in s:
+        r.error(f"{path}.port_gbps", f"is required; a {what} is one of {speeds} Gbps")
+    elif speed is not None and speed not in speeds:
+        r.error(f"{path}.port_gbps", f"{speed:g} is not a {what}; use one of {speeds}")
+    return location, speed
+
+
+def _gcp_location(value: Any) -> str:
+    if not isinstance(value, str) or not GCP_LOCATION_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not an Interconnect location; use the name Google lists for the "
+            "colocation facility (e.g. fra-zone1-4)"
+        )
+    return value
 
 
 def _public_ipv4(value: Any) -> str:
@@ -1159,6 +1213,10 @@ def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
         DX_GATEWAY_ASN: "the Direct Connect gateway's",
         transit_gateway_asn(dr_index): "the DR site's transit gateway's",
     }
+    if onprem.link.kind in INTERCONNECTS:
+        # Into GCP the router peers with the link's own Cloud Router (defaults.yaml).
+        limits = reference.defaults()["links"]["onprem"][onprem.link.kind]
+        ours = {int(limits["cloud_router_asn"]): "the Cloud Router's"}
     asn = onprem.link.bgp_asn
     if asn in ours:
         r.error(
@@ -2025,6 +2083,7 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "gcs_turbo_gbps",
         "gcs_dual_region_gbps",
         "datasync_agent_gbps",
+        "sts_agent_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}

@@ -12,10 +12,18 @@ import ipaddress
 from dataclasses import dataclass
 
 from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack_name
-from gpudr.contract.naming import DX_GATEWAY_ASN, datasync_task_name, datasync_task_prefix
+from gpudr.contract.naming import (
+    DX_GATEWAY_ASN,
+    datasync_task_name,
+    datasync_task_prefix,
+    sts_agent_account_id,
+    sts_agent_pool_name,
+    sts_pool_limit_mbps,
+)
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, MODE_KEY
 from gpudr.core import reference
 from gpudr.core.design import Design, vpn_connections
+from gpudr.core.enums import Cloud
 from gpudr.core.spec import OnPremSite, Site, parse_endpoint
 from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
@@ -89,6 +97,23 @@ class GraphStep:
     duration: str
 
 
+# Private Google Access for on-premises hosts (components/gcp/onprem.py advertises it).
+PRIVATE_GOOGLE_APIS = "199.36.153.8/30"
+
+
+@dataclass(frozen=True)
+class GcpEnd:
+    """A GCP DR site's end of the link and the agents' pool and account: the values the
+    checklist needs that a DataSync runbook does not."""
+
+    project: str
+    pool: str
+    account: str  # the agents' service account (email)
+    limit_mbps: int  # the pool's bandwidth limit, MB/s
+    cloud_router_asn: int
+    private_apis: str
+
+
 @dataclass(frozen=True)
 class OnPremRunbook:
     plan: str
@@ -115,6 +140,7 @@ class OnPremRunbook:
     wan: str  # the path's capacity and what bounds it
     notes: tuple[str, ...]
     steps: tuple[GraphStep, ...]
+    gcp: GcpEnd | None = None
 
     def phase(self, name: str) -> tuple[GraphStep, ...]:
         return tuple(s for s in self.steps if s.phase == name)
@@ -143,9 +169,6 @@ def runbook_path(plan: str, onprem: str, dr: str) -> str:
 
 
 def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPremRunbook:
-    plan = design.plan
-    cfg = build_site_configs(design)[dr.name]
-    stack = stack_name(plan, dr)
     pair = f"{onprem.name}->{dr.name}"
     rows = tuple(
         Row(
@@ -160,7 +183,39 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         for w in design.workloads
         if w.pair == pair
     )
-    pulls = tuple(
+    if dr.cloud == Cloud.GCP:
+        pulls = _gcp_pulls(design, onprem, dr)
+    else:
+        pulls = _aws_pulls(design, onprem, dr)
+    return _runbook(design, onprem, dr, rows, pulls)
+
+
+def _gcp_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]:
+    """Each class's Storage Transfer job (found by its sink, as the cloud runbook does)."""
+    cfg = build_site_configs(design)[dr.name]
+    project = dr.project or ""
+    sinks = {b.data_class: b for b in cfg.buckets}
+    return tuple(
+        Pull(
+            data_class=f.data_class,
+            source=onprem_class_path(onprem, f.data_class),
+            task=f"the job into gs://{sinks[f.data_class].name}",
+            every=_duration(f.schedule.interval_s if f.schedule else None),
+            rpo=_duration(f.rpo_s),
+            estimated_rpo=_duration(f.estimate.estimated_s),
+            meets=design.replication_meets(f),
+            lookup="JOB=$(" + shell(cli.sts_jobs(project, sinks[f.data_class])) + ")",
+            runs=shell(cli.sts_runs("$JOB", 5)),
+            run_now=shell(cli.sts_run("$JOB", project)),
+        )
+        for f in design.flows
+        if f.primary == onprem.name and f.dr == dr.name
+    )
+
+
+def _aws_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]:
+    plan = design.plan
+    return tuple(
         Pull(
             data_class=f.data_class,
             source=onprem_class_path(onprem, f.data_class),
@@ -187,6 +242,19 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
     )
+
+
+def _runbook(
+    design: Design,
+    onprem: OnPremSite,
+    dr: Site,
+    rows: tuple[Row, ...],
+    pulls: tuple[Pull, ...],
+) -> OnPremRunbook:
+    plan = design.plan
+    cfg = build_site_configs(design)[dr.name]
+    stack = stack_name(plan, dr)
+    pair = f"{onprem.name}->{dr.name}"
     agents = tuple(
         AgentRow(
             name=a.name,
@@ -239,6 +307,21 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         wan=f"{path.capacity_gbps:g} Gbps ({path.capacity_source})",
         notes=notes,
         steps=steps,
+        gcp=_gcp_end(plan.name, onprem, dr, cfg.onprem.cloud_router_asn),
+    )
+
+
+def _gcp_end(system: str, onprem: OnPremSite, dr: Site, asn: int) -> GcpEnd | None:
+    if dr.cloud != Cloud.GCP:
+        return None
+    project = dr.project or ""
+    return GcpEnd(
+        project=project,
+        pool=sts_agent_pool_name(system, dr.name, onprem.name),
+        account=f"{sts_agent_account_id(onprem.name)}@{project}.iam.gserviceaccount.com",
+        limit_mbps=sts_pool_limit_mbps(onprem.wan_committed_gbps),
+        cloud_router_asn=asn,
+        private_apis=PRIVATE_GOOGLE_APIS,
     )
 
 

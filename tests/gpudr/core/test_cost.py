@@ -48,7 +48,9 @@ def _golden(name: str, found: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("example", ["aws-two-region", "azure-two-region", "onprem-to-aws"])
+@pytest.mark.parametrize(
+    "example", ["aws-two-region", "azure-two-region", "onprem-to-aws", "onprem-to-gcp"]
+)
 def test_the_examples_plan_cost_lines(example: str) -> None:
     report = design(load_plan(ROOT / "examples" / f"{example}.yaml")).cost
     _golden(f"{example}-plan", {"lines": _lines(report.lines), "unpriced": report.unpriced})
