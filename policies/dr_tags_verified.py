@@ -236,6 +236,7 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     enums.Mechanism.DATASYNC: (ANY, (S3_BUCKET,), ()),
     # The source is on premises: no stack holds it.
     enums.Mechanism.DATASYNC_AGENT: ((), (S3_BUCKET,), ()),
+    enums.Mechanism.STORAGE_MOVER: ((), (AZ_STORAGE_ACCOUNT,), ()),
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }
@@ -270,7 +271,7 @@ def _consistency(bucket: PolicyResource, d: tags.BucketTags) -> Iterator[str]:
         yield "a burst (burst-bytes > 0) with no interval-s to repeat it in"
     if d.quota_mbps is not None and d.quota_mbps <= 0:
         yield f"{Tag.QUOTA_MBPS.key} is {d.quota_mbps:g}: a quota of nothing"
-    rated = (*sizing.QUOTA_KEYS, enums.Mechanism.DATASYNC_AGENT)  # the WAN rate (_wan_bound)
+    rated = (*sizing.QUOTA_KEYS, *enums.FROM_ONPREM)  # the WAN rate (_wan_bound)
     if d.quota_mbps is not None and d.mechanism not in rated:
         yield f"{Tag.QUOTA_MBPS.key} on {d.mechanism}, which no rate quota bounds"
     if d.rpo_s == 0 and d.mechanism != enums.Mechanism.DUAL_WRITE:
@@ -323,13 +324,13 @@ def _wan_bound(
             f"it asserts {mbps(d.quota_mbps)} of WAN bandwidth committed to DR, but the pack "
             "config's approved_quotas approves "
             + ("none" if approved is None else mbps(approved))
-            + " for mechanism datasync-agent on this stack: have the network team confirm the "
+            + f" for mechanism {d.mechanism} on this stack: have the network team confirm the "
             "commitment and add it there, or lower wan_committed_gbps in the plan"
         )
 
 
 def _bounds(bucket: PolicyResource, d: tags.BucketTags, config: Mapping[str, Any]) -> Iterator[str]:
-    if d.mechanism == enums.Mechanism.DATASYNC_AGENT:
+    if d.mechanism in enums.FROM_ONPREM:
         yield from _wan_bound(bucket, d, config)
     if d.quota_mbps is not None and d.mechanism in sizing.QUOTA_KEYS:
         approved, source = _approved_mbps(bucket, d, config)

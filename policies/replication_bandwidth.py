@@ -39,6 +39,7 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
+from gpudr.core.enums import FROM_ONPREM
 
 from .common import (
     AWS_VPC_PEERING,
@@ -109,14 +110,14 @@ RUNS_ON = {
     "gcs-dual-region": "data-dual-region",
     # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
     "datasync-agent": "data-replica",
+    "storage-mover": "data-replica",
 }
 # What raises each bound, where it is not a vendor's quota.
-RAISE = {
-    "datasync-agent": (
-        "Commit more WAN bandwidth to DR (wan_committed_gbps of the on-premises site, with the "
-        "link ports and agents to carry it)"
-    ),
-}
+_MORE_WAN = (
+    "Commit more WAN bandwidth to DR (wan_committed_gbps of the on-premises site, with the "
+    "link ports and agents to carry it)"
+)
+RAISE = {"datasync-agent": _MORE_WAN, "storage-mover": _MORE_WAN}
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
 
@@ -214,7 +215,7 @@ def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] 
 def _check_quotas(
     classes: list[tuple[PolicyResource, DataClass]], headroom: float, report: ReportViolation
 ) -> None:
-    for mechanism in (*QUOTA_BOUND, "datasync-agent"):
+    for mechanism in (*QUOTA_BOUND, *FROM_ONPREM):
         group = [
             (b, d) for b, d in classes if d.mechanism == mechanism and d.role == RUNS_ON[mechanism]
         ]

@@ -31,32 +31,22 @@ from pulumi_azure_native import authorization, network, storagemover
 from components.azure.arm import assignment_name, role_definition_id
 from components.azure.network import gateway_subnet_cidr
 from gpudr.contract import grants
-from gpudr.contract.site import OnPremSource
+from gpudr.contract.naming import expressroute_circuit_name
+from gpudr.contract.site import LinkConfig, OnPremSource
+from gpudr.contract.stack import STORAGE_MOVER_AGENTS_KEY
 
-AGENTS_KEY = "gpudr:storage_mover_agents"
+AGENTS_KEY = STORAGE_MOVER_AGENTS_KEY
 # Storage Mover reads file systems over NFS (a Lustre file system through its NFS export);
 # object stores and HDFS are not Storage Mover sources (dr-facts-2.md 3).
 NFS_KINDS = ("nfs", "lustre")
-# What an ExpressRoute gateway carries, per SKU (dr-facts-2.md 4, "Azure ExpressRoute gateways":
-# ErGw1Az 1,000 Mbps, ErGw2Az 2,000, ErGw3Az 10,000), smallest first.
-GATEWAY_SKUS = (("ErGw1AZ", 1.0), ("ErGw2AZ", 2.0), ("ErGw3AZ", 10.0))
+# The zone-redundant ExpressRoute gateway SKUs the planner sizes from (defaults.yaml
+# links.onprem.expressroute_gateways, with the throughput each carries).
+GATEWAY_SKUS = ("ErGw1AZ", "ErGw2AZ", "ErGw3AZ")
 ZONES = ["1", "2", "3"]
 # The name Azure gives a circuit's private peering; it takes no other.
 PRIVATE_PEERING = "AzurePrivatePeering"
 AGENT_NAME = re.compile(r"[0-9a-zA-Z][-_0-9a-zA-Z]{0,63}")
 GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def gateway_sku(gbps: float) -> str:
-    """The smallest ExpressRoute gateway SKU that carries `gbps` (the WAN path's capacity)."""
-    for sku, carries in GATEWAY_SKUS:
-        if gbps <= carries:
-            return sku
-    most = GATEWAY_SKUS[-1]
-    raise ValueError(
-        f"{gbps:g} Gbps is more than an ExpressRoute gateway's largest fixed SKU carries "
-        f"({most[0]}: {most[1]:g} Gbps); commit at most {most[1]:g} Gbps to DR"
-    )
 
 
 @dataclass(frozen=True)
@@ -271,8 +261,9 @@ class ExpressRouteEndArgs:
     network: pulumi.Resource  # the DR VNet, which the GatewaySubnet waits for
     cidr: str  # the DR VNet's range; the GatewaySubnet is its last /26
     source: OnPremSource
+    site: str  # the DR site, which names the circuit
     provider: str  # the connectivity provider at link_location (e.g. Equinix)
-    capacity_gbps: float  # the WAN path's capacity, which the gateway must carry
+    link: LinkConfig  # kind wan: the path's capacity and the gateway SKU sized to carry it
     # Your two /30s for the private peering's primary and secondary BGP sessions.
     peer_prefixes: tuple[str, str]
     # The provider has provisioned the circuit (its service key): only then do the peering and
@@ -299,11 +290,16 @@ class ExpressRouteEnd(pulumi.ComponentResource):
                 f"{name}: an ExpressRoute link needs link.kind expressroute, a peering location "
                 "and a VLAN; regenerate the stack"
             )
-        sku = gateway_sku(args.capacity_gbps)
+        sku = args.link.gateway_sku
+        if sku not in GATEWAY_SKUS:
+            raise ValueError(
+                f"{name}: gateway SKU {sku!r} is not one of {', '.join(GATEWAY_SKUS)}; "
+                "regenerate the stack"
+            )
         child = pulumi.ResourceOptions(parent=self)
         circuit = network.ExpressRouteCircuit(
             f"{name}-circuit",
-            circuit_name=f"{name}-circuit",
+            circuit_name=expressroute_circuit_name(args.site),
             resource_group_name=args.resource_group_name,
             location=args.location,
             sku=network.ExpressRouteCircuitSkuArgs(

@@ -37,6 +37,7 @@ from gpudr.core.spec import (
     ONPREM_PAIRS,
     PAIRS,
     Cluster,
+    OnPremLink,
     OnPremSite,
     Plan,
     Service,
@@ -414,17 +415,24 @@ def _link_capacity(
     )
 
 
-def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortPlan | None]:
+# The quota that says what one transfer agent on premises moves, per DR cloud.
+AGENT_QUOTA = {Cloud.AWS: "datasync_agent_gbps", Cloud.AZURE: "storage_mover_agent_gbps"}
+
+
+def wan_capacity(
+    plan: Plan, site: OnPremSite, dr: Site
+) -> tuple[float, str, sizing.PortPlan | None]:
     """What an on-premises site's transfers get: the least of the WAN bandwidth committed to
-    DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`)."""
+    DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`),
+    the agents being the DR cloud's (DataSync agents into AWS, Storage Mover agents into
+    Azure, each at its `quotas:` rate)."""
     link = site.link
-    per_agent = plan.quotas.datasync_agent_gbps
+    quota = AGENT_QUOTA[dr.cloud]
+    per_agent = float(getattr(plan.quotas, quota))
     capacity, bound = sizing.onprem_path_gbps(
         site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
     )
-    agent_src = _quota_source(
-        plan, "datasync_agent_gbps", "quotas.datasync_agent_gbps default (assumption)"
-    )
+    agent_src = _quota_source(plan, quota, f"quotas.{quota} default (assumption)")
     what = {
         sizing.WAN_COMMITTED: f"sites.{site.name}.wan_committed_gbps",
         sizing.WAN_LINK: f"{link.ports} x {link.port_gbps:g} Gbps {link.kind} "
@@ -469,7 +477,7 @@ def _path(
     members = list(flows)
     required = sum(sizing.path_load_gbps(f) for f in members)
     if isinstance(primary, OnPremSite):
-        capacity, source, ports = wan_capacity(plan, primary)
+        capacity, source, ports = wan_capacity(plan, primary, dr)
     else:
         capacity, source, ports = _path_capacity(
             plan, kind, required * plan.headroom, _dx_locations(dr)
@@ -741,7 +749,7 @@ def _schedule_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[s
         d = plan.datasets
         size = d.size_b if x.data_class == DataClass.DATASETS and d else x.flow.burst_bytes
         if isinstance(x.primary, OnPremSite):
-            capacity = wan_capacity(plan, x.primary)[0]
+            capacity = wan_capacity(plan, x.primary, x.dr)[0]
         elif x.mechanism == Mechanism.STS:
             capacity = plan.quotas.sts_gbps
         else:
@@ -943,6 +951,13 @@ def _capacity_offer(
     )
 
 
+# Why a DR pool for an on-premises cluster may not find its GPUs (no regional crowd there).
+ONPREM_CROWD = {
+    Cloud.AWS: "and on-demand GPU capacity is never promised (AWS notes that short-term "
+    "capacity for P-type GPU instances is often limited)",
+}
+
+
 def _capacity_note(
     plan: Plan, p: PoolSpec, instance_type: str, chosen: PatternOption, offer: CapacityOffer
 ) -> str:
@@ -951,8 +966,7 @@ def _capacity_note(
     wait = fmt_duration(plan.recovery.gpu_capacity_wait_s)
     verdict = f"RTO {CONDITIONAL}" if chosen.meets else "RTO not met, nor its GPUs certain"
     crowd = (
-        "and on-demand GPU capacity is never promised (AWS notes that short-term capacity for "
-        "P-type GPU instances is often limited)"
+        ONPREM_CROWD.get(dr.cloud, "and on-demand GPU capacity is never promised")
         if isinstance(p.primary, OnPremSite)
         else f"and in a regional outage every tenant of the failed region ({p.primary.region}) "
         "looks for capacity at once"
@@ -1343,13 +1357,19 @@ def datasync_mode(kind: StorageKind) -> str:
 
 
 def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[Usage]:
-    """What AWS bills for a class pulled from on premises. No transfer line: data into AWS
-    is free, and what leaves the data centre is billed by your own carrier, not here."""
+    """What the DR cloud bills for a class pulled from on premises. No transfer line: data
+    into AWS or Azure is free, and what leaves the data centre is billed by your own carrier,
+    not here."""
     dr = plan.sites[f.dr]
     gb = f.monthly_bytes / cost.GB
     stored_gb = replica_bytes(plan, f.data_class) / cost.GB
     what = f"{f.data_class} replica"
     yield _usage("storage", dr, stored_gb, True, what=what, storage_class=f.replica_class)
+    if dr.cloud == Cloud.AZURE:
+        # Storage Mover's own fee: no source read in this pass gives one (listed as unpriced,
+        # never assumed to be zero).
+        yield _usage("storage-mover-fee", dr, gb, True, data_class=f.data_class)
+        return
     mode = datasync_mode(site.storage.kind)
     yield _usage("datasync-agent-fee", dr, gb, True, data_class=f.data_class, mode=mode)
     if mode == "enhanced" and f.schedule is not None:
@@ -1455,6 +1475,9 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     agents reach DataSync through."""
     site, dr = plan.onprem[path.primary], plan.sites[path.dr]
     link = site.link
+    if link.kind == OnPremLinkKind.EXPRESSROUTE:
+        yield from _expressroute_usages(dr, link, path)
+        return
     if link.kind == OnPremLinkKind.DIRECT_CONNECT:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("dx-ports", dr, link.ports * HOURS_PER_MONTH, True, **ports)
@@ -1464,6 +1487,25 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         yield _usage("aws-vpn-connections", dr, hours, True, connections=connections)
     azs = len(dr.azs)
     yield _usage("datasync-endpoint-hours", dr, azs * HOURS_PER_MONTH, True, azs=azs)
+
+
+def expressroute_gateway_sku(capacity_gbps: float) -> str:
+    """The ExpressRoute gateway the Azure DR stack declares for a WAN path (the smallest that
+    carries it; components/azure/onprem.py builds it from the same table)."""
+    table = reference.defaults()["links"]["onprem"]["expressroute_gateways"]
+    for sku, gbps in table["gbps"].items():
+        if capacity_gbps <= float(gbps):
+            return str(sku)
+    return str(list(table["gbps"])[-1])
+
+
+def _expressroute_usages(dr: Site, link: OnPremLink, path: Path) -> Iterator[Usage]:
+    """The metered circuit at its bandwidth (per month) and the gateway (per hour). Neither
+    has a price in prices.yaml yet: both are listed as unpriced."""
+    mbps = round(link.port_gbps * 1000)
+    yield _usage("expressroute-circuit", dr, 1, True, mbps=mbps)
+    sku = expressroute_gateway_sku(path.capacity_gbps)
+    yield _usage("expressroute-gateway-hours", dr, HOURS_PER_MONTH, True, sku=sku)
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:

@@ -44,12 +44,17 @@ class Mechanism(StrEnum):
     DATASYNC = "datasync"  # DataSync tasks pulling into S3 on a schedule
     # DataSync tasks at the AWS DR site reading an on-premises store through agents there
     DATASYNC_AGENT = "datasync-agent"
+    # Azure Storage Mover job definitions at the Azure DR site reading an on-premises NFS
+    # export through its Arc-registered agents there
+    STORAGE_MOVER = "storage-mover"
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 
 
 # Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
-PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT)
+PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT, Mechanism.STORAGE_MOVER)
+# Pulls from an on-premises site, bound by the WAN bandwidth committed to DR (not a vendor quota).
+FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STORAGE_MOVER)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.

@@ -12,8 +12,19 @@ import ipaddress
 from dataclasses import dataclass
 
 from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack_name
-from gpudr.contract.naming import DX_GATEWAY_ASN, datasync_task_name, datasync_task_prefix
-from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, MODE_KEY
+from gpudr.contract.naming import (
+    DX_GATEWAY_ASN,
+    datasync_task_name,
+    datasync_task_prefix,
+    expressroute_circuit_name,
+    storage_mover_name,
+)
+from gpudr.contract.stack import (
+    DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
+    MODE_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
+)
 from gpudr.core import reference
 from gpudr.core.design import Design, vpn_connections
 from gpudr.core.spec import OnPremSite, Site, parse_endpoint
@@ -25,6 +36,11 @@ from gpudr.docs.runbook import RUNBOOKS_DIR
 from gpudr.docs.templating import environment
 
 TEMPLATE = "runbook-onprem.md.j2"
+# The ASN Microsoft's end of every ExpressRoute private peering uses.
+MICROSOFT_ASN = 12076
+# What a Storage Mover agent opens: outbound HTTPS to Azure (Arc, the service, the Blob
+# endpoints of the replica accounts).
+AZURE_AGENT_PORTS = "TCP 443 outbound"
 # What the agents open to the DataSync endpoint, and what opens to the agents during activation
 # (reference data `sources.datasync-network`).
 ENDPOINT_PORTS = "TCP 443 and TCP 1024-1064"
@@ -90,6 +106,49 @@ class GraphStep:
 
 
 @dataclass(frozen=True)
+class AzureChecklist:
+    """What the Azure checklist names: the storage mover the agents register with, its
+    resource group, the private peering's addresses and each agent's upload limit."""
+
+    mover: str
+    circuit: str
+    resource_group: str
+    provider: str
+    bandwidth_mbps: int
+    vlan: int
+    peerings: tuple[tuple[str, str, str], ...]  # (/30, your address, Microsoft's)
+    upload_limit_mbps: int  # per agent: the committed WAN shared by the agents
+    jobs: tuple[tuple[str, str, str], ...]  # (data class, job definition, every)
+
+
+def _azure_checklist(
+    design: Design, onprem: OnPremSite, cfg_group: str, dr: Site
+) -> AzureChecklist:
+    link = onprem.link
+    peerings = []
+    for subnet in link.peering_subnets:
+        hosts = list(ipaddress.ip_network(subnet).hosts())
+        # Your router takes the first usable address of each /30, Microsoft's the second.
+        peerings.append((subnet, str(hosts[0]), str(hosts[1])))
+    jobs = tuple(
+        (f.data_class, f.data_class, _duration(f.schedule.interval_s if f.schedule else None))
+        for f in design.flows
+        if f.primary == onprem.name and f.dr == dr.name
+    )
+    return AzureChecklist(
+        mover=storage_mover_name(design.plan.name, dr.name),
+        circuit=expressroute_circuit_name(dr.name),
+        resource_group=cfg_group,
+        provider=link.provider or "",
+        bandwidth_mbps=round(link.port_gbps * 1000),
+        vlan=link.vlan or 0,
+        peerings=tuple(peerings),
+        upload_limit_mbps=int(onprem.wan_committed_gbps * 1000 // max(1, len(onprem.agents))),
+        jobs=jobs,
+    )
+
+
+@dataclass(frozen=True)
 class OnPremRunbook:
     plan: str
     path: str
@@ -115,6 +174,7 @@ class OnPremRunbook:
     wan: str  # the path's capacity and what bounds it
     notes: tuple[str, ...]
     steps: tuple[GraphStep, ...]
+    azure: AzureChecklist | None = None  # a DR site in Azure: Storage Mover, ExpressRoute
 
     def phase(self, name: str) -> tuple[GraphStep, ...]:
         return tuple(s for s in self.steps if s.phase == name)
@@ -239,6 +299,9 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
         wan=f"{path.capacity_gbps:g} Gbps ({path.capacity_source})",
         notes=notes,
         steps=steps,
+        azure=_azure_checklist(design, onprem, cfg.resource_group or "", dr)
+        if dr.cloud == "azure"
+        else None,
     )
 
 
@@ -246,7 +309,15 @@ def render_onprem_runbook(rb: OnPremRunbook, header: str) -> str:
     text = (
         environment(trim=True)
         .get_template(TEMPLATE)
-        .render(rb=rb, header=header, mode_key=MODE_KEY)
+        .render(
+            rb=rb,
+            header=header,
+            mode_key=MODE_KEY,
+            agents_key=STORAGE_MOVER_AGENTS_KEY,
+            provisioned_key=EXPRESSROUTE_PROVISIONED_KEY,
+            microsoft_asn=MICROSOFT_ASN,
+            azure_agent_ports=AZURE_AGENT_PORTS,
+        )
     )
     return text.rstrip("\n") + "\n"
 

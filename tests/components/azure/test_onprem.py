@@ -17,12 +17,11 @@ from components.azure.onprem import (
     ReplicaTarget,
     StorageMoverPull,
     StorageMoverPullArgs,
-    gateway_sku,
     registered_agents,
 )
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
 from gpudr.contract import grants
-from gpudr.contract.site import OnPremSource
+from gpudr.contract.site import LinkConfig, OnPremSource
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 ACCOUNT_ID = (
@@ -192,20 +191,18 @@ def test_a_store_storage_mover_does_not_read_is_refused(kind: str) -> None:
         pull(replace(SOURCE, storage_kind=kind))
 
 
-@pytest.mark.parametrize(
-    ("gbps", "sku"),
-    [(0.5, "ErGw1AZ"), (1.0, "ErGw1AZ"), (1.5, "ErGw2AZ"), (2.0, "ErGw2AZ"), (8.0, "ErGw3AZ")],
+WAN = LinkConfig(
+    kind="wan",
+    peer_site="fra1",
+    capacity_gbps=2.0,
+    required_gbps=0.77,
+    headroom=1.25,
+    location="Frankfurt",
+    gateway_sku="ErGw2AZ",
 )
-def test_the_gateway_is_the_smallest_sku_that_carries_the_wan_path(gbps: float, sku: str) -> None:
-    assert gateway_sku(gbps) == sku
 
 
-def test_a_wan_path_above_the_largest_gateway_is_refused() -> None:
-    with pytest.raises(ValueError, match="ErGw3AZ: 10 Gbps"):
-        gateway_sku(12.0)
-
-
-def link_end(provisioned: bool) -> ExpressRouteEnd:
+def link_end(provisioned: bool, link: LinkConfig = WAN) -> ExpressRouteEnd:
     return ExpressRouteEnd(
         "t-er",
         ExpressRouteEndArgs(
@@ -215,8 +212,9 @@ def link_end(provisioned: bool) -> ExpressRouteEnd:
             network=pulumi.CustomResource("test:index:Network", "vnet", {}),
             cidr="10.42.0.0/16",
             source=SOURCE,
+            site="weu",
             provider="Equinix",
-            capacity_gbps=8.0,
+            link=link,
             peer_prefixes=("192.168.40.0/30", "192.168.40.4/30"),
             circuit_provisioned=provisioned,
             tags={"gpudr:system": "fra-training"},
@@ -239,9 +237,10 @@ def test_the_circuit_and_gateway_are_sized_from_the_plan_before_provisioning(
             "bandwidthInMbps": 10000,
         }, circuit.urn
         assert circuit.inputs["sku"]["family"] == "MeteredData", circuit.urn
+        assert circuit.inputs["circuitName"] == "weu-er-circuit", circuit.urn
         (gateway,) = registered(monitor, GATEWAY)
         assert gateway.inputs["gatewayType"] == "ExpressRoute", gateway.urn
-        assert gateway.inputs["sku"]["name"] == "ErGw3AZ", gateway.urn  # 8 Gbps > ErGw2AZ's 2
+        assert gateway.inputs["sku"] == {"name": "ErGw2AZ", "tier": "ErGw2AZ"}, gateway.urn
         (subnet,) = registered(monitor, SUBNET)
         assert subnet.inputs["subnetName"] == "GatewaySubnet", subnet.urn
         assert subnet.inputs["addressPrefix"] == "10.42.255.192/26", subnet.urn
@@ -250,6 +249,13 @@ def test_the_circuit_and_gateway_are_sized_from_the_plan_before_provisioning(
         assert registered(monitor, CONNECTION) == [], "connection before provisioning"
 
     return end.service_key.apply(check)
+
+
+def test_a_gateway_sku_that_is_not_an_expressroute_one_is_refused(
+    monitor: RecordingMonitor,
+) -> None:
+    with pytest.raises(ValueError, match="VpnGw2AZ"):
+        link_end(False, replace(WAN, gateway_sku="VpnGw2AZ"))
 
 
 @pulumi.runtime.test

@@ -222,7 +222,7 @@ def test_wan_capacity_is_the_least_bound(
     raw["sites"]["fra1"]["link"]["ports"] = ports
     raw["sites"]["fra1"]["agents"] = agents
     plan = parse_plan(raw)
-    got, source, ports_plan = wan_capacity(plan, plan.onprem["fra1"])
+    got, source, ports_plan = wan_capacity(plan, plan.onprem["fra1"], plan.sites["euc1"])
     assert got == capacity
     assert sizing.onprem_path_gbps(committed, 10.0 * ports, agents, 10.0) == (capacity, bound)
     assert ports_plan is not None and ports_plan.ports == ports
