@@ -112,12 +112,23 @@ RUNS_ON = {
     "datasync-agent": "data-replica",
     "storage-mover": "data-replica",
 }
-# What raises each bound, where it is not a vendor's quota.
-_MORE_WAN = (
-    "Commit more WAN bandwidth to DR (wan_committed_gbps of the on-premises site, with the "
-    "link ports and agents to carry it)"
-)
-RAISE = {"datasync-agent": _MORE_WAN, "storage-mover": _MORE_WAN}
+# What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
+# is the least of three bounds, and nothing registered says which one holds (the committed WAN
+# is not a resource): the three, and where `gpudr plan` names the one that binds.
+RAISE = {
+    "datasync-agent": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the link's ports x port speed (add ports "
+        "or tunnels), or the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.datasync_agent_gbps)"
+    ),
+    "storage-mover": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the ExpressRoute circuit's bandwidth, or "
+        "the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.storage_mover_agent_gbps)"
+    ),
+}
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
 

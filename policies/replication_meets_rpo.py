@@ -298,6 +298,16 @@ def _check_pull(
             "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "
             'bucket and schedule.repeat_interval (e.g. "3600s")'
         )
+    elif d.mechanism == "datasync-agent":
+        # gpudr's DR stack declares these tasks only once the agents on premises are activated
+        # (fail closed): what is missing is the activation, not a resource to write by hand.
+        jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
+        fix = (
+            "Activate the on-premises DataSync agents against this stack's DataSync endpoint "
+            "and set each one's ARN in gpudr:datasync_agent_arns (pulumi config set --path "
+            "'gpudr:datasync_agent_arns.<agent>' <arn>; the runbook's checklist), then pulumi up "
+            'declares the aws.datasync.Task on schedule "rate(N hours)"'
+        )
     else:
         jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
         fix = (

@@ -36,6 +36,10 @@ AGENT_ARN = re.compile(r"arn:aws[a-z-]*:datasync:[a-z0-9-]+:[0-9]{12}:agent/agen
 # File systems are read over NFS; Lustre through an NFS export of it (docs/onprem.md).
 NFS_KINDS = ("nfs", "lustre")
 OBJECT_KINDS = ("s3-compatible",)
+# The provider takes a 4-byte ASN (up to 4294967294, which the spec accepts) in a second
+# argument above what the first one's integer holds: exactly one of the two may be set.
+VIF_BGP_ASN_MAX = 2147483646  # TransitVirtualInterface.bgp_asn; above: bgp_asn_long
+CUSTOMER_GATEWAY_BGP_ASN_MAX = 2147483647  # CustomerGateway.bgp_asn; above: bgp_asn_extended
 
 
 def check_inbound(transfers: Sequence[InboundTransfer], source: OnPremSource | None) -> None:
@@ -230,7 +234,8 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             connection_id=dx.interconnect_ids.apply(lambda ids: ids[0]),
             dx_gateway_id=dx.gateway_id,
             vlan=src.vlan,
-            bgp_asn=src.bgp_asn,
+            bgp_asn=src.bgp_asn if src.bgp_asn <= VIF_BGP_ASN_MAX else None,
+            bgp_asn_long=None if src.bgp_asn <= VIF_BGP_ASN_MAX else str(src.bgp_asn),
             address_family="ipv4",
             region=args.region,
             tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
@@ -246,9 +251,12 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         src = args.source
         if not src.router_address:
             raise ValueError(f"{name}: a vpn link needs the router's public address")
+        asn = str(src.bgp_asn)
         gateway = aws.ec2.CustomerGateway(
             f"{name}-cgw",
-            bgp_asn=str(src.bgp_asn),  # a string in this provider
+            # Strings in this provider, both of them.
+            bgp_asn=asn if src.bgp_asn <= CUSTOMER_GATEWAY_BGP_ASN_MAX else None,
+            bgp_asn_extended=None if src.bgp_asn <= CUSTOMER_GATEWAY_BGP_ASN_MAX else asn,
             ip_address=src.router_address,
             type="ipsec.1",
             region=args.region,

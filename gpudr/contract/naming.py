@@ -5,7 +5,7 @@ and the runbooks, the drills and the policy pack look resources up by them. Each
 function of the plan's own identifiers (system, site, region, data class), never of another
 stack's state, so that a DR stack can be previewed and updated with the primary gone.
 
-Standard library only: the Pulumi program reads this module.
+Standard library and core's enums only: the Pulumi program reads this module.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-# Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
-TGW_ASN_BASE = 64600
-DX_GATEWAY_ASN = 64512
+# Re-exported: the ASNs are the spec's too (it refuses a router ASN equal to one of them).
+from gpudr.core.enums import DX_GATEWAY_ASN as DX_GATEWAY_ASN
+from gpudr.core.enums import transit_gateway_asn as transit_gateway_asn
 
 # Every GPU node carries the pool label (a pool's node selector) and the GPU taint (everything
 # without a matching toleration stays off): components/*/gpu_cluster.py.
@@ -59,11 +59,6 @@ def replication_role_name(system: str, site: str) -> str:
 
 def transit_gateway_name(system: str, site: str) -> str:
     return f"gpudr-{system}-{site}"
-
-
-def transit_gateway_asn(site_index: int) -> int:
-    """Unique per site (its position in the plan): also the BGP ASN of GCP Cloud Routers."""
-    return TGW_ASN_BASE + site_index
 
 
 def network_name(system: str, site: str) -> str:

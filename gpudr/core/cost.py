@@ -206,11 +206,15 @@ RULES: dict[str, Rule] = {
         {Cloud.AWS: ("vpce_interface_az_hour",)},
         "DataSync interface endpoint for the on-premises agents ({azs} AZs)",
     ),
-    "datasync-endpoint-processing": Rule(
+    # The endpoint carries only the agents' control traffic: the data goes to the task's
+    # network interfaces in the DR VPC (DataSync, "Network interfaces for transfers" and its
+    # Direct Connect architectures), so it is billed where it enters the VPC: the transit
+    # gateway the Direct Connect gateway or the VPN is attached to processes every GB.
+    "tgw-processing-onprem": Rule(
         "network",
         "GB",
-        {Cloud.AWS: ("vpce_interface_processed_gb",)},
-        "{data_class} from on premises through the DataSync interface endpoint",
+        {Cloud.AWS: ("tgw_processed_gb",)},
+        "{data_class} from on premises into the transit gateway over {link}",
     ),
     # Links
     "tgw-attachments": Rule(

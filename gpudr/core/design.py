@@ -452,6 +452,38 @@ def wan_capacity(
     return capacity, source, ports
 
 
+def wan_fix(plan: Plan, site: OnPremSite) -> str:
+    """What gives an on-premises site's transfers more: the bound that holds (every bound
+    tied with it: raising one alone would not help), each with the field that raises it."""
+    link = site.link
+    per_agent = plan.quotas.datasync_agent_gbps
+    capacity, _ = sizing.onprem_path_gbps(
+        site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
+    )
+    most = int(reference.defaults()["links"]["onprem"]["max_agents"]["value"])
+    vpn = link.kind == OnPremLinkKind.VPN
+    more = "add tunnels (two per VPN connection)" if vpn else "add ports"
+    fixes = []
+    if site.wan_committed_gbps <= capacity:
+        fixes.append(
+            f"commit more WAN bandwidth to DR (sites.{site.name}.wan_committed_gbps, "
+            f"{site.wan_committed_gbps:g} Gbps)"
+        )
+    if link.capacity_gbps <= capacity:
+        fixes.append(
+            f"{more} or faster ones (sites.{site.name}.link, {link.ports} x "
+            f"{link.port_gbps:g} Gbps)"
+        )
+    if len(site.agents) * per_agent <= capacity:
+        add = f"add agents (sites.{site.name}.agents, {len(site.agents)} of at most {most}) or, "
+        fixes.append(
+            (add if len(site.agents) < most else "")
+            + f"with a measured rate, raise quotas.datasync_agent_gbps ({per_agent:g} Gbps "
+            "per agent)"
+        )
+    return " and ".join(fixes)
+
+
 def _dx_locations(dr: Site) -> int:
     """The Direct Connect locations the DR site's link names (components/aws/links.py spreads
     the ports over them)."""
@@ -743,7 +775,12 @@ def _schedule_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[s
             "even the shortest schedule the service allows "
             f"({fmt_duration(schedule.interval_s)}) "
             + ("meets the RPO only without the headroom factor" if within else "misses the RPO")
-            + ": relax it, or use dual-write for this class"
+            + (
+                # No dual write from on premises (the spec refuses it): a run must be shorter.
+                f": {wan_fix(plan, x.primary)}, or relax the RPO"
+                if isinstance(x.primary, OnPremSite)
+                else ": relax it, or use dual-write for this class"
+            )
         )
     if x.mechanism in PULLED and x.data_class in (DataClass.DATASETS, DataClass.WEIGHTS):
         d = plan.datasets
@@ -1155,19 +1192,23 @@ def design(plan: Plan) -> Design:
         tuple(flows),
         paths,
         tuple(pools),
-        tuple(_workloads(flows, paths, pools)),
+        tuple(_workloads(plan, flows, paths, pools)),
         cost.report(usages),
         _alternatives(plan, pools, flows),
         usages,
     )
 
 
-def _workloads(flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]) -> list[Workload]:
-    return [_data_workload(f, paths[f.path]) for f in flows] + [_pool_workload(p) for p in pools]
+def _workloads(
+    plan: Plan, flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]
+) -> list[Workload]:
+    return [_data_workload(plan, f, paths[f.path]) for f in flows] + [
+        _pool_workload(p) for p in pools
+    ]
 
 
-def _data_workload(f: DataFlow, path: Path) -> Workload:
-    notes = [*f.notes, *_shortfall_notes(path)]
+def _data_workload(plan: Plan, f: DataFlow, path: Path) -> Workload:
+    notes = [*f.notes, *_shortfall_notes(plan, path)]
     if not path.ok and f.estimate.guaranteed:
         notes.append("the mechanism's guarantee does not hold while the path is over capacity")
     meets = _meets(f.rpo_s, f.estimate.estimated_s) and _meets(f.rto_s, f.estimated_rto_s)
@@ -1188,11 +1229,20 @@ def _data_workload(f: DataFlow, path: Path) -> Workload:
     )
 
 
-def _shortfall_notes(path: Path) -> Iterator[str]:
-    """Why a path cannot carry its flows, and by how much."""
+def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
+    """Why a path cannot carry its flows, by how much, and (on premises) what raises it."""
     if path.ok:
         return
     has = f"has {path.capacity_gbps:,.6g} Gbps"
+    onprem = plan.onprem.get(path.primary)
+    if onprem is not None:
+        # The ports are the user's own, not a plan gpudr picks: name the bound and its fix.
+        short = path.needed_gbps - path.capacity_gbps
+        yield (
+            f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has} "
+            f"({path.capacity_source}): {short:,.2f} Gbps short; {wan_fix(plan, onprem)}"
+        )
+        return
     if path.ports is not None:
         # Direct Connect is sized to the need: short only beyond the largest plan.
         has = (
@@ -1376,7 +1426,8 @@ def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[U
         runs = SECONDS_PER_MONTH / f.schedule.interval_s
         every = fmt_duration(f.schedule.interval_s)
         yield _usage("datasync-executions", dr, runs, True, data_class=f.data_class, every=every)
-    yield _usage("datasync-endpoint-processing", dr, gb, True, data_class=f.data_class)
+    link = "Direct Connect" if site.link.kind == OnPremLinkKind.DIRECT_CONNECT else "the VPN"
+    yield _usage("tgw-processing-onprem", dr, gb, True, data_class=f.data_class, link=link)
 
 
 def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:

@@ -218,6 +218,22 @@ def cloudwatch_retention_days(days: int) -> int:
     )
 
 
+# Private ASNs on gpudr's side of BGP: transit gateways from 64600 up, one per site (its
+# position in the plan); Direct Connect gateways use 64512. Here, not in the contract, because
+# the spec refuses an on-premises router ASN equal to either (the session would not come up).
+TGW_ASN_BASE = 64600
+DX_GATEWAY_ASN = 64512
+# Microsoft's end of an ExpressRoute private peering; the private ASNs Azure reserves
+# (65515-65520) are refused on the router too.
+MICROSOFT_ASN = 12076
+AZURE_RESERVED_ASNS = range(65515, 65521)
+
+
+def transit_gateway_asn(site_index: int) -> int:
+    """Unique per site (its position in the plan): also the BGP ASN of GCP Cloud Routers."""
+    return TGW_ASN_BASE + site_index
+
+
 # How an infinite time or rate is shown, in reports and in `gpudr:required-mbps`: no finite
 # value exists (no bandwidth moves a checkpoint in zero seconds), which is not the same as "no
 # guarantee" (a mechanism without SLA).

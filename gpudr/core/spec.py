@@ -23,9 +23,12 @@ from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.cron import parse_schedule
 from gpudr.core.enums import (
+    AZURE_RESERVED_ASNS,
     DR_PATTERNS,
     DRILL_MAX_TTL_S,
     DUAL_REGION,
+    DX_GATEWAY_ASN,
+    MICROSOFT_ASN,
     ONPREM,
     Cloud,
     DataClass,
@@ -37,6 +40,7 @@ from gpudr.core.enums import (
     SiteRole,
     StorageKind,
     WeightsLock,
+    transit_gateway_asn,
 )
 from gpudr.core.units import (
     UnitError,
@@ -801,6 +805,7 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
     for site in list(sites.values()):
         if site.role == SiteRole.DR and site.protects in r.onprem:
             _check_onprem_pair(r, r.onprem[site.protects], site)
+            _check_onprem_asn(r, r.onprem[site.protects], list(sites).index(site.name))
         elif site.role == SiteRole.DR and site.protects is not None:
             _check_pair(r, sites, site)
     for onprem in r.onprem.values():
@@ -1182,7 +1187,10 @@ def _public_ipv4(value: Any) -> str:
 
 def _asn(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4294967294:
-        raise ValueError(f"{_show(value)} is not a BGP ASN (1 to 4294967294; private 64512-65534)")
+        raise ValueError(
+            f"{_show(value)} is not a BGP ASN (1 to 4294967294; private 64512-65534 or "
+            "4200000000-4294967294)"
+        )
     return value
 
 
@@ -1230,6 +1238,27 @@ def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
 def _because(cloud: Cloud, what: str) -> str:
     reason = ONPREM_REFUSALS.get((cloud, what))
     return f": {reason}" if reason else ""
+
+
+def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
+    """The router peers with the Direct Connect gateway (or the DR site's transit gateway over
+    a VPN): with the same ASN on both ends, BGP drops the routes as its own."""
+    if onprem.link.kind == OnPremLinkKind.EXPRESSROUTE:
+        ours = {MICROSOFT_ASN: "Microsoft's"} | {
+            n: "an Azure-reserved" for n in AZURE_RESERVED_ASNS
+        }
+    else:
+        ours = {
+            DX_GATEWAY_ASN: "the Direct Connect gateway's",
+            transit_gateway_asn(dr_index): "the DR site's transit gateway's",
+        }
+    asn = onprem.link.bgp_asn
+    if asn in ours:
+        r.error(
+            f"sites.{onprem.name}.link.bgp_asn",
+            f"{asn} is {ours[asn]} ASN; use another private ASN (64512-65534 or "
+            "4200000000-4294967294)",
+        )
 
 
 def _check_onprem_cidr(r: _Reader, onprem: OnPremSite, sites: dict[str, Site]) -> None:

@@ -27,6 +27,7 @@ from gpudr.contract.stack import (
 )
 from gpudr.core import reference
 from gpudr.core.design import Design, vpn_connections
+from gpudr.core.enums import MICROSOFT_ASN
 from gpudr.core.spec import OnPremSite, Site, parse_endpoint
 from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
@@ -36,8 +37,6 @@ from gpudr.docs.runbook import RUNBOOKS_DIR
 from gpudr.docs.templating import environment
 
 TEMPLATE = "runbook-onprem.md.j2"
-# The ASN Microsoft's end of every ExpressRoute private peering uses.
-MICROSOFT_ASN = 12076
 # What a Storage Mover agent opens: outbound HTTPS to Azure (Arc, the service, the Blob
 # endpoints of the replica accounts).
 AZURE_AGENT_PORTS = "TCP 443 outbound"

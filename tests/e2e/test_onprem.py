@@ -12,10 +12,17 @@ import yaml
 from click.testing import CliRunner
 
 from gpudr.app.cli import main
+from gpudr.app.offline.mocks import GpudrMocks
+from gpudr.app.offline.policy import evaluate
+from gpudr.app.offline.run import run_stack
+from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.core.design import design
+from gpudr.core.spec import load_plan
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "onprem-to-aws.yaml"
 PACK_CONFIG = ROOT / "examples" / "pack-config.json"
+BOOTSTRAP = ROOT / "policies" / "config.bootstrap.json"
 
 
 def plan_json(path: Path) -> tuple[int, dict[str, Any]]:
@@ -128,3 +135,22 @@ def test_the_example_from_an_object_store_plans_with_the_stores_key(tmp_path: Pa
     runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
     assert "### 5. The bucket and its read-only key" in runbook
     assert "minio.dc1.lan (the s3-compatible server) | TCP 9000 (HTTPS)" in runbook
+
+
+def test_the_first_up_before_activation_is_refused_unless_bootstrapped() -> None:
+    """The first `pulumi up` creates the endpoint the agents are activated against: without
+    their ARNs the stack declares no task, the pack refuses each replica pointing at the
+    activation, and policies/config.bootstrap.json lowers exactly that to advisory."""
+    plan = load_plan(EXAMPLE)
+    site = plan.sites["euc1"]
+    name = stack_name(plan, site)
+    run = run_stack(
+        name, stack_config_values(design(plan), site), GpudrMocks(default_region=site.region)
+    )
+    stack = {"name": name, "resources": [r.record() for r in run.registrations]}
+    config = json.loads(PACK_CONFIG.read_text())
+    refused = [v for v in evaluate([stack], config)[name] if v.level == "mandatory"]
+    assert len(refused) == 3 and {v.policy for v in refused} == {"replication-meets-rpo"}
+    assert all("gpudr:datasync_agent_arns" in v.message for v in refused), refused
+    bootstrap = {**config, **json.loads(BOOTSTRAP.read_text())}
+    assert [v for v in evaluate([stack], bootstrap)[name] if v.level == "mandatory"] == []

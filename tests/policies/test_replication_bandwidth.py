@@ -257,7 +257,7 @@ ONPREM = {"dr-role": "data-replica", "mechanism": "datasync-agent"}
         pytest.param({"quota-mbps": "1000"}, None, id="wan-1-gbps-just-carries-it"),
         pytest.param(
             {"quota-mbps": "500"},
-            "above the 500 Mbps rate asserted for datasync-agent. Commit more WAN bandwidth",
+            "above the 500 Mbps rate asserted for datasync-agent. Raise the bound that holds",
             id="wan-undersized",
         ),
         pytest.param({"quota-mbps": None}, "above the 0 Mbps rate", id="wan-rate-absent"),

@@ -291,6 +291,36 @@ def test_a_vpn_link_end_is_the_router_and_two_connections_on_the_transit_gateway
     return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
 
 
+@pulumi.runtime.test
+def test_a_four_byte_asn_goes_in_the_vifs_long_argument(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end(replace(SOURCE, bgp_asn=4200000001))
+
+    def check(_: object) -> None:
+        (vif,) = registered(
+            monitor, "aws:directconnect/transitVirtualInterface:TransitVirtualInterface"
+        )
+        assert vif.inputs.get("bgpAsn") is None, vif.urn  # exactly one of the two
+        assert vif.inputs["bgpAsnLong"] == "4200000001", vif.urn
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_four_byte_asn_goes_in_the_customer_gateways_extended_argument(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end(replace(VPN_SOURCE, bgp_asn=4200000001))
+
+    def check(_: object) -> None:
+        (gateway,) = registered(monitor, "aws:ec2/customerGateway:CustomerGateway")
+        assert gateway.inputs.get("bgpAsn") is None, gateway.urn  # they conflict
+        assert gateway.inputs["bgpAsnExtended"] == "4200000001", gateway.urn
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
 def test_agent_arns_wait_for_every_agent_and_refuse_a_malformed_one() -> None:
     assert agent_arns(SOURCE, {"dsa-1": ARNS[0]}) is None
     assert agent_arns(SOURCE, {"dsa-1": ARNS[0], "dsa-2": ARNS[1]}) == list(ARNS)

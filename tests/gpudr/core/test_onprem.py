@@ -83,6 +83,9 @@ def test_the_example_parses_into_an_onprem_primary_and_a_cloud_dr_site() -> None
         ("sites.fra1.link.port_gbps", 40, "sites.fra1.link.port_gbps: 40 is not a dedicated"),
         ("sites.fra1.link.vlan", 5000, "sites.fra1.link.vlan: 5000 is not a VLAN id"),
         ("sites.fra1.link.bgp_asn", ..., "sites.fra1.link.bgp_asn: is required"),
+        ("sites.fra1.link.bgp_asn", 4294967295, "4294967294; private 64512-65534 or 4200000000"),
+        ("sites.fra1.link.bgp_asn", 64512, "bgp_asn: 64512 is the Direct Connect gateway's ASN"),
+        ("sites.fra1.link.bgp_asn", 64600, "64600 is the DR site's transit gateway's ASN; use"),
         ("sites.fra1.link.location", ..., "sites.fra1.link.location: is required"),
         ("sites.fra1.cidr", "10.42.0.0/16", "overlaps sites.euc1.cidr"),
         ("sites.euc1.cloud", "gcp", "sites.euc1.cloud: gcp cannot protect an on-premises site"),
@@ -99,6 +102,11 @@ def test_a_bad_field_is_one_line_naming_it_and_the_fix(
     errors = _errors(_with(path, value))
     assert any(expected in e for e in errors), errors
     assert all("\n" not in e for e in errors)
+
+
+def test_a_four_byte_asn_parses() -> None:
+    plan = parse_plan(_with("sites.fra1.link.bgp_asn", 4200000001))
+    assert plan.onprem["fra1"].link.bgp_asn == 4200000001
 
 
 def test_a_site_cloud_that_is_no_kind_lists_onprem() -> None:
@@ -249,6 +257,29 @@ def test_an_undersized_wan_is_not_met_and_says_by_how_much() -> None:
     assert data and not any(w.meets for w in data)
     assert any("Gbps short" in n for w in data for n in w.notes)
     assert not d.meets
+    notes = [n for w in data for n in w.notes]
+    # The ports are the user's: the note names the bound that holds and what raises it.
+    assert any(
+        "0.46 Gbps short; commit more WAN bandwidth to DR (sites.fra1.wan_committed_gbps, "
+        "0.5 Gbps)" in n
+        for n in notes
+    ), notes
+    assert not any("largest Direct Connect plan" in n or "dual-write" in n for n in notes), notes
+
+
+def test_too_few_agents_are_named_as_the_bound_with_their_fix() -> None:
+    raw = _with("sites.fra1.agents", 1)
+    raw["quotas"] = {"datasync_agent_gbps": 0.5}
+    d = design(parse_plan(raw))
+    notes = [n for w in d.workloads if w.kind == "data" for n in w.notes]
+    fix = (
+        "add agents (sites.fra1.agents, 1 of at most 4) or, with a measured rate, raise "
+        "quotas.datasync_agent_gbps (0.5 Gbps per agent)"
+    )
+    assert any(f"Gbps short; {fix}" in n for n in notes), notes
+    # A schedule that cannot meet the RPO names the same fixes, never dual write.
+    missed = [n for n in notes if n.startswith("even the shortest schedule")]
+    assert missed and all(n.endswith(f": {fix}, or relax the RPO") for n in missed), missed
 
 
 def test_costs_are_aws_lines_only_and_no_egress() -> None:
