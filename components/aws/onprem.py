@@ -97,7 +97,8 @@ def missing_agents_message(source: OnPremSource, configured: Mapping[str, str], 
     lines = [
         f"DataSync tasks from {source.site} are not declared: {DATASYNC_AGENT_ARNS_KEY} has no "
         f"ARN for agent(s) {', '.join(missing)}. Activate each agent against this stack's "
-        "DataSync endpoint (output onprem_endpoint_id; runbook, on-premises checklist), then:"
+        "DataSync endpoint (`pulumi stack output onprem --json`: endpoint_id, subnet_arns, "
+        "security_group_arn; runbook, on-premises checklist), then:"
     ]
     for name in missing:
         lines.append(
@@ -130,6 +131,8 @@ class OnPremLinkEnd(pulumi.ComponentResource):
     the on-premises prefix on DataSync's ports only."""
 
     endpoint_id: pulumi.Output[str]
+    subnet_arns: pulumi.Output[list[str]]
+    security_group_arn: pulumi.Output[str]
     link_ids: pulumi.Output[list[str]]  # the transit virtual interface, or the VPN connections
     amazon_address: pulumi.Output[str]  # Direct Connect: the BGP peer addresses ("" for a VPN)
     customer_address: pulumi.Output[str]
@@ -188,9 +191,18 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             opts=child,
         )
         self.endpoint_id = endpoint.id
+        # What `aws datasync create-agent` takes with the endpoint: one subnet for the tasks'
+        # network interfaces (any of the endpoint's) and the endpoint's security group, as
+        # ARNs. The subnets' ARNs share the group's partition, region and account.
+        self.security_group_arn = group.arn
+        self.subnet_arns = pulumi.Output.all(group.arn, args.subnet_ids).apply(
+            lambda x: [f"{x[0].rsplit(':', 1)[0]}:subnet/{s}" for s in x[1]]
+        )
         self.register_outputs(
             {
                 "endpoint_id": self.endpoint_id,
+                "subnet_arns": self.subnet_arns,
+                "security_group_arn": self.security_group_arn,
                 "link_ids": self.link_ids,
                 "amazon_address": self.amazon_address,
                 "customer_address": self.customer_address,

@@ -416,6 +416,8 @@ class AwsSite(pulumi.ComponentResource):
         )
         self.onprem = pulumi.Output.all(
             endpoint_id=end.endpoint_id,
+            subnet_arns=end.subnet_arns,
+            security_group_arn=end.security_group_arn,
             link_ids=end.link_ids,
             amazon_address=end.amazon_address,
             customer_address=end.customer_address,

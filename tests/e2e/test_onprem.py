@@ -100,6 +100,7 @@ def test_the_example_over_a_vpn_plans_and_writes_its_tunnel_checklist(tmp_path: 
     runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
     assert "### 1. The VPN tunnels" in runbook
     assert "Open UDP 500 and 4500 and IP protocol 50 (ESP)" in runbook
+    assert "deploy every agent for Enhanced mode" in runbook  # NFS: Enhanced-mode tasks
     assert "Direct Connect" not in runbook.split("## On-premises checklist")[1].split("### 3.")[0]
 
 
@@ -134,6 +135,7 @@ def test_the_example_from_an_object_store_plans_with_the_stores_key(tmp_path: Pa
     assert result.exit_code == 0, result.output
     runbook = (tmp_path / "runbooks" / "fra-training-fra1-to-euc1.md").read_text()
     assert "### 5. The bucket and its read-only key" in runbook
+    assert "deploy every agent for Enhanced mode" not in runbook  # Basic-mode tasks
     assert "minio.dc1.lan (the s3-compatible server) | TCP 9000 (HTTPS)" in runbook
 
 

@@ -292,6 +292,22 @@ def test_a_vpn_link_end_is_the_router_and_two_connections_on_the_transit_gateway
 
 
 @pulumi.runtime.test
+def test_the_link_end_gives_create_agent_its_subnet_and_group_arns(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end()
+
+    def check(x: list[object]) -> None:
+        subnets, group = x
+        # (the mocks' ARN has no resource type; the partition, region and account are kept)
+        assert isinstance(group, str) and group.startswith("arn:aws:ec2:eu-central-1:"), group
+        prefix = group.rsplit(":", 1)[0]
+        assert subnets == [f"{prefix}:subnet/subnet-0a", f"{prefix}:subnet/subnet-0b"], subnets
+
+    return pulumi.Output.all(end.subnet_arns, end.security_group_arn).apply(check)
+
+
+@pulumi.runtime.test
 def test_a_four_byte_asn_goes_in_the_vifs_long_argument(
     monitor: RecordingMonitor,
 ) -> pulumi.Output[None]:
