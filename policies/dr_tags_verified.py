@@ -237,6 +237,7 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     # The source is on premises: no stack holds it.
     enums.Mechanism.DATASYNC_AGENT: ((), (S3_BUCKET,), ()),
     enums.Mechanism.STS_AGENT: ((), (GCS_BUCKET,), ()),
+    enums.Mechanism.STORAGE_MOVER: ((), (AZ_STORAGE_ACCOUNT,), ()),
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }

@@ -111,6 +111,7 @@ RUNS_ON = {
     # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
     "datasync-agent": "data-replica",
     "sts-agent": "data-replica",
+    "storage-mover": "data-replica",
 }
 # What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
 # is the least of three bounds, and nothing registered says which one holds (the committed WAN
@@ -127,6 +128,12 @@ RAISE = {
         "(wan_committed_gbps of the on-premises site; the agent pool's limit follows it), the "
         "Interconnect's circuits or attachments x their speed, or the agents x per-agent rate "
         "(add agents, or with a measured rate raise quotas.sts_agent_gbps)"
+    ),
+    "storage-mover": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the ExpressRoute circuit's bandwidth, or "
+        "the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.storage_mover_agent_gbps)"
     ),
 }
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)

@@ -34,6 +34,8 @@ from gpudr.contract import grants
 from gpudr.core import sizing
 
 from .common import (
+    AZ_MOVER_ENDPOINT,
+    AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
@@ -81,6 +83,8 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     # From on premises: the tasks read through agents there, asserting the WAN rate.
     "datasync-agent": ("data-replica", S3_BUCKET),
     "sts-agent": ("data-replica", GCS_BUCKET),
+    # Into Azure: Storage Mover job definitions at the DR site, their agents on premises.
+    "storage-mover": ("data-replica", AZ_STORAGE_ACCOUNT),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
@@ -410,6 +414,43 @@ def _check_azure_or(
         )
 
 
+def _storage_mover_jobs(stack: Stack, account: PolicyResource) -> list[PolicyResource]:
+    """The job definitions that write the whole of a container of this account: through a
+    Blob container target endpoint of the account, from the root of the container."""
+    name = account.props.get("accountName")
+    targets = {
+        get(e.props, "endpointName")
+        for e in stack.of_type(AZ_MOVER_ENDPOINT)
+        if same(get(e.props, "properties", "endpointType"), "AzureStorageBlobContainer")
+        and str(get(e.props, "properties", "storageAccountResourceId") or "").rsplit("/", 1)[-1]
+        == name
+    }
+    return [
+        j
+        for j in stack.of_type(AZ_MOVER_JOB)
+        if get(j.props, "targetName") in targets
+        and get(j.props, "agentName")
+        and not get(j.props, "targetSubpath")
+    ]
+
+
+def _check_storage_mover(
+    stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
+) -> None:
+    """A Storage Mover job definition has no schedule: what the stack can show is that one
+    writes this account with an agent assigned. How often it is started is the operator's
+    trigger (docs/onprem.md, Azure), which nothing registered shows."""
+    if not _storage_mover_jobs(stack, bucket):
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: no Storage Mover job definition of "
+            "this stack, with an agent assigned, writes a container of it from the source. "
+            "Register the agents on premises and set gpudr:storage_mover_agents (the stack "
+            "declares no job until then), or declare storagemover.JobDefinition with "
+            "target_name = a Blob container endpoint of this account.",
+            bucket.urn,
+        )
+
+
 def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
     d = data_class(bucket)
     if isinstance(d, str):
@@ -435,6 +476,8 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         _check_gcs_dual_region(bucket, d, report)
     elif d.mechanism == "azure-or":
         _check_azure_or(stack, bucket, d, report)
+    elif d.mechanism == "storage-mover":
+        _check_storage_mover(stack, bucket, d, report)
     elif d.mechanism in PULLED:
         _check_pull(stack, bucket, d, report)
 

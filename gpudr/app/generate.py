@@ -39,16 +39,18 @@ from gpudr.build.stackconfig import (
 )
 from gpudr.contract.stack import (
     DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
     ONPREM_S3_ACCESS_KEY,
     ONPREM_S3_SECRET_KEY,
     OPERATOR_KEYS,
     SECRET_KEYS,
     SECRETS_PROVIDER_KEYS,
+    STORAGE_MOVER_AGENTS_KEY,
 )
 from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
 from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, Cloud, StorageKind, WeightsLock
-from gpudr.core.spec import Plan, Site, drill_schedule
+from gpudr.core.spec import OnPremSite, Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
 from gpudr.docs.onprem_runbook import render_onprem_runbooks
@@ -176,11 +178,14 @@ def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
     runbook whose checklist says how."""
     onprem = plan.onprem.get(site.protects or "")
     if onprem is None:
-        return {"agents": [], "runbook": "", "pool_agents": False}
+        return {"agents": [], "mover_agents": [], "runbook": "", "pool_agents": False}
     runbook = onprem_runbook_path(plan.name, onprem.name, site.name)
     if site.cloud == Cloud.GCP:
         # Storage Transfer agents need nothing in this stack: they join its pool on premises.
-        return {"agents": [], "runbook": runbook, "pool_agents": True}
+        return {"agents": [], "mover_agents": [], "runbook": runbook, "pool_agents": True}
+    if site.cloud == Cloud.AZURE:
+        movers = _mover_commands(onprem, stack)
+        return {"agents": [], "mover_agents": movers, "runbook": runbook, "pool_agents": False}
     keys = []
     if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
         keys = [
@@ -193,9 +198,23 @@ def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
             for a in onprem.agents
         ]
         + keys,
+        "mover_agents": [],
         "runbook": runbook,
         "pool_agents": False,
     }
+
+
+def _mover_commands(onprem: OnPremSite, stack: str) -> list[str]:
+    """An Azure DR stack's: each registered Storage Mover agent's name and Arc identity, and
+    the circuit once provisioned."""
+    key = STORAGE_MOVER_AGENTS_KEY
+    out = []
+    for a in onprem.agents:
+        out += [
+            f"pulumi config set --path '{key}.{a.name}.name' <its agent name> -s {stack}",
+            f"pulumi config set --path '{key}.{a.name}.principal_id' <its Arc identity> -s {stack}",
+        ]
+    return [*out, f"pulumi config set {EXPRESSROUTE_PROVISIONED_KEY} true -s {stack}"]
 
 
 def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:

@@ -38,7 +38,7 @@ from gpudr.contract.stack import (
     key,
 )
 from gpudr.core import reference, sizing
-from gpudr.core.design import DataFlow, Design, Pool, datasync_mode
+from gpudr.core.design import DataFlow, Design, Pool, datasync_mode, expressroute_gateway_sku
 from gpudr.core.enums import (
     DUAL_REGION,
     PULLED,
@@ -256,7 +256,8 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         storage_port=endpoint.port,
         storage_path=endpoint.path,
         agents=tuple(a.name for a in onprem.agents),
-        task_mode=datasync_mode(onprem.storage.kind).upper(),
+        # DataSync's TaskMode; Storage Mover has none
+        task_mode=datasync_mode(onprem.storage.kind).upper() if site.cloud == Cloud.AWS else "",
         link_kind=link.kind,
         port_gbps=link.port_gbps,
         ports=link.ports,
@@ -266,6 +267,8 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         committed_gbps=onprem.wan_committed_gbps,
         router_address=link.address,
         cloud_router_asn=int(limits.get("cloud_router_asn", 0)),
+        provider=link.provider,
+        peer_prefixes=link.peering_subnets,
     )
 
 
@@ -613,6 +616,9 @@ def _wan_links(design: Design, site: Site) -> list[LinkConfig]:
                 port_gbps=None if vpn else int(link.port_gbps),
                 ports=None if vpn else link.ports,
                 tunnels=link.ports if vpn else None,
+                gateway_sku=expressroute_gateway_sku(path.capacity_gbps)
+                if link.kind == OnPremLinkKind.EXPRESSROUTE
+                else None,
             )
         )
     return out

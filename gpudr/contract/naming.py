@@ -177,6 +177,17 @@ def datasync_role_name(system: str, site: str, data_class: str) -> str:
     return f"gpudr-{system}-{site}-{data_class}-datasync"[:64]
 
 
+def storage_mover_name(system: str, site: str) -> str:
+    """The Azure storage mover an Azure DR site's on-premises agents register with (its
+    project is named after the on-premises site, its job definitions after the data classes)."""
+    return f"gpudr-{system}-{site}"
+
+
+def expressroute_circuit_name(site: str) -> str:
+    """The ExpressRoute circuit an Azure DR site orders for its on-premises site's link."""
+    return f"{site}-er-circuit"
+
+
 def datasync_task_prefix(system: str, site: str, data_class: str) -> str:
     """What the names of one replica bucket's DataSync tasks start with."""
     return f"gpudr-{system}-{site}-{data_class}"

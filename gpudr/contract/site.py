@@ -248,6 +248,8 @@ class OnPremSource:
     committed_gbps: float
     router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
     cloud_router_asn: int = 0  # interconnect-*: the GCP Cloud Router's (defaults.yaml)
+    provider: str | None = None  # expressroute: the connectivity provider
+    peer_prefixes: tuple[str, ...] = ()  # expressroute: the private peering's two /30s
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,13 @@ class SiteConfig:
         )
         if d.get("onprem") is not None:
             src = _ints(d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan"))
-            d["onprem"] = OnPremSource(**{**src, "agents": tuple(src["agents"])})
+            d["onprem"] = OnPremSource(
+                **{
+                    **src,
+                    "agents": tuple(src["agents"]),
+                    "peer_prefixes": tuple(src.get("peer_prefixes", ())),
+                }
+            )
         if "logs" not in d:
             raise KeyError("logs (the site's log sink; regenerate the stack files)")
         d["logs"] = LogsConfig(**_ints(d["logs"], ("retention_days",)))

@@ -51,6 +51,15 @@ ONPREM_S3_ACCESS_KEY = "onprem_s3_access_key"
 ONPREM_S3_SECRET_KEY = "onprem_s3_secret_key"
 ONPREM_S3_CREDENTIALS = ((ONPREM_S3_ACCESS_KEY, False), (ONPREM_S3_SECRET_KEY, True))
 
+# An Azure DR stack pulling from on premises: {agent name: {name, principal_id}} of the Storage
+# Mover agents the operator registered with Azure Arc (the agent resource's name and the Arc
+# machine's identity), and whether the provider has provisioned the ExpressRoute circuit (the
+# private peering and the connection deploy only then).
+STORAGE_MOVER_AGENTS = "storage_mover_agents"
+STORAGE_MOVER_AGENTS_KEY = key(STORAGE_MOVER_AGENTS)
+EXPRESSROUTE_PROVISIONED = "expressroute_provisioned"
+EXPRESSROUTE_PROVISIONED_KEY = key(EXPRESSROUTE_PROVISIONED)
+
 # `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
 # values when it rewrites the file and `--check` does not count them as drift: regenerating during
 # a failover must not switch the DR stack back to standby, and a credential copied from the
@@ -59,6 +68,8 @@ OPERATOR_KEYS = (
     MODE_KEY,
     LOCK_WEIGHTS_KEY,
     DATASYNC_AGENT_ARNS_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
     *(
         key(name)
         for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS, *ONPREM_S3_CREDENTIALS)

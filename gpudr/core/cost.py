@@ -152,6 +152,13 @@ RULES: dict[str, Rule] = {
         {Cloud.GCP: ("storage_transfer_agent_gb",)},
         "{data_class} Storage Transfer fee (agents on premises)",
     ),
+    # Azure Storage Mover from on premises: its own fee, if any, has no source yet (unpriced).
+    "storage-mover-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.AZURE: ("storage_mover_gb",)},
+        "{data_class} Storage Mover fee (agents on premises)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -242,6 +249,20 @@ RULES: dict[str, Rule] = {
         "attachment-hour",
         {Cloud.GCP: ("interconnect_vlan_attachment_hour",)},
         "Interconnect VLAN attachments ({attachments} x {bandwidth})",
+    ),
+    # An on-premises site's ExpressRoute into Azure: the metered circuit per month at its
+    # bandwidth, and the gateway per hour (prices.yaml `missing` says why both are unpriced).
+    "expressroute-circuit": Rule(
+        "network",
+        "circuit-month",
+        {Cloud.AZURE: ("expressroute_circuit_month", "{mbps}Mbps")},
+        "ExpressRoute circuit, {mbps} Mbps metered",
+    ),
+    "expressroute-gateway-hours": Rule(
+        "network",
+        "gateway-hour",
+        {Cloud.AZURE: ("expressroute_gateway_hour", "{sku}")},
+        "ExpressRoute gateway {sku}",
     ),
     "ha-vpn-tunnels": Rule(
         "network", "tunnel-hour", {Cloud.GCP: ("ha_vpn_tunnel_hour",)}, "HA VPN tunnels ({tunnels})"

@@ -37,6 +37,7 @@ from gpudr.core.spec import (
     ONPREM_PAIRS,
     PAIRS,
     Cluster,
+    OnPremLink,
     OnPremSite,
     Plan,
     Service,
@@ -415,7 +416,11 @@ def _link_capacity(
 
 
 # The quota that bounds one agent on premises, per DR cloud (its service's agents).
-AGENT_QUOTAS: dict[Cloud, str] = {Cloud.AWS: "datasync_agent_gbps", Cloud.GCP: "sts_agent_gbps"}
+AGENT_QUOTAS: dict[Cloud, str] = {
+    Cloud.AWS: "datasync_agent_gbps",
+    Cloud.GCP: "sts_agent_gbps",
+    Cloud.AZURE: "storage_mover_agent_gbps",
+}
 
 
 def onprem_dr_cloud(plan: Plan, site: OnPremSite) -> Cloud:
@@ -431,7 +436,9 @@ def _agent_quota(plan: Plan, site: OnPremSite) -> tuple[str, float]:
 
 def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortPlan | None]:
     """What an on-premises site's transfers get: the least of the WAN bandwidth committed to
-    DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`)."""
+    DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`),
+    the agents being the DR cloud's (DataSync agents into AWS, Storage Mover agents into
+    Azure, each at its `quotas:` rate)."""
     link = site.link
     quota, per_agent = _agent_quota(plan, site)
     capacity, bound = sizing.onprem_path_gbps(
@@ -993,6 +1000,13 @@ def _capacity_offer(
     )
 
 
+# Why a DR pool for an on-premises cluster may not find its GPUs (no regional crowd there).
+ONPREM_CROWD = {
+    Cloud.AWS: "and on-demand GPU capacity is never promised (AWS notes that short-term "
+    "capacity for P-type GPU instances is often limited)",
+}
+
+
 def _capacity_note(
     plan: Plan, p: PoolSpec, instance_type: str, chosen: PatternOption, offer: CapacityOffer
 ) -> str:
@@ -1001,8 +1015,7 @@ def _capacity_note(
     wait = fmt_duration(plan.recovery.gpu_capacity_wait_s)
     verdict = f"RTO {CONDITIONAL}" if chosen.meets else "RTO not met, nor its GPUs certain"
     crowd = (
-        "and on-demand GPU capacity is never promised (AWS notes that short-term capacity for "
-        "P-type GPU instances is often limited)"
+        ONPREM_CROWD.get(dr.cloud, "and on-demand GPU capacity is never promised")
         if isinstance(p.primary, OnPremSite)
         else f"and in a regional outage every tenant of the failed region ({p.primary.region}) "
         "looks for capacity at once"
@@ -1407,7 +1420,8 @@ def datasync_mode(kind: StorageKind) -> str:
 
 def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[Usage]:
     """What the DR cloud bills for a class pulled from on premises. No transfer line: data
-    into AWS or GCP is free, and what leaves the data centre is billed by your own carrier."""
+    into AWS, GCP or Azure is free, and what leaves the data centre is billed by your own
+    carrier, not here."""
     dr = plan.sites[f.dr]
     gb = f.monthly_bytes / cost.GB
     stored_gb = replica_bytes(plan, f.data_class) / cost.GB
@@ -1417,6 +1431,11 @@ def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[U
         # Per GiB through the agents; no per-run fee and no endpoint (the agents reach
         # Google's APIs over the link or the internet, runbook).
         yield _usage("sts-agent-fee", dr, gb, True, data_class=f.data_class)
+        return
+    if f.mechanism == Mechanism.STORAGE_MOVER:
+        # Storage Mover's own fee: no source read in this pass gives one (listed as unpriced,
+        # never assumed to be zero).
+        yield _usage("storage-mover-fee", dr, gb, True, data_class=f.data_class)
         return
     mode = datasync_mode(site.storage.kind)
     yield _usage("datasync-agent-fee", dr, gb, True, data_class=f.data_class, mode=mode)
@@ -1527,6 +1546,9 @@ def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     if dr.cloud == Cloud.GCP:
         yield from _interconnect_usages(site, dr)
         return
+    if link.kind == OnPremLinkKind.EXPRESSROUTE:
+        yield from _expressroute_usages(dr, link, path)
+        return
     if link.kind == OnPremLinkKind.DIRECT_CONNECT:
         ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
         yield _usage("dx-ports", dr, link.ports * HOURS_PER_MONTH, True, **ports)
@@ -1553,6 +1575,25 @@ def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
     gbps = link.capacity_gbps if dedicated else link.port_gbps
     what = {"attachments": count, "bandwidth": f"{gbps:g} Gbps"}
     yield _usage("interconnect-vlan-attachments", dr, count * HOURS_PER_MONTH, True, **what)
+
+
+def expressroute_gateway_sku(capacity_gbps: float) -> str:
+    """The ExpressRoute gateway the Azure DR stack declares for a WAN path (the smallest that
+    carries it; components/azure/onprem.py builds it from the same table)."""
+    table = reference.defaults()["links"]["onprem"]["expressroute_gateways"]
+    for sku, gbps in table["gbps"].items():
+        if capacity_gbps <= float(gbps):
+            return str(sku)
+    return str(list(table["gbps"])[-1])
+
+
+def _expressroute_usages(dr: Site, link: OnPremLink, path: Path) -> Iterator[Usage]:
+    """The metered circuit at its bandwidth (per month) and the gateway (per hour). Neither
+    has a price in prices.yaml yet: both are listed as unpriced."""
+    mbps = round(link.port_gbps * 1000)
+    yield _usage("expressroute-circuit", dr, 1, True, mbps=mbps)
+    sku = expressroute_gateway_sku(path.capacity_gbps)
+    yield _usage("expressroute-gateway-hours", dr, HOURS_PER_MONTH, True, sku=sku)
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:

@@ -47,14 +47,24 @@ class Mechanism(StrEnum):
     # Storage Transfer Service jobs at the GCP DR site reading an on-premises store through an
     # agent pool there
     STS_AGENT = "sts-agent"
+    # Azure Storage Mover job definitions at the Azure DR site reading an on-premises NFS
+    # export through its Arc-registered agents there
+    STORAGE_MOVER = "storage-mover"
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 
 
 # Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
-PULLED = (Mechanism.STS, Mechanism.DATASYNC, Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
-# Mechanisms that pull from on premises through agents there, over the committed WAN.
-FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT)
+PULLED = (
+    Mechanism.STS,
+    Mechanism.DATASYNC,
+    Mechanism.DATASYNC_AGENT,
+    Mechanism.STS_AGENT,
+    Mechanism.STORAGE_MOVER,
+)
+# Pulls from an on-premises site through agents there, bound by the WAN bandwidth committed to DR
+# (and the agents' own limits), not a vendor quota.
+FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT, Mechanism.STORAGE_MOVER)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.
@@ -226,6 +236,10 @@ def cloudwatch_retention_days(days: int) -> int:
 # the spec refuses an on-premises router ASN equal to either (the session would not come up).
 TGW_ASN_BASE = 64600
 DX_GATEWAY_ASN = 64512
+# Microsoft's end of an ExpressRoute private peering; the private ASNs Azure reserves
+# (65515-65520) are refused on the router too.
+MICROSOFT_ASN = 12076
+AZURE_RESERVED_ASNS = range(65515, 65521)
 
 
 def transit_gateway_asn(site_index: int) -> int:

@@ -23,10 +23,12 @@ from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.cron import parse_schedule
 from gpudr.core.enums import (
+    AZURE_RESERVED_ASNS,
     DR_PATTERNS,
     DRILL_MAX_TTL_S,
     DUAL_REGION,
     DX_GATEWAY_ASN,
+    MICROSOFT_ASN,
     ONPREM,
     Cloud,
     DataClass,
@@ -172,6 +174,9 @@ class OnPremLink:
     bgp_asn: int | None  # your router's ASN
     vlan: int | None  # the 802.1Q tag of the virtual interface
     address: str | None = None  # vpn: your router's public IPv4 address
+    provider: str | None = None  # expressroute: the connectivity provider (e.g. Equinix)
+    # expressroute: your two /30s for the private peering's primary and secondary BGP sessions
+    peering_subnets: tuple[str, ...] = ()
 
     @property
     def capacity_gbps(self) -> float:
@@ -315,6 +320,7 @@ class Quotas:
     overridden: frozenset[str] = frozenset()
     datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
     sts_agent_gbps: float = 10.0  # per Storage Transfer agent on premises (the same)
+    storage_mover_agent_gbps: float = 1.0  # per Azure Storage Mover agent (an assumption)
 
 
 @dataclass(frozen=True)
@@ -884,6 +890,9 @@ ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...
         (Mechanism.STS_AGENT,),
         (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER),
     ),
+    # Over ExpressRoute only: a VPN into Azure would need a VPN gateway and local network
+    # gateway the Azure DR stack does not declare for an on-premises peer (docs/onprem.md).
+    Cloud.AZURE: ((Mechanism.STORAGE_MOVER,), (OnPremLinkKind.EXPRESSROUTE,)),
 }
 # The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet":
 # HDFS needs its user or Kerberos principal).
@@ -891,6 +900,16 @@ ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
     Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
     # POSIX (an NFS mount on the agent hosts) and S3-compatible sources, both through the pool
     Cloud.GCP: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
+    # Storage Mover reads NFS (and SMB) shares, not object stores or HDFS (dr-facts-2.md 3).
+    Cloud.AZURE: (StorageKind.NFS, StorageKind.LUSTRE),
+}
+# Why a DR cloud refuses a store or a link it does not take (the fix is the list it does take).
+ONPREM_REFUSALS: dict[tuple[Cloud, str], str] = {
+    (Cloud.AZURE, StorageKind.S3_COMPATIBLE): "Azure Storage Mover reads NFS and SMB shares, "
+    "not object stores",
+    (Cloud.AZURE, StorageKind.HDFS): "Azure Storage Mover reads NFS and SMB shares, not HDFS",
+    (Cloud.AZURE, OnPremLinkKind.VPN): "the Azure DR stack declares no VPN gateway for an "
+    "on-premises router yet",
 }
 _ONPREM_FIELDS = (
     "cloud",
@@ -1071,7 +1090,19 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
         r.error(path, f"is required; kind is one of {', '.join(OnPremLinkKind)}")
         return None
     s = r.mapping(
-        raw, path, ["kind", "port_gbps", "ports", "location", "bgp_asn", "vlan", "address"]
+        raw,
+        path,
+        [
+            "kind",
+            "port_gbps",
+            "ports",
+            "location",
+            "bgp_asn",
+            "vlan",
+            "address",
+            "provider",
+            "peering_subnets",
+        ],
     )
     if "kind" not in s:
         r.error(f"{path}.kind", f"is required; use one of {', '.join(OnPremLinkKind)}")
@@ -1080,8 +1111,14 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
     limits = reference.defaults()["links"]["onprem"]
     ports = r.convert(s, "ports", path, _positive_int, 2 if kind == OnPremLinkKind.VPN else 1)
     asn = r.convert(s, "bgp_asn", path, _asn, required=True)
-    tagged = kind in (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.INTERCONNECT_DEDICATED)
+    tagged = kind in (
+        OnPremLinkKind.DIRECT_CONNECT,
+        OnPremLinkKind.INTERCONNECT_DEDICATED,
+        OnPremLinkKind.EXPRESSROUTE,
+    )
     vlan = r.convert(s, "vlan", path, _vlan, required=tagged)
+    if kind == OnPremLinkKind.EXPRESSROUTE:
+        return _expressroute(r, s, path, asn, vlan, ports)
     location = r.convert(s, "location", path, _location) if kind not in INTERCONNECTS else None
     speed = r.convert(s, "port_gbps", path, _positive_rate)
     if kind == OnPremLinkKind.DIRECT_CONNECT:
@@ -1150,6 +1187,52 @@ def _gcp_location(value: Any) -> str:
     return value
 
 
+def _expressroute(
+    r: _Reader, s: dict[str, Any], path: str, asn: int | None, vlan: int | None, ports: int | None
+) -> OnPremLink:
+    """An ExpressRoute provider circuit: its peering location, provider and bandwidth, and the
+    private peering's VLAN, your ASN and your two /30s."""
+    speeds = [
+        float(x) for x in reference.defaults()["links"]["onprem"]["expressroute"]["port_gbps"]
+    ]
+    location = r.convert(s, "location", path, _place, required=True)
+    provider = r.convert(s, "provider", path, _place, required=True)
+    speed = r.convert(s, "port_gbps", path, _positive_rate, required=True)
+    if speed is not None and speed not in speeds:
+        r.error(f"{path}.port_gbps", f"{speed:g} is not a circuit bandwidth; use {speeds}")
+    if ports not in (None, 1):
+        r.error(f"{path}.ports", f"{ports}: one circuit (its two links are one); use 1")
+    subnets = r.convert(s, "peering_subnets", path, _peering_subnets, required=True)
+    return OnPremLink(
+        OnPremLinkKind.EXPRESSROUTE,
+        speed or 0.0,
+        1,
+        location,
+        asn,
+        vlan,
+        provider=provider,
+        peering_subnets=subnets or (),
+    )
+
+
+def _peering_subnets(value: Any) -> tuple[str, ...]:
+    hint = "two /30s of your own for the primary and secondary BGP sessions"
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(f"{_show(value)} is not {hint} (e.g. [192.168.40.0/30, 192.168.40.4/30])")
+    out = []
+    for item in value:
+        try:
+            net = ipaddress.ip_network(item if isinstance(item, str) else "")
+        except ValueError:
+            raise ValueError(f"{_show(item)} is not a /30 ({hint})") from None
+        if net.version != 4 or net.prefixlen != 30:
+            raise ValueError(f"{_show(item)} is not an IPv4 /30 ({hint})")
+        out.append(str(net))
+    if out[0] == out[1]:
+        raise ValueError(f"{out[0]} is given twice; {hint}")
+    return tuple(out)
+
+
 def _public_ipv4(value: Any) -> str:
     """A router's address on the internet, where the VPN tunnels end on premises."""
     text = _ip(value)
@@ -1194,16 +1277,24 @@ def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
     if onprem.storage.endpoint and onprem.storage.kind not in stores:
         r.error(
             f"sites.{onprem.name}.storage.kind",
-            f'"{onprem.storage.kind}" is not read into {dr.cloud} yet; serve the data over '
-            f"{' or '.join(stores)} (docs/onprem.md, Not done yet)",
+            f'"{onprem.storage.kind}" is not read into {dr.cloud} yet'
+            + _because(dr.cloud, onprem.storage.kind)
+            + f"; serve the data over {' or '.join(stores)} (docs/onprem.md, Not done yet)",
         )
     links = ONPREM_PAIRS[dr.cloud][1]
     if onprem.link.port_gbps and onprem.link.kind not in links:
         r.error(
             f"sites.{onprem.name}.link.kind",
-            f'"{onprem.link.kind}" does not reach {dr.cloud} (site {dr.name}); use '
+            f'"{onprem.link.kind}" does not reach {dr.cloud} (site {dr.name})'
+            + _because(dr.cloud, onprem.link.kind)
+            + "; use "
             + " or ".join(links),
         )
+
+
+def _because(cloud: Cloud, what: str) -> str:
+    reason = ONPREM_REFUSALS.get((cloud, what))
+    return f": {reason}" if reason else ""
 
 
 def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
@@ -1217,6 +1308,10 @@ def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
         # Into GCP the router peers with the link's own Cloud Router (defaults.yaml).
         limits = reference.defaults()["links"]["onprem"][onprem.link.kind]
         ours = {int(limits["cloud_router_asn"]): "the Cloud Router's"}
+    elif onprem.link.kind == OnPremLinkKind.EXPRESSROUTE:
+        ours = {MICROSOFT_ASN: "Microsoft's"} | {
+            n: "an Azure-reserved" for n in AZURE_RESERVED_ASNS
+        }
     asn = onprem.link.bgp_asn
     if asn in ours:
         r.error(
@@ -2084,6 +2179,7 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "gcs_dual_region_gbps",
         "datasync_agent_gbps",
         "sts_agent_gbps",
+        "storage_mover_agent_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}

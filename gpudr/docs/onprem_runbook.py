@@ -16,14 +16,21 @@ from gpudr.contract.naming import (
     DX_GATEWAY_ASN,
     datasync_task_name,
     datasync_task_prefix,
+    expressroute_circuit_name,
+    storage_mover_name,
     sts_agent_account_id,
     sts_agent_pool_name,
     sts_pool_limit_mbps,
 )
-from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, MODE_KEY
+from gpudr.contract.stack import (
+    DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
+    MODE_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
+)
 from gpudr.core import reference
 from gpudr.core.design import Design, vpn_connections
-from gpudr.core.enums import Cloud
+from gpudr.core.enums import MICROSOFT_ASN, Cloud
 from gpudr.core.spec import OnPremSite, Site, parse_endpoint
 from gpudr.core.stepgraph import step_graph
 from gpudr.core.units import fmt_duration
@@ -33,6 +40,9 @@ from gpudr.docs.runbook import RUNBOOKS_DIR
 from gpudr.docs.templating import environment
 
 TEMPLATE = "runbook-onprem.md.j2"
+# What a Storage Mover agent opens: outbound HTTPS to Azure (Arc, the service, the Blob
+# endpoints of the replica accounts).
+AZURE_AGENT_PORTS = "TCP 443 outbound"
 # What the agents open to the DataSync endpoint, and what opens to the agents during activation
 # (reference data `sources.datasync-network`).
 ENDPOINT_PORTS = "TCP 443 and TCP 1024-1064"
@@ -51,13 +61,13 @@ class AgentRow:
 class Pull:
     data_class: str
     source: str  # the directory (or prefix) on premises
-    task: str  # the DataSync task's name
+    task: str  # what runs the pull: the DataSync task, the Storage Transfer job, the job definition
     every: str
     rpo: str
     estimated_rpo: str
     meets: bool
-    lookup: str  # sets $TASK to the task's ARN
-    runs: str  # the task's executions
+    lookup: str  # finds the task or job ($TASK, $JOB) or shows the job definition
+    runs: str  # its runs
     run_now: str
 
 
@@ -115,6 +125,49 @@ class GcpEnd:
 
 
 @dataclass(frozen=True)
+class AzureChecklist:
+    """What the Azure checklist names: the storage mover the agents register with, its
+    resource group, the private peering's addresses and each agent's upload limit."""
+
+    mover: str
+    circuit: str
+    resource_group: str
+    provider: str
+    bandwidth_mbps: int
+    vlan: int
+    peerings: tuple[tuple[str, str, str], ...]  # (/30, your address, Microsoft's)
+    upload_limit_mbps: int  # per agent: the committed WAN shared by the agents
+    jobs: tuple[tuple[str, str, str], ...]  # (data class, job definition, every)
+
+
+def _azure_checklist(
+    design: Design, onprem: OnPremSite, cfg_group: str, dr: Site
+) -> AzureChecklist:
+    link = onprem.link
+    peerings = []
+    for subnet in link.peering_subnets:
+        hosts = list(ipaddress.ip_network(subnet).hosts())
+        # Your router takes the first usable address of each /30, Microsoft's the second.
+        peerings.append((subnet, str(hosts[0]), str(hosts[1])))
+    jobs = tuple(
+        (f.data_class, f.data_class, _duration(f.schedule.interval_s if f.schedule else None))
+        for f in design.flows
+        if f.primary == onprem.name and f.dr == dr.name
+    )
+    return AzureChecklist(
+        mover=storage_mover_name(design.plan.name, dr.name),
+        circuit=expressroute_circuit_name(dr.name),
+        resource_group=cfg_group,
+        provider=link.provider or "",
+        bandwidth_mbps=round(link.port_gbps * 1000),
+        vlan=link.vlan or 0,
+        peerings=tuple(peerings),
+        upload_limit_mbps=int(onprem.wan_committed_gbps * 1000 // max(1, len(onprem.agents))),
+        jobs=jobs,
+    )
+
+
+@dataclass(frozen=True)
 class OnPremRunbook:
     plan: str
     path: str
@@ -140,7 +193,8 @@ class OnPremRunbook:
     wan: str  # the path's capacity and what bounds it
     notes: tuple[str, ...]
     steps: tuple[GraphStep, ...]
-    gcp: GcpEnd | None = None
+    gcp: GcpEnd | None = None  # a DR site in GCP: Interconnect, the Storage Transfer pool
+    azure: AzureChecklist | None = None  # a DR site in Azure: Storage Mover, ExpressRoute
 
     def phase(self, name: str) -> tuple[GraphStep, ...]:
         return tuple(s for s in self.steps if s.phase == name)
@@ -185,6 +239,8 @@ def build_onprem_runbook(design: Design, onprem: OnPremSite, dr: Site) -> OnPrem
     )
     if dr.cloud == Cloud.GCP:
         pulls = _gcp_pulls(design, onprem, dr)
+    elif dr.cloud == Cloud.AZURE:
+        pulls = _azure_pulls(design, onprem, dr)
     else:
         pulls = _aws_pulls(design, onprem, dr)
     return _runbook(design, onprem, dr, rows, pulls)
@@ -207,6 +263,33 @@ def _gcp_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]
             lookup="JOB=$(" + shell(cli.sts_jobs(project, sinks[f.data_class])) + ")",
             runs=shell(cli.sts_runs("$JOB", 5)),
             run_now=shell(cli.sts_run("$JOB", project)),
+        )
+        for f in design.flows
+        if f.primary == onprem.name and f.dr == dr.name
+    )
+
+
+def _azure_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]:
+    """Each class's Storage Mover job definition (named after the class, in the project named
+    after the on-premises site)."""
+    group = build_site_configs(design)[dr.name].resource_group or ""
+    mover = storage_mover_name(design.plan.name, dr.name)
+
+    def job(data_class: str, verb: str) -> str:
+        return shell(cli.mover_job(group, mover, onprem.name, data_class, verb))
+
+    return tuple(
+        Pull(
+            data_class=f.data_class,
+            source=onprem_class_path(onprem, f.data_class),
+            task=f"job definition {f.data_class} of project {onprem.name}",
+            every=_duration(f.schedule.interval_s if f.schedule else None),
+            rpo=_duration(f.rpo_s),
+            estimated_rpo=_duration(f.estimate.estimated_s),
+            meets=design.replication_meets(f),
+            lookup=job(f.data_class, "show"),
+            runs=job(f.data_class, "job-run"),
+            run_now=job(f.data_class, "start-job"),
         )
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
@@ -308,6 +391,9 @@ def _runbook(
         notes=notes,
         steps=steps,
         gcp=_gcp_end(plan.name, onprem, dr, cfg.onprem.cloud_router_asn),
+        azure=_azure_checklist(design, onprem, cfg.resource_group or "", dr)
+        if dr.cloud == Cloud.AZURE
+        else None,
     )
 
 
@@ -329,7 +415,15 @@ def render_onprem_runbook(rb: OnPremRunbook, header: str) -> str:
     text = (
         environment(trim=True)
         .get_template(TEMPLATE)
-        .render(rb=rb, header=header, mode_key=MODE_KEY)
+        .render(
+            rb=rb,
+            header=header,
+            mode_key=MODE_KEY,
+            agents_key=STORAGE_MOVER_AGENTS_KEY,
+            provisioned_key=EXPRESSROUTE_PROVISIONED_KEY,
+            microsoft_asn=MICROSOFT_ASN,
+            azure_agent_ports=AZURE_AGENT_PORTS,
+        )
     )
     return text.rstrip("\n") + "\n"
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from policies.common import (
+    AZ_MOVER_ENDPOINT,
+    AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
@@ -430,3 +432,67 @@ def test_a_pull_source_without_a_read_grant_is_refused(
     assert run_stack(replication_meets_rpo, list(r.values())) == []
     r.pop("reader")
     check(run_stack(replication_meets_rpo, list(r.values())), r[target], "lets no identity read")
+
+
+# --- Storage Mover from on premises, checked on the Azure replica ----------------------------
+
+
+def storage_mover(**job: Any) -> dict[str, Res]:
+    """An Azure replica written by a Storage Mover job definition (components/azure/onprem.py):
+    the Blob container target endpoint of its account and the job, with an agent assigned."""
+    r = azure("checkpoints", AZURE_CHECKPOINTS)
+    retag(r, "account", mechanism="storage-mover", dr_role="data-replica")
+    account = r["account"].inputs["accountName"]
+    target = Res(
+        AZ_MOVER_ENDPOINT,
+        "checkpoints-target",
+        {
+            "endpointName": "checkpoints-replica",
+            "properties": {
+                "endpointType": "AzureStorageBlobContainer",
+                "storageAccountResourceId": "/subscriptions/s/resourceGroups/g/providers/"
+                f"Microsoft.Storage/storageAccounts/{account}",
+                "blobContainerName": "checkpoints",
+            },
+        },
+    )
+    inputs = {
+        "jobDefinitionName": "checkpoints",
+        "targetName": "checkpoints-replica",
+        "sourceName": "iad1-nfs",
+        "agentName": "iad1-sma-1",
+        **job,
+    }
+    r.update(target=target, job=Res(AZ_MOVER_JOB, "checkpoints-job", inputs))
+    return r
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        pytest.param(lambda: storage_mover(), None, id="job-with-agent"),
+        pytest.param(
+            lambda: {k: v for k, v in storage_mover().items() if k != "job"},
+            "no Storage Mover job definition",
+            id="no-job",
+        ),
+        pytest.param(
+            lambda: storage_mover(agentName=None),
+            "no Storage Mover job definition",
+            id="no-agent",
+        ),
+        pytest.param(
+            lambda: storage_mover(targetName="other-replica"),
+            "no Storage Mover job definition",
+            id="another-target",
+        ),
+        pytest.param(
+            lambda: storage_mover(targetSubpath="part"),
+            "no Storage Mover job definition",
+            id="part-of-the-container",
+        ),
+    ],
+)
+def test_storage_mover_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:
+    r = build()
+    check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -13,8 +14,10 @@ from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract.stack import (
     CONFIG_NAMESPACE,
     DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
     ONPREM_S3_ACCESS_KEY,
     ONPREM_S3_SECRET_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
 )
 from gpudr.contract.stack import key as config_key
 from gpudr.core.design import Design
@@ -65,6 +68,21 @@ def activated_agents(onprem: OnPremSite, region: str) -> dict[str, Any]:
     return {DATASYNC_AGENT_ARNS_KEY: arns}
 
 
+def registered_agents(onprem: OnPremSite) -> dict[str, Any]:
+    """The config an operator sets on an Azure DR stack once the Storage Mover agents are
+    registered on premises and the provider has provisioned the ExpressRoute circuit: agent
+    names and Arc identities derived from each agent's name, so that every run registers the
+    same ones. Nothing is registered; the runbook's checklist says how."""
+    agents = {
+        a.name: {
+            "name": f"{onprem.name}-{a.name}",
+            "principal_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpudr-offline/{a.name}")),
+        }
+        for a in onprem.agents
+    }
+    return {STORAGE_MOVER_AGENTS_KEY: agents, EXPRESSROUTE_PROVISIONED_KEY: True}
+
+
 def run_design(
     design: Design,
     sites: Iterable[str] | None = None,
@@ -99,7 +117,10 @@ def run_design(
             config.update(copied)
         if site.protects in plan.onprem:
             onprem = plan.onprem[site.protects]
-            config.update(activated_agents(onprem, site.region))
+            if site.cloud == "azure":
+                config.update(registered_agents(onprem))
+            else:
+                config.update(activated_agents(onprem, site.region))
             if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
                 # The read-only key the operator creates on the store: an offline stand-in.
                 config.update(OFFLINE_S3_KEY)

@@ -102,6 +102,7 @@ KINDS = {
     "aws-two-region": ["S3 Object Lock, COMPLIANCE"] * 2,
     "onprem-to-aws": ["S3 Object Lock, COMPLIANCE"],  # the DR copy: nothing is deployed on premises
     "onprem-to-gcp": ["Bucket Lock", "Cloud KMS key rings"],  # the DR site's only
+    "onprem-to-azure": ["version-level immutability", "Key Vault purge protection"],
     "gcp-two-region": ["Bucket Lock", "Cloud KMS key rings"] * 2,
     "azure-two-region": ["version-level immutability", "Key Vault purge protection"] * 2,
     "aws-to-gcp": ["S3 Object Lock, COMPLIANCE", "Bucket Lock", "Cloud KMS key rings"],

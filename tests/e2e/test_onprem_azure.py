@@ -1,0 +1,137 @@
+"""On premises -> Azure end to end: `gpudr plan` of examples/onprem-to-azure.yaml meets every
+target with the pack refusing nothing; with the WAN committed below the need, the classes are
+not met and the pack refuses the replicas; the spec's refusals for what Azure does not take."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from gpudr.app.cli import main
+from gpudr.core.design import design
+from gpudr.core.spec import PlanError, parse_plan
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "onprem-to-azure.yaml"
+PACK_CONFIG = ROOT / "examples" / "pack-config.json"
+
+
+def raw() -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load(EXAMPLE.read_text()))
+
+
+def plan_json(path: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(
+        main,
+        ["plan", str(path), "--format", "json", "--policy-config", str(PACK_CONFIG)],
+        catch_exceptions=False,
+    )
+    return result.exit_code, json.loads(result.output)
+
+
+def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
+    code, report = plan_json(EXAMPLE)
+    assert code == 0, [v["message"] for s in report["stacks"] for v in s["policy"]["violations"]]
+    assert report["meets"] and report["policy_ok"]
+    (stack,) = report["stacks"]
+    assert stack["name"] == "iad-training-eus"  # no stack on premises
+    assert [v for v in stack["policy"]["violations"] if v["level"] == "mandatory"] == []
+    types = [r["type"] for r in stack["resources"]]
+    assert types.count("azure-native:storagemover:JobDefinition") == 3
+    assert {
+        "azure-native:storagemover:StorageMover",
+        "azure-native:network:ExpressRouteCircuit",
+        "azure-native:network:ExpressRouteCircuitPeering",
+        "azure-native:network:VirtualNetworkGatewayConnection",
+    } <= set(types)
+    (path,) = report["paths"]
+    assert path["kind"] == "wan" and path["provisioned_gbps"] == 2.0
+
+
+def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
+    plan = raw()
+    plan["sites"]["iad1"]["wan_committed_gbps"] = 0.5  # the need is 961 Mbps with headroom
+    path = tmp_path / "small-wan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    code, report = plan_json(path)
+    assert code == 1
+    data = [w for w in report["workloads"] if w["name"] in ("checkpoints", "weights", "datasets")]
+    assert data and not any(w["meets"] for w in data)
+    (stack,) = report["stacks"]
+    refused = [
+        v
+        for v in stack["policy"]["violations"]
+        if v["policy"] == "replication-bandwidth" and v["level"] == "mandatory"
+    ]
+    assert refused and all(
+        "500 Mbps rate asserted for storage-mover" in v["message"] for v in refused
+    )
+    assert not report["policy_ok"]
+
+
+def test_the_wan_path_is_bound_by_the_storage_mover_agents() -> None:
+    d = design(parse_plan(raw()))
+    (path,) = d.paths.values()
+    assert path.capacity_gbps == 2.0  # 2 agents x quotas.storage_mover_agent_gbps (1)
+    assert "storage_mover_agent_gbps" in path.capacity_source
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("storage", {"kind": "s3-compatible", "endpoint": "https://minio.lan:9000/ml-data"}),
+            "Storage Mover reads NFS and SMB shares, not object stores",
+        ),
+        (
+            ("link", {"kind": "vpn", "bgp_asn": 65020, "address": "203.0.113.7"}),
+            "declares no VPN gateway for an on-premises router",
+        ),
+        (
+            (
+                "link",
+                {
+                    "kind": "expressroute",
+                    "provider": "Equinix",
+                    "location": "Washington DC",
+                    "port_gbps": 3,
+                    "bgp_asn": 65020,
+                    "vlan": 420,
+                    "peering_subnets": ["192.168.50.0/30", "192.168.50.4/30"],
+                },
+            ),
+            "3 is not a circuit bandwidth",
+        ),
+        (
+            (
+                "link",
+                {
+                    "kind": "expressroute",
+                    "provider": "Equinix",
+                    "location": "Washington DC",
+                    "port_gbps": 10,
+                    "bgp_asn": 65020,
+                    "vlan": 420,
+                    "peering_subnets": ["192.168.50.0/29", "192.168.50.8/30"],
+                },
+            ),
+            "is not an IPv4 /30",
+        ),
+    ],
+)
+def test_what_azure_does_not_take_is_refused_with_the_reason(
+    change: tuple[str, dict[str, Any]], message: str
+) -> None:
+    plan = raw()
+    field, value = change
+    plan["sites"]["iad1"][field] = value
+    if field == "link" and value["kind"] == "expressroute" and value["port_gbps"] == 3:
+        plan["sites"]["iad1"]["wan_committed_gbps"] = 2
+    with pytest.raises(PlanError, match=message):
+        parse_plan(plan)
