@@ -88,7 +88,11 @@ def test_the_example_parses_into_an_onprem_primary_and_a_cloud_dr_site() -> None
         ("sites.fra1.link.bgp_asn", 64600, "64600 is the DR site's transit gateway's ASN; use"),
         ("sites.fra1.link.location", ..., "sites.fra1.link.location: is required"),
         ("sites.fra1.cidr", "10.42.0.0/16", "overlaps sites.euc1.cidr"),
-        ("sites.euc1.cloud", "azure", "sites.fra1.link.kind: \"direct-connect\" does not reach azure"),
+        (
+            "sites.euc1.cloud",
+            "azure",
+            'sites.fra1.link.kind: "direct-connect" does not reach azure',
+        ),
         ("sites.euc1.link", {"kind": "direct-connect", "location": "EqFA5"}, "move it to"),
         ("clusters.train.nodes", 17, "clusters.train.nodes: 17 is more than sites.fra1.gpus"),
         ("clusters.train.gpu", "h100", "is not offered in eu-central-1"),
