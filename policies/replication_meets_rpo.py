@@ -9,9 +9,15 @@ What each mechanism guarantees (gpudr/core/data/defaults.yaml, `mechanisms`, wit
   Default dual-region replication is a target, not a guarantee.
 - Azure object replication (standard mode) has no SLA. Priority mode (15 min) cannot be set
   through azure-native 3.29 and its SLA is void above 1 Gbps of ingress, so it is not modelled.
-- Scheduled pulls (Storage Transfer Service into GCS, DataSync into S3): RPO = repeat interval +
-  one run's transfer time + checkpoint interval. The job lives in the DR site's stack, so the
-  check runs there, on the replica bucket; the source bucket's stack has nothing to check.
+- Scheduled pulls (Storage Transfer Service into GCS, DataSync into S3, from on premises too):
+  RPO = repeat interval + one run's transfer time + checkpoint interval. The job lives in the DR
+  site's stack, so the check runs there, on the replica bucket; the source bucket's stack has
+  nothing to check.
+- Storage Mover from on premises into Azure: the same sum, the interval being the Recurrence of
+  the Logic App that starts the job definition with its managed identity (a job nothing starts
+  has no RPO); and the uploads must have their private path (a Blob private endpoint of the
+  replica account with its record in the privatelink zone), or they would not cross the
+  ExpressRoute link the plan sized.
 - Dual write is synchronous: RPO 0 at the writer, which infrastructure cannot show.
 
 Where a policy finds the mechanism's settings is the stack that owns them: S3 replication and
@@ -20,6 +26,8 @@ owner), scheduled jobs in the DR stack.
 """
 
 from __future__ import annotations
+
+import re
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -31,12 +39,23 @@ from pulumi_policy import (
 )
 
 from gpudr.contract import grants
+from gpudr.contract.azure_onprem import (
+    BLOB_GROUP,
+    BLOB_PRIVATE_ZONE,
+    recurrence_s,
+    started_jobs,
+)
 from gpudr.core import sizing
 
 from .common import (
+    AZ_LOGIC_WORKFLOW,
     AZ_MOVER_ENDPOINT,
     AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
+    AZ_PRIVATE_DNS_LINK,
+    AZ_PRIVATE_DNS_ZONE,
+    AZ_PRIVATE_DNS_ZONE_GROUP,
+    AZ_PRIVATE_ENDPOINT,
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
@@ -299,6 +318,13 @@ def _check_pull(
             "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "
             'bucket and schedule.repeat_interval (e.g. "3600s")'
         )
+    elif d.mechanism == "storage-mover":
+        jobs, kind = _mover_schedules(stack, bucket), "Storage Mover schedule (Logic App)"
+        fix = (
+            "Declare azure-native logic.Workflow (state Enabled) with a Recurrence trigger and an "
+            "HTTP action POSTing the job definition's startJob with its managed identity, as "
+            "gpudr's components/azure/onprem.py does (regenerate the stack)"
+        )
     elif d.mechanism == "datasync-agent":
         # gpudr's DR stack declares these tasks only once the agents on premises are activated
         # (fail closed): what is missing is the activation, not a resource to write by hand.
@@ -434,12 +460,102 @@ def _storage_mover_jobs(stack: Stack, account: PolicyResource) -> list[PolicyRes
     ]
 
 
+_START_JOB = re.compile(
+    r"/resourceGroups/([^/]+)/providers/Microsoft\.StorageMover/storageMovers/([^/]+)"
+    r"/projects/([^/]+)/jobDefinitions/([^/?]+)/startJob\?",
+    re.IGNORECASE,
+)
+
+
+def _job_key(job: PolicyResource) -> tuple[str, ...]:
+    """A job definition as an ARM path names it (names are case-insensitive there)."""
+    keys = ("resourceGroupName", "storageMoverName", "projectName", "jobDefinitionName")
+    return tuple(str(job.props.get(k) or "").lower() for k in keys)
+
+
+def _mover_schedules(
+    stack: Stack, account: PolicyResource
+) -> list[tuple[PolicyResource, float | None]]:
+    """(workflow, recurrence interval) of each enabled Logic App that starts, with its managed
+    identity, a job definition writing the whole of a container of this account; None for one
+    whose trigger gpudr cannot read as a recurrence."""
+    keys = {_job_key(j) for j in _storage_mover_jobs(stack, account)}
+    out: list[tuple[PolicyResource, float | None]] = []
+    for flow in stack.of_type(AZ_LOGIC_WORKFLOW):
+        state = flow.props.get("state")
+        if state is not None and not same(state, "Enabled"):
+            continue  # a disabled (or suspended) workflow starts nothing
+        definition = flow.props.get("definition")
+        targets = {
+            tuple(g.lower() for g in m.groups())
+            for uri in started_jobs(definition)
+            if (m := _START_JOB.search(uri))
+        }
+        if targets & keys:
+            out.append((flow, recurrence_s(definition)))
+    return out
+
+
+def _private_path(stack: Stack, account: PolicyResource) -> str | None:
+    """Why the agents' uploads to this account would not take the private path the WAN sizing
+    assumes (ExpressRoute private peering reaches private addresses only), or None: a Blob
+    private endpoint of the account, its A record kept in the privatelink zone by a zone
+    group, and that zone linked to a virtual network."""
+    endpoints = [
+        e
+        for e in stack.of_type(AZ_PRIVATE_ENDPOINT)
+        if links_to(
+            e,
+            "privateLinkServiceConnections",
+            account,
+            ("id",),
+            value_of=lambda r: next(
+                (
+                    get(c, "privateLinkServiceId")
+                    for c in items(r.props.get("privateLinkServiceConnections"))
+                ),
+                None,
+            ),
+        )
+        and any(
+            BLOB_GROUP in items(get(c, "groupIds"))
+            for c in items(e.props.get("privateLinkServiceConnections"))
+        )
+    ]
+    if not endpoints:
+        return "no Blob private endpoint of this account is declared"
+    zones = [
+        z
+        for z in stack.of_type(AZ_PRIVATE_DNS_ZONE)
+        if same(z.props.get("privateZoneName"), BLOB_PRIVATE_ZONE)
+    ]
+    linked = [
+        z
+        for z in zones
+        if any(
+            links_to(link, "privateZoneName", z, ("privateZoneName", "name"))
+            for link in stack.of_type(AZ_PRIVATE_DNS_LINK)
+        )
+    ]
+    if not linked:
+        return f"no {BLOB_PRIVATE_ZONE} zone linked to a virtual network is declared"
+    kept = any(
+        links_to(group, "privateEndpointName", e, ("privateEndpointName", "name"))
+        and any(links_to(group, "privateDnsZoneConfigs", z, ("id",)) for z in linked)
+        for group in stack.of_type(AZ_PRIVATE_DNS_ZONE_GROUP)
+        for e in endpoints
+    )
+    if not kept:
+        return f"its private endpoint has no zone group keeping its record in {BLOB_PRIVATE_ZONE}"
+    return None
+
+
 def _check_storage_mover(
     stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
 ) -> None:
-    """A Storage Mover job definition has no schedule: what the stack can show is that one
-    writes this account with an agent assigned. How often it is started is the operator's
-    trigger (docs/onprem.md, Azure), which nothing registered shows."""
+    """A job definition of this stack writes the account with an agent assigned, the uploads
+    have their private path over the link the plan sized, and a Logic App starts the job often
+    enough for the RPO (the pulls' common check)."""
     if not _storage_mover_jobs(stack, bucket):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: no Storage Mover job definition of "
@@ -449,6 +565,17 @@ def _check_storage_mover(
             "target_name = a Blob container endpoint of this account.",
             bucket.urn,
         )
+        return
+    why = _private_path(stack, bucket)
+    if why is not None:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: {why}, so the Storage Mover agents "
+            "would upload over the internet, not the ExpressRoute link the plan sized. Declare "
+            "the private path (gpudr's components/azure/private_blob.py; regenerate the stack).",
+            bucket.urn,
+        )
+        return
+    _check_pull(stack, bucket, d, report)
 
 
 def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:

@@ -10,9 +10,10 @@ resource, whose name and Arc identity reach this stack as config (`gpudr:storage
 Until every agent the plan names has them, no job definition and no grant is declared and the
 stack warns with the commands: it fails closed, as the AWS slice does without agent ARNs.
 
-Storage Mover has no schedule of its own: a job definition is run by starting it (`az
-storage-mover job-definition start-job`), so the interval the plan sizes is the runbook's (or
-the operator's scheduler's) to keep; docs/onprem.md says so with the RPO that follows.
+A job definition runs when something starts it: each one gets a Consumption Logic App that
+calls its `startJob` action at the plan's interval with its own managed identity, which may
+read and start this mover's job definitions and nothing else (a custom role assigned on that
+one job definition). Why not Storage Mover's own schedule: gpudr/contract/azure_onprem.py.
 
 Sources: shared/reference/dr-facts-2.md 3 (Storage Mover: Arc-registered agent, NFS -> Blob
 container) and 4 (ExpressRoute gateway SKUs and throughput, GatewaySubnet /27 or larger); the
@@ -26,11 +27,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
-from pulumi_azure_native import authorization, network, storagemover
+from pulumi_azure_native import authorization, logic, network, storagemover
 
 from components.azure.arm import assignment_name, role_definition_id
 from components.azure.network import gateway_subnet_cidr
 from gpudr.contract import grants
+from gpudr.contract.azure_onprem import (
+    START_JOB_ACTIONS,
+    schedule_definition,
+    schedule_name,
+    start_job_path,
+)
 from gpudr.contract.naming import expressroute_circuit_name
 from gpudr.contract.site import LinkConfig, OnPremSource
 from gpudr.contract.stack import STORAGE_MOVER_AGENTS_KEY
@@ -115,6 +122,7 @@ class ReplicaTarget:
     storage_account_id: pulumi.Input[str]
     container: str
     mirror_deletes: bool  # checkpoints mirror the source; weights and datasets only add
+    every_s: int  # how often its job is started: the plan's interval (whole hours)
 
 
 def target_name(t: ReplicaTarget) -> str:
@@ -124,6 +132,7 @@ def target_name(t: ReplicaTarget) -> str:
 @dataclass(frozen=True)
 class StorageMoverPullArgs:
     resource_group_name: pulumi.Input[str]
+    resource_group: str  # its name as written in ARM paths (the schedules' startJob URIs)
     location: str
     subscription_id: pulumi.Input[str]
     mover_name: str
@@ -139,6 +148,7 @@ class StorageMoverPull(pulumi.ComponentResource):
     the classes are spread over the registered agents in the plan's order."""
 
     job_names: pulumi.Output[list[str]]
+    schedules: pulumi.Output[dict[str, str]]  # data class -> the Logic App starting its job
 
     def __init__(
         self, name: str, args: StorageMoverPullArgs, opts: pulumi.ResourceOptions | None = None
@@ -187,6 +197,8 @@ class StorageMoverPull(pulumi.ComponentResource):
         if registered is None:
             stack = pulumi.get_stack()
             pulumi.log.warn(missing_agents_message(src, args.agents, stack), resource=self)
+        self._starter = self._starter_role() if registered else None
+        self._schedules: dict[str, pulumi.Output[str]] = {}
         jobs = [
             self._job(t, project, nfs, registered[i % len(registered)] if registered else None)
             for i, t in enumerate(args.targets)
@@ -194,7 +206,8 @@ class StorageMoverPull(pulumi.ComponentResource):
         names = [j.name for j in jobs if j is not None]
         # Resolved once the mover and its endpoints are, jobs or not (before registration).
         self.job_names = pulumi.Output.all(mover.id, nfs.id, *names).apply(lambda x: list(x[2:]))
-        self.register_outputs({"job_names": self.job_names})
+        self.schedules = pulumi.Output.all(**self._schedules).apply(dict)
+        self.register_outputs({"job_names": self.job_names, "schedules": self.schedules})
 
     def _job(
         self,
@@ -233,7 +246,7 @@ class StorageMoverPull(pulumi.ComponentResource):
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             opts=self._child,
         )
-        return storagemover.JobDefinition(
+        job = storagemover.JobDefinition(
             f"{name}-{t.data_class}-job",
             job_definition_name=t.data_class,
             # By name, as Azure addresses them (the resources' `name` outputs are the same
@@ -251,6 +264,66 @@ class StorageMoverPull(pulumi.ComponentResource):
             description=f"{self._args.source.site} {t.data_class} -> replica container",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[grant, project, nfs, target]),
         )
+        self._schedule(t, job)
+        return job
+
+    def _starter_role(self) -> authorization.RoleDefinition:
+        """What the schedules may do: read and start job definitions, nothing else (no
+        built-in role is that narrow). Defined on the resource group, assigned per job."""
+        args = self._args
+        group_id = pulumi.Output.concat(
+            "/subscriptions/", args.subscription_id, "/resourceGroups/", args.resource_group
+        )
+        return authorization.RoleDefinition(
+            f"{self._name}-job-starter",
+            role_definition_id=assignment_name(args.mover_name, "job-starter"),
+            role_name=f"gpudr job starter ({args.mover_name})",
+            description="Starts the Storage Mover job definitions of gpudr's on-premises pulls",
+            scope=group_id,
+            assignable_scopes=[group_id],
+            permissions=[authorization.PermissionArgs(actions=list(START_JOB_ACTIONS))],
+            opts=self._child,
+        )
+
+    def _schedule(self, t: ReplicaTarget, job: storagemover.JobDefinition) -> None:
+        """A Consumption Logic App starting the job every `t.every_s`: the interval the plan
+        sized the RPO with. A start while the last run still runs is refused by the service and
+        retried at the next interval; the plan sizes a run to finish within one."""
+        args, name = self._args, self._name
+        path = start_job_path(args.resource_group, args.mover_name, args.source.site, t.data_class)
+        uri = pulumi.Output.concat(
+            "https://management.azure.com/subscriptions/", args.subscription_id, path
+        )
+        flow = logic.Workflow(
+            f"{name}-{t.data_class}-schedule",
+            workflow_name=schedule_name(args.mover_name, t.data_class),
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            identity=logic.ManagedServiceIdentityArgs(
+                type=logic.ManagedServiceIdentityType.SYSTEM_ASSIGNED
+            ),
+            state=logic.WorkflowState.ENABLED,
+            definition=uri.apply(lambda u: schedule_definition(u, t.every_s)),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[job]),
+        )
+        principal = flow.identity.apply(lambda i: (i.principal_id if i else None) or "")
+        assert self._starter is not None  # declared whenever a job is
+        start = authorization.RoleAssignment(
+            f"{name}-{t.data_class}-schedule-start",
+            # Named by the identity too: a replaced workflow's new identity gets a new
+            # assignment (Azure refuses to change an assignment's principal).
+            role_assignment_name=principal.apply(
+                lambda p: assignment_name(args.mover_name, t.data_class, "schedule", p)
+            ),
+            scope=job.id,
+            role_definition_id=self._starter.id,
+            principal_id=principal,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            opts=self._child,
+        )
+        # Resolves once the workflow and its grant are created (the component's outputs).
+        self._schedules[t.data_class] = pulumi.Output.all(flow.name, start.id).apply(lambda x: x[0])
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from components.azure.onprem import (
     StorageMoverPull,
     StorageMoverPullArgs,
 )
+from components.azure.private_blob import PrivateBlobPath, PrivateBlobPathArgs
 from components.azure.replication import (
     AzureSiteReplication,
     AzureSiteReplicationArgs,
@@ -305,6 +306,7 @@ class AzureSite(pulumi.ComponentResource):
             f"{name}-onprem",
             StorageMoverPullArgs(
                 resource_group_name=self._group,
+                resource_group=cfg.resource_group or "",
                 location=cfg.region,
                 subscription_id=self._subscription_id,
                 mover_name=mover,
@@ -315,6 +317,7 @@ class AzureSite(pulumi.ComponentResource):
                         buckets[b.data_class].account_id,
                         b.name,
                         mirror_deletes=any(t.mirror_deletes for t in b.inbound),
+                        every_s=min(t.schedule_s for t in b.inbound),
                     )
                     for b in cfg.buckets
                     if b.inbound
@@ -342,8 +345,30 @@ class AzureSite(pulumi.ComponentResource):
             ),
             opts=self._child,
         )
+        # The uploads' private path: without it they would leave by the internet, not the
+        # circuit the plan sized (components/azure/private_blob.py).
+        path = PrivateBlobPath(
+            f"{name}-uploads",
+            PrivateBlobPathArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                network_name=cfg.network_name,
+                network_id=network.network_id,
+                network=network,
+                cidr=cfg.cidr,
+                accounts={
+                    b.data_class: buckets[b.data_class].account_id for b in cfg.buckets if b.inbound
+                },
+                tags=site_tags(cfg, "dr-link", peer=source.site, link="private-endpoints"),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[end]),
+        )
         self.onprem = pulumi.Output.all(
-            service_key=end.service_key, storage_mover=mover, jobs=pull.job_names
+            service_key=end.service_key,
+            storage_mover=mover,
+            jobs=pull.job_names,
+            dns_forwarder=path.inbound_address,
+            private_endpoints=path.endpoints,
         )
 
     def _vpn_to_gcp(self, link: LinkConfig, network: AzureSiteNetwork) -> None:

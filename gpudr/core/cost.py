@@ -264,6 +264,33 @@ RULES: dict[str, Rule] = {
         {Cloud.AZURE: ("expressroute_gateway_hour", "{sku}")},
         "ExpressRoute gateway {sku}",
     ),
+    # The private path of an on-premises site's uploads into Azure (components/azure/
+    # private_blob.py): endpoint-hours, the GB they carry, the resolver on-premises DNS asks,
+    # and the Logic Apps that start the jobs (the last two unpriced: prices.yaml missing).
+    "private-endpoint-hours": Rule(
+        "network",
+        "endpoint-hour",
+        {Cloud.AZURE: ("private_endpoint_hour",)},
+        "Blob private endpoints ({endpoints})",
+    ),
+    "private-endpoint-gb": Rule(
+        "network",
+        "GB",
+        {Cloud.AZURE: ("private_endpoint_gb",)},
+        "{data_class} uploads through its private endpoint",
+    ),
+    "dns-resolver-inbound-hours": Rule(
+        "network",
+        "endpoint-hour",
+        {Cloud.AZURE: ("dns_resolver_inbound_endpoint_hour",)},
+        "DNS Private Resolver inbound endpoint (on-premises DNS forwards to it)",
+    ),
+    "mover-schedule-actions": Rule(
+        "replication",
+        "action",
+        {Cloud.AZURE: ("logic_app_action",)},
+        "{data_class} job starts (Logic App, every {every})",
+    ),
     "ha-vpn-tunnels": Rule(
         "network", "tunnel-hour", {Cloud.GCP: ("ha_vpn_tunnel_hour",)}, "HA VPN tunnels ({tunnels})"
     ),

@@ -1434,8 +1434,17 @@ def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[U
         return
     if f.mechanism == Mechanism.STORAGE_MOVER:
         # Storage Mover's own fee: no source read in this pass gives one (listed as unpriced,
-        # never assumed to be zero).
+        # never assumed to be zero). The uploads cross the replica's private endpoint, which
+        # bills per GB; the Logic App starting the job bills per action (two per start).
         yield _usage("storage-mover-fee", dr, gb, True, data_class=f.data_class)
+        yield _usage("private-endpoint-gb", dr, gb, True, data_class=f.data_class)
+        if f.schedule is not None:
+            starts = SECONDS_PER_MONTH / f.schedule.interval_s
+            every = fmt_duration(f.schedule.interval_s)
+            actions = 2 * starts
+            yield _usage(
+                "mover-schedule-actions", dr, actions, True, data_class=f.data_class, every=every
+            )
         return
     mode = datasync_mode(site.storage.kind)
     yield _usage("datasync-agent-fee", dr, gb, True, data_class=f.data_class, mode=mode)
@@ -1588,12 +1597,18 @@ def expressroute_gateway_sku(capacity_gbps: float) -> str:
 
 
 def _expressroute_usages(dr: Site, link: OnPremLink, path: Path) -> Iterator[Usage]:
-    """The metered circuit at its bandwidth (per month) and the gateway (per hour). Neither
-    has a price in prices.yaml yet: both are listed as unpriced."""
+    """The metered circuit at its bandwidth (per month) and the gateway (per hour), neither
+    priced in prices.yaml yet (listed as unpriced); and the uploads' private path: a Blob
+    private endpoint per replica account (one per class, each in its own account), and the
+    resolver's inbound endpoint (unpriced)."""
     mbps = round(link.port_gbps * 1000)
     yield _usage("expressroute-circuit", dr, 1, True, mbps=mbps)
     sku = expressroute_gateway_sku(path.capacity_gbps)
     yield _usage("expressroute-gateway-hours", dr, HOURS_PER_MONTH, True, sku=sku)
+    endpoints = len(path.flows)
+    hours = endpoints * HOURS_PER_MONTH
+    yield _usage("private-endpoint-hours", dr, hours, True, endpoints=endpoints)
+    yield _usage("dns-resolver-inbound-hours", dr, HOURS_PER_MONTH, True)
 
 
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:

@@ -12,6 +12,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack_name
+from gpudr.contract.azure_onprem import BLOB_PUBLIC_ZONE, schedule_name, upload_subnets
 from gpudr.contract.naming import (
     DX_GATEWAY_ASN,
     datasync_task_name,
@@ -43,6 +44,7 @@ TEMPLATE = "runbook-onprem.md.j2"
 # What a Storage Mover agent opens: outbound HTTPS to Azure (Arc, the service, the Blob
 # endpoints of the replica accounts).
 AZURE_AGENT_PORTS = "TCP 443 outbound"
+DNS_PORTS = "UDP and TCP 53"
 # What the agents open to the DataSync endpoint, and what opens to the agents during activation
 # (reference data `sources.datasync-network`).
 ENDPOINT_PORTS = "TCP 443 and TCP 1024-1064"
@@ -138,6 +140,14 @@ class AzureChecklist:
     peerings: tuple[tuple[str, str, str], ...]  # (/30, your address, Microsoft's)
     upload_limit_mbps: int  # per agent: the committed WAN shared by the agents
     jobs: tuple[tuple[str, str, str], ...]  # (data class, job definition, every)
+    # The uploads' private path (gpudr/contract/azure_onprem.py): the private endpoints' subnet,
+    # the resolver's inbound address on-premises DNS forwards the public Blob zone to, the zone,
+    # and each class's replica account name and the Logic App that starts its job.
+    endpoints_subnet: str
+    dns_forwarder: str
+    blob_zone: str
+    accounts: tuple[tuple[str, str], ...]  # (data class, storage account)
+    schedules: tuple[tuple[str, str, str], ...]  # (data class, Logic App, every)
 
 
 def _azure_checklist(
@@ -154,8 +164,11 @@ def _azure_checklist(
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
     )
+    mover = storage_mover_name(design.plan.name, dr.name)
+    endpoints_subnet, _, forwarder = upload_subnets(dr.cidr)
+    buckets = {b.data_class: b for b in build_site_configs(design)[dr.name].buckets}
     return AzureChecklist(
-        mover=storage_mover_name(design.plan.name, dr.name),
+        mover=mover,
         circuit=expressroute_circuit_name(dr.name),
         resource_group=cfg_group,
         provider=link.provider or "",
@@ -164,6 +177,11 @@ def _azure_checklist(
         peerings=tuple(peerings),
         upload_limit_mbps=int(onprem.wan_committed_gbps * 1000 // max(1, len(onprem.agents))),
         jobs=jobs,
+        endpoints_subnet=endpoints_subnet,
+        dns_forwarder=forwarder,
+        blob_zone=BLOB_PUBLIC_ZONE,
+        accounts=tuple((c, buckets[c].storage_account or "") for c, _, _ in jobs),
+        schedules=tuple((c, schedule_name(mover, c), every) for c, _, every in jobs),
     )
 
 
@@ -423,6 +441,7 @@ def render_onprem_runbook(rb: OnPremRunbook, header: str) -> str:
             provisioned_key=EXPRESSROUTE_PROVISIONED_KEY,
             microsoft_asn=MICROSOFT_ASN,
             azure_agent_ports=AZURE_AGENT_PORTS,
+            dns_ports=DNS_PORTS,
         )
     )
     return text.rstrip("\n") + "\n"

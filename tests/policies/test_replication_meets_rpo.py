@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
+from gpudr.contract.azure_onprem import BLOB_PRIVATE_ZONE, schedule_definition, started_jobs
 from policies.common import (
+    AZ_LOGIC_WORKFLOW,
     AZ_MOVER_ENDPOINT,
     AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
+    AZ_PRIVATE_DNS_LINK,
+    AZ_PRIVATE_DNS_ZONE,
+    AZ_PRIVATE_DNS_ZONE_GROUP,
+    AZ_PRIVATE_ENDPOINT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
     GCS_TRANSFER_JOB,
@@ -20,6 +26,7 @@ from tests.policies.builders import (
     AZURE_CHECKPOINTS,
     CHECKPOINTS,
     DATASETS,
+    SUBSCRIPTION,
     WEIGHTS,
     azure,
     gcs,
@@ -437,11 +444,18 @@ def test_a_pull_source_without_a_read_grant_is_refused(
 # --- Storage Mover from on premises, checked on the Azure replica ----------------------------
 
 
+MOVER_PATH = "/providers/Microsoft.StorageMover/storageMovers/gpudr-iad-training-eus"
+
+
 def storage_mover(**job: Any) -> dict[str, Res]:
     """An Azure replica written by a Storage Mover job definition (components/azure/onprem.py):
-    the Blob container target endpoint of its account and the job, with an agent assigned."""
+    the Blob container target endpoint of its account and the job, with an agent assigned; the
+    Logic App starting it every 2 h; and the uploads' private path (components/azure/
+    private_blob.py): the account's Blob private endpoint, the privatelink zone linked to the
+    network and the zone group keeping the endpoint's record there. The WAN path is asserted at
+    2 Gbps (quota-mbps), as the plan tags it."""
     r = azure("checkpoints", AZURE_CHECKPOINTS)
-    retag(r, "account", mechanism="storage-mover", dr_role="data-replica")
+    retag(r, "account", mechanism="storage-mover", dr_role="data-replica", quota_mbps="2000")
     account = r["account"].inputs["accountName"]
     target = Res(
         AZ_MOVER_ENDPOINT,
@@ -458,13 +472,95 @@ def storage_mover(**job: Any) -> dict[str, Res]:
     )
     inputs = {
         "jobDefinitionName": "checkpoints",
+        "resourceGroupName": "rg-dr",
+        "storageMoverName": "gpudr-iad-training-eus",
+        "projectName": "iad1",
         "targetName": "checkpoints-replica",
         "sourceName": "iad1-nfs",
         "agentName": "iad1-sma-1",
         **job,
     }
-    r.update(target=target, job=Res(AZ_MOVER_JOB, "checkpoints-job", inputs))
+    uri = (
+        f"https://management.azure.com/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-dr"
+        f"{MOVER_PATH}/projects/iad1/jobDefinitions/checkpoints/startJob?api-version=2024-07-01"
+    )
+    schedule = Res(
+        AZ_LOGIC_WORKFLOW,
+        "checkpoints-schedule",
+        {
+            "workflowName": "gpudr-iad-training-eus-checkpoints-every",
+            "state": "Enabled",
+            "identity": {"type": "SystemAssigned"},
+            "definition": schedule_definition(uri, 7200),
+        },
+    )
+    endpoint = Res(
+        AZ_PRIVATE_ENDPOINT,
+        "checkpoints-endpoint",
+        {
+            "privateLinkServiceConnections": [
+                {"name": "checkpoints-blob", "privateLinkServiceId": "", "groupIds": ["blob"]}
+            ]
+        },
+    ).link("privateLinkServiceConnections", r["account"])
+    zone = Res(AZ_PRIVATE_DNS_ZONE, "zone", {"privateZoneName": BLOB_PRIVATE_ZONE})
+    link = Res(AZ_PRIVATE_DNS_LINK, "zone-link", {"registrationEnabled": False})
+    link.link("privateZoneName", zone)
+    group = Res(AZ_PRIVATE_DNS_ZONE_GROUP, "checkpoints-dns", {})
+    group.link("privateEndpointName", endpoint).link("privateDnsZoneConfigs", zone)
+    r.update(
+        target=target,
+        job=Res(AZ_MOVER_JOB, "checkpoints-job", inputs),
+        schedule=schedule,
+        endpoint=endpoint,
+        zone=zone,
+        link=link,
+        group=group,
+    )
     return r
+
+
+def without(*keys: str, **job: Any) -> dict[str, Res]:
+    return {k: v for k, v in storage_mover(**job).items() if k not in keys}
+
+
+def mover_changed(key: str, change: Callable[[Res], object]) -> dict[str, Res]:
+    r = storage_mover()
+    change(r[key])
+    return r
+
+
+def every(hours: int) -> Callable[[Res], object]:
+    def change(flow: Res) -> object:
+        uri = started_jobs(flow.inputs["definition"])[0]
+        flow.inputs["definition"] = schedule_definition(uri, hours * 3600)
+        return flow
+
+    return change
+
+
+def _unlinked_endpoint(e: Res) -> None:
+    e.property_dependencies.clear()  # an endpoint of some other account
+    e.dependencies.clear()
+
+
+def _file_endpoint(e: Res) -> None:
+    e.inputs["privateLinkServiceConnections"][0]["groupIds"] = ["file"]
+
+
+def _basic_auth(flow: Res) -> None:
+    action = flow.inputs["definition"]["actions"]["start_job"]
+    action["inputs"]["authentication"] = {"type": "Basic", "username": "u", "password": "p"}
+
+
+def _other_job(flow: Res) -> None:
+    action = flow.inputs["definition"]["actions"]["start_job"]
+    action["inputs"]["uri"] = action["inputs"]["uri"].replace("/checkpoints/", "/weights/")
+
+
+def _daily_trigger(flow: Res) -> None:
+    trigger = flow.inputs["definition"]["triggers"]["every_interval"]
+    trigger["type"] = "Request"  # started by an HTTP call: no interval anyone can read
 
 
 @pytest.mark.parametrize(
@@ -491,6 +587,56 @@ def storage_mover(**job: Any) -> dict[str, Res]:
             "no Storage Mover job definition",
             id="part-of-the-container",
         ),
+        # how often the job is started: a Logic App the pack can read, or the RPO is not shown
+        pytest.param(
+            lambda: without("schedule"), "no enabled Storage Mover schedule", id="no-schedule"
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", lambda f: f.inputs.update(state="Disabled")),
+            "no enabled Storage Mover schedule",
+            id="schedule-disabled",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _other_job),
+            "no enabled Storage Mover schedule",
+            id="other-job",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _basic_auth),
+            "no enabled Storage Mover schedule",
+            id="not-its-managed-identity",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _daily_trigger),
+            "no repeating schedule gpudr can read",
+            id="not-a-recurrence",
+        ),
+        # 2 h (the builder's) + a 1h11m run at 2 Gbps + the 45 min checkpoint interval: 3h56m
+        pytest.param(lambda: mover_changed("schedule", every(1)), None, id="every-1h"),
+        pytest.param(
+            lambda: mover_changed("schedule", every(3)), "runs every 3h", id="every-3h-too-slow"
+        ),
+        # the private path the WAN sizing assumes
+        pytest.param(
+            lambda: without("endpoint"), "no Blob private endpoint", id="no-private-endpoint"
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _unlinked_endpoint),
+            "no Blob private endpoint",
+            id="endpoint-of-another-account",
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _file_endpoint),
+            "no Blob private endpoint",
+            id="endpoint-not-blob",
+        ),
+        pytest.param(lambda: without("link"), "zone linked to a virtual network", id="no-link"),
+        pytest.param(
+            lambda: mover_changed("zone", lambda z: z.inputs.update(privateZoneName="x.local")),
+            "zone linked to a virtual network",
+            id="another-zone",
+        ),
+        pytest.param(lambda: without("group"), "no zone group", id="no-zone-group"),
     ],
 )
 def test_storage_mover_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:

@@ -21,6 +21,12 @@ from components.azure.onprem import (
 )
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
 from gpudr.contract import grants
+from gpudr.contract.azure_onprem import (
+    START_JOB_ACTIONS,
+    recurrence_s,
+    schedule_definition,
+    started_jobs,
+)
 from gpudr.contract.site import LinkConfig, OnPremSource
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
@@ -52,9 +58,9 @@ SOURCE = OnPremSource(
     committed_gbps=8.0,
 )
 TARGETS = (
-    ReplicaTarget("checkpoints", ACCOUNT_ID, "checkpoints", mirror_deletes=True),
-    ReplicaTarget("weights", ACCOUNT_ID, "weights", mirror_deletes=False),
-    ReplicaTarget("datasets", ACCOUNT_ID, "datasets", mirror_deletes=False),
+    ReplicaTarget("checkpoints", ACCOUNT_ID, "checkpoints", mirror_deletes=True, every_s=7200),
+    ReplicaTarget("weights", ACCOUNT_ID, "weights", mirror_deletes=False, every_s=10800),
+    ReplicaTarget("datasets", ACCOUNT_ID, "datasets", mirror_deletes=False, every_s=79200),
 )
 MOVER = "azure-native:storagemover:StorageMover"
 ENDPOINT = "azure-native:storagemover:Endpoint"
@@ -65,6 +71,8 @@ GATEWAY = "azure-native:network:VirtualNetworkGateway"
 PEERING = "azure-native:network:ExpressRouteCircuitPeering"
 CONNECTION = "azure-native:network:VirtualNetworkGatewayConnection"
 SUBNET = "azure-native:network:Subnet"
+WORKFLOW = "azure-native:logic:Workflow"
+ROLE = "azure-native:authorization:RoleDefinition"
 
 
 @pytest.fixture
@@ -84,6 +92,7 @@ def pull(source: OnPremSource = SOURCE, agents: dict[str, dict[str, str]] | None
         "t-mover",
         StorageMoverPullArgs(
             resource_group_name="rg-dr",
+            resource_group="rg-dr",
             location="germanywestcentral",
             subscription_id=SUBSCRIPTION,
             mover_name="gpudr-fra-training-weu",
@@ -138,7 +147,8 @@ def test_an_agent_may_write_only_the_container_its_job_writes(
     component = pull()
 
     def check(_: object) -> None:
-        made = {r.urn.rsplit("-", 3)[-3]: r for r in registered(monitor, GRANT)}
+        writes = [r for r in registered(monitor, GRANT) if r.urn.endswith("-agent-write")]
+        made = {r.urn.rsplit("-", 3)[-3]: r for r in writes}
         assert set(made) == {t.data_class for t in TARGETS}
         for target in TARGETS:
             grant = made[target.data_class]
@@ -163,11 +173,60 @@ def test_without_every_registered_agent_no_job_and_no_grant_is_declared(
         assert names == []
         assert registered(monitor, JOB) == []
         assert registered(monitor, GRANT) == []
+        assert registered(monitor, WORKFLOW) == [], "a schedule with no job to start"
+        assert registered(monitor, ROLE) == []
         # what does not need an agent is declared, so registration has a mover to join
         assert len(registered(monitor, MOVER)) == 1
         assert len(registered(monitor, ENDPOINT)) == 1 + len(TARGETS)
 
     return component.job_names.apply(check)
+
+
+@pulumi.runtime.test
+def test_each_job_is_started_at_the_plan_interval_by_a_logic_app_that_may_only_start_it(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    component = pull()
+
+    def check(_: object) -> None:
+        jobs = {r.inputs["jobDefinitionName"]: r for r in registered(monitor, JOB)}
+        flows = {r.inputs["workflowName"]: r for r in registered(monitor, WORKFLOW)}
+        assert set(flows) == {f"gpudr-fra-training-weu-{t.data_class}-every" for t in TARGETS}
+        (role,) = registered(monitor, ROLE)
+        group = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-dr"
+        assert role.inputs["assignableScopes"] == [group], role.urn
+        assert role.inputs["permissions"] == [{"actions": list(START_JOB_ACTIONS)}], (
+            role.urn
+        )  # read and start job definitions: no data, no other action
+        starts = {
+            r.inputs["scope"]: r
+            for r in registered(monitor, GRANT)
+            if r.urn.endswith("-schedule-start")
+        }
+        for t in TARGETS:
+            flow = flows[f"gpudr-fra-training-weu-{t.data_class}-every"]
+            assert flow.inputs["state"] == "Enabled", flow.urn
+            assert flow.inputs["identity"]["type"] == "SystemAssigned", flow.urn
+            definition = flow.inputs["definition"]
+            assert recurrence_s(definition) == t.every_s, flow.urn
+            assert started_jobs(definition) == [
+                f"https://management.azure.com/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-dr"
+                "/providers/Microsoft.StorageMover/storageMovers/gpudr-fra-training-weu/projects"
+                f"/fra1/jobDefinitions/{t.data_class}/startJob?api-version=2024-07-01"
+            ], flow.urn
+            # the identity may start this job only: the role is assigned on the job itself
+            start = starts[jobs[t.data_class].id]
+            assert start.inputs["roleDefinitionId"] == role.id, start.urn
+            assert start.inputs["principalType"] == "ServicePrincipal", start.urn
+            assert start.inputs["principalId"] == flow.outputs["identity"]["principalId"], start.urn
+
+    return component.schedules.apply(check)
+
+
+@pytest.mark.parametrize("every_s", [0, 1800, 5400])
+def test_a_schedule_that_is_not_whole_hours_is_refused(every_s: int) -> None:
+    with pytest.raises(ValueError, match="whole number of hours"):
+        schedule_definition("https://management.azure.com/x/startJob?api-version=1", every_s)
 
 
 @pytest.mark.parametrize(
