@@ -44,6 +44,17 @@ def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
     assert [v for v in stack["policy"]["violations"] if v["level"] == "mandatory"] == []
     types = [r["type"] for r in stack["resources"]]
     assert types.count("azure-native:storagemover:JobDefinition") == 3
+    # each job started by its own schedule; each replica account reached privately
+    assert types.count("azure-native:logic:Workflow") == 3
+    assert types.count("azure-native:network:PrivateEndpoint") == 3
+    assert types.count("azure-native:network:PrivateDnsZoneGroup") == 3
+    assert types.count("azure-native:authorization:RoleDefinition") == 1
+    assert {
+        "azure-native:privatedns:PrivateZone",
+        "azure-native:privatedns:VirtualNetworkLink",
+        "azure-native:dnsresolver:DnsResolver",
+        "azure-native:dnsresolver:InboundEndpoint",
+    } <= set(types)
     assert {
         "azure-native:storagemover:StorageMover",
         "azure-native:network:ExpressRouteCircuit",
