@@ -131,8 +131,7 @@ def target_name(t: ReplicaTarget) -> str:
 
 @dataclass(frozen=True)
 class StorageMoverPullArgs:
-    resource_group_name: pulumi.Input[str]
-    resource_group: str  # its name as written in ARM paths (the schedules' startJob URIs)
+    resource_group_name: pulumi.Input[str]  # the group's name output: what is in it waits
     location: str
     subscription_id: pulumi.Input[str]
     mover_name: str
@@ -271,8 +270,9 @@ class StorageMoverPull(pulumi.ComponentResource):
         """What the schedules may do: read and start job definitions, nothing else (no
         built-in role is that narrow). Defined on the resource group, assigned per job."""
         args = self._args
+        # From the group's output, not a string: the definition waits for the group.
         group_id = pulumi.Output.concat(
-            "/subscriptions/", args.subscription_id, "/resourceGroups/", args.resource_group
+            "/subscriptions/", args.subscription_id, "/resourceGroups/", args.resource_group_name
         )
         return authorization.RoleDefinition(
             f"{self._name}-job-starter",
@@ -290,9 +290,11 @@ class StorageMoverPull(pulumi.ComponentResource):
         sized the RPO with. A start while the last run still runs is refused by the service and
         retried at the next interval; the plan sizes a run to finish within one."""
         args, name = self._args, self._name
-        path = start_job_path(args.resource_group, args.mover_name, args.source.site, t.data_class)
-        uri = pulumi.Output.concat(
-            "https://management.azure.com/subscriptions/", args.subscription_id, path
+        uri = pulumi.Output.all(args.subscription_id, args.resource_group_name).apply(
+            lambda x: (
+                f"https://management.azure.com/subscriptions/{x[0]}"
+                + start_job_path(str(x[1]), args.mover_name, args.source.site, t.data_class)
+            )
         )
         flow = logic.Workflow(
             f"{name}-{t.data_class}-schedule",

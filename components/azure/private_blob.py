@@ -3,7 +3,9 @@ site: a private endpoint for the Blob service of each replica account, in a subn
 virtual network that the ExpressRoute gateway reaches; the `privatelink.blob.core.windows.net`
 zone that answers the accounts' names with those endpoints, linked to the network; and a DNS
 Private Resolver whose inbound endpoint (a fixed address) on-premises DNS forwards
-`blob.core.windows.net` to (runbook, on-premises checklist).
+`blob.core.windows.net` to (runbook, on-premises checklist). Both subnets share an NSG that
+admits HTTPS to the endpoints and DNS to the resolver from on premises, and nothing from the
+internet.
 
 Why: the WAN sizing assumes the uploads cross the ExpressRoute circuit. Private peering carries
 only traffic to private addresses in the DR network; an agent that resolves an account's public
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import dnsresolver, network, privatedns
 
+from components.azure.network import deny_internet_rule, inbound_rule
 from gpudr.contract.azure_onprem import (
     BLOB_GROUP,
     BLOB_PRIVATE_ZONE,
@@ -30,6 +33,45 @@ from gpudr.contract.azure_onprem import (
 
 # Private DNS zones and their links are global resources.
 GLOBAL = "global"
+UPLOADS_PRIORITY = 100
+
+
+def uploads_security_rules(
+    onprem_cidr: str, endpoints_cidr: str, inbound_cidr: str
+) -> list[network.SecurityRuleArgs]:
+    """What reaches the two subnets: HTTPS to the private endpoints from on premises (the
+    agents) and from the DR network (its cluster reads the replicas at failover), DNS to the
+    resolver from on premises (your DNS servers forward to it), nothing from the internet."""
+    tcp = network.SecurityRuleProtocol.TCP
+    return [
+        inbound_rule(
+            "allow-onprem-https-to-endpoints",
+            UPLOADS_PRIORITY,
+            onprem_cidr,
+            endpoints_cidr,
+            "On premises (the Storage Mover agents) to the replicas' private endpoints",
+            protocol=tcp,
+            port="443",
+        ),
+        inbound_rule(
+            "allow-network-https-to-endpoints",
+            UPLOADS_PRIORITY + 10,
+            "VirtualNetwork",
+            endpoints_cidr,
+            "The DR network (its cluster at failover) to the replicas' private endpoints",
+            protocol=tcp,
+            port="443",
+        ),
+        inbound_rule(
+            "allow-onprem-dns-to-resolver",
+            UPLOADS_PRIORITY + 20,
+            onprem_cidr,
+            inbound_cidr,
+            "On-premises DNS servers forwarding blob.core.windows.net to the resolver",
+            port="53",
+        ),
+        deny_internet_rule("the private endpoints or the resolver"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -40,6 +82,7 @@ class PrivateBlobPathArgs:
     network_id: pulumi.Input[str]
     network: pulumi.Resource  # the DR VNet, which the subnets wait for
     cidr: str  # the DR VNet's range (gpudr.contract.azure_onprem.upload_subnets carves it)
+    onprem_cidr: str  # the on-premises network the agents and your DNS servers are in
     accounts: Mapping[str, pulumi.Input[str]]  # data class -> its replica account's id
     tags: dict[str, str]
 
@@ -57,6 +100,15 @@ class PrivateBlobPath(pulumi.ComponentResource):
         super().__init__("gpudr:links:PrivateBlobPath", name, None, opts)
         endpoints_cidr, inbound_cidr, inbound_ip = upload_subnets(args.cidr)
         child = pulumi.ResourceOptions(parent=self)
+        nsg = network.NetworkSecurityGroup(
+            f"{name}-nsg",
+            network_security_group_name=f"{args.network_name}-uploads",
+            resource_group_name=args.resource_group_name,
+            location=args.location,
+            security_rules=uploads_security_rules(args.onprem_cidr, endpoints_cidr, inbound_cidr),
+            tags=args.tags,
+            opts=child,
+        )
         # Subnets of one VNet are created one at a time: Azure refuses concurrent writes to a
         # virtual network's subnets (AnotherOperationInProgress).
         endpoints_subnet = network.Subnet(
@@ -65,6 +117,11 @@ class PrivateBlobPath(pulumi.ComponentResource):
             virtual_network_name=args.network_name,
             resource_group_name=args.resource_group_name,
             address_prefix=endpoints_cidr,
+            network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
+            # The NSG applies to the private endpoints' traffic only with network policies on.
+            private_endpoint_network_policies=(
+                network.VirtualNetworkPrivateEndpointNetworkPolicies.ENABLED
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.network]),
         )
         inbound_subnet = network.Subnet(
@@ -73,6 +130,7 @@ class PrivateBlobPath(pulumi.ComponentResource):
             virtual_network_name=args.network_name,
             resource_group_name=args.resource_group_name,
             address_prefix=inbound_cidr,
+            network_security_group=network.NetworkSecurityGroupArgs(id=nsg.id),
             delegations=[
                 network.DelegationArgs(name="dns-resolver", service_name=DNS_RESOLVER_DELEGATION)
             ],

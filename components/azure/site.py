@@ -306,7 +306,6 @@ class AzureSite(pulumi.ComponentResource):
             f"{name}-onprem",
             StorageMoverPullArgs(
                 resource_group_name=self._group,
-                resource_group=cfg.resource_group or "",
                 location=cfg.region,
                 subscription_id=self._subscription_id,
                 mover_name=mover,
@@ -356,6 +355,7 @@ class AzureSite(pulumi.ComponentResource):
                 network_id=network.network_id,
                 network=network,
                 cidr=cfg.cidr,
+                onprem_cidr=source.cidr,
                 accounts={
                     b.data_class: buckets[b.data_class].account_id for b in cfg.buckets if b.inbound
                 },

@@ -92,7 +92,6 @@ def pull(source: OnPremSource = SOURCE, agents: dict[str, dict[str, str]] | None
         "t-mover",
         StorageMoverPullArgs(
             resource_group_name="rg-dr",
-            resource_group="rg-dr",
             location="germanywestcentral",
             subscription_id=SUBSCRIPTION,
             mover_name="gpudr-fra-training-weu",

@@ -26,6 +26,7 @@ ZONE_LINK = "azure-native:privatedns:VirtualNetworkLink"
 RESOLVER = "azure-native:dnsresolver:DnsResolver"
 INBOUND = "azure-native:dnsresolver:InboundEndpoint"
 SUBNET = "azure-native:network:Subnet"
+NSG = "azure-native:network:NetworkSecurityGroup"
 
 
 @pytest.fixture
@@ -50,6 +51,7 @@ def path(cidr: str = "10.52.0.0/16") -> PrivateBlobPath:
             network_id=VNET_ID,
             network=pulumi.CustomResource("test:index:Network", "vnet", {}),
             cidr=cidr,
+            onprem_cidr="10.50.0.0/16",
             accounts=ACCOUNTS,
             tags={"gpudr:system": "iad-training"},
         ),
@@ -134,3 +136,35 @@ def test_the_upload_subnets_sit_just_below_the_gateway_subnet(
 def test_a_range_too_small_for_the_path_is_refused(cidr: str) -> None:
     with pytest.raises(ValueError, match="use a /24 or larger"):
         upload_subnets(cidr)
+
+
+@pulumi.runtime.test
+def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_from_the_internet(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    component = path()
+    endpoints, inbound, _ = upload_subnets("10.52.0.0/16")
+
+    def check(_: object) -> None:
+        (nsg,) = registered(monitor, NSG)
+        rules = {r["name"]: r for r in nsg.inputs["securityRules"]}
+        https = rules["allow-onprem-https-to-endpoints"]
+        assert (https["sourceAddressPrefix"], https["destinationAddressPrefix"]) == (
+            "10.50.0.0/16",
+            endpoints,
+        ), nsg.urn
+        assert (https["protocol"], https["destinationPortRange"]) == ("Tcp", "443"), nsg.urn
+        dns = rules["allow-onprem-dns-to-resolver"]
+        assert (dns["destinationAddressPrefix"], dns["destinationPortRange"]) == (inbound, "53")
+        deny = rules["deny-internet-inbound"]
+        assert (deny["access"], deny["sourceAddressPrefix"]) == ("Deny", "Internet"), nsg.urn
+        assert max(r["priority"] for r in rules.values()) == deny["priority"], nsg.urn
+        for subnet in registered(monitor, SUBNET):
+            assert subnet.inputs["networkSecurityGroup"]["id"] == nsg.id, subnet.urn
+        (endpoint_subnet,) = [
+            s for s in registered(monitor, SUBNET) if s.inputs["subnetName"] == "blob-endpoints"
+        ]
+        # without network policies an NSG does not apply to private endpoints
+        assert endpoint_subnet.inputs["privateEndpointNetworkPolicies"] == "Enabled"
+
+    return component.inbound_address.apply(check)
