@@ -302,7 +302,7 @@ class OnPremPullArgs:
     transfers: Sequence[InboundTransfer]
     source: OnPremSource
     agent_arns: Sequence[str]
-    log_group_arn: pulumi.Input[str] | None  # Enhanced mode tasks log there; Basic: None
+    log_group_arn: pulumi.Input[str]  # the site's DataSync log group, in either mode
     task_name: str
     tags: dict[str, str]
     # An S3-compatible store: the read-only key its agents sign in with (a secret Output).

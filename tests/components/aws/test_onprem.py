@@ -23,11 +23,12 @@ from components.aws.onprem import (
     check_inbound,
 )
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
-from gpudr.app.offline.plan import activated_agents
+from gpudr.app.offline.plan import OFFLINE_S3_KEY, activated_agents
 from gpudr.app.offline.run import run_stack
 from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
-from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY
+from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, ONPREM_S3_SECRET_KEY
+from gpudr.contract.stack import key as config_key
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan, parse_plan
 
@@ -413,3 +414,76 @@ def test_an_object_store_without_its_key_declares_no_task() -> None:
     config["gpudr:onprem_s3_access_key"] = "KEY"
     with pytest.raises(Exception, match="onprem_s3_secret_key is stored in plain text"):
         run_stack(stack_name(plan, site), config, GpudrMocks(default_region=site.region))
+
+
+def _object_store_dr_stack(storage: dict[str, str]) -> list[Registration]:
+    """The example's DR stack with the agents activated and `storage` on premises; for an
+    object store, its read-only key set (the secret as secret config)."""
+    raw = yaml.safe_load((ROOT / "examples" / "onprem-to-aws.yaml").read_text())
+    raw["sites"]["fra1"]["storage"] = storage
+    plan = parse_plan(raw)
+    site = plan.sites["euc1"]
+    config = {
+        **stack_config_values(design(plan), site),
+        **activated_agents(plan.onprem["fra1"], site.region),
+    }
+    secret_keys = []
+    if storage["kind"] == "s3-compatible":
+        config.update(OFFLINE_S3_KEY)
+        secret_keys.append(config_key(ONPREM_S3_SECRET_KEY))
+    mocks = GpudrMocks(default_region=site.region)
+    return list(
+        run_stack(stack_name(plan, site), config, mocks, secret_keys=secret_keys).registrations
+    )
+
+
+LOGS_CONTEXT = "kms:EncryptionContext:aws:logs:arn"
+MINIO = {"kind": "s3-compatible", "endpoint": "https://minio.dc1.lan:9000/ml-data"}
+NFS = {"kind": "nfs", "endpoint": "10.40.8.10:/exports/ml"}
+
+
+@pytest.mark.parametrize(
+    ("storage", "mode", "policies"),
+    [
+        # Basic mode: DataSync writes only where a resource policy lets it.
+        (MINIO, "BASIC", 1),
+        # Enhanced mode: through DataSync's service-linked role; no policy to declare.
+        (NFS, "ENHANCED", 0),
+    ],
+)
+def test_every_task_logs_its_errors_to_the_sites_encrypted_group(
+    storage: dict[str, str], mode: str, policies: int
+) -> None:
+    regs = _object_store_dr_stack(storage)
+    (group,) = [r for r in regs if r.type == "aws:cloudwatch/logGroup:LogGroup"]
+    assert group.inputs["name"] == "/aws/datasync", group.urn
+    assert group.inputs["retentionInDays"] > 0 and group.inputs["kmsKeyId"], group.urn
+    # CloudWatch Logs may encrypt the group with the site's key: else the group is refused.
+    (key,) = [r for r in regs if r.type == "aws:kms/key:Key"]
+    admitted = [
+        arn
+        for s in json.loads(key.inputs["policy"])["Statement"]
+        for arn in s.get("Condition", {}).get("ArnLike", {}).get(LOGS_CONTEXT, [])
+    ]
+    assert group.outputs["arn"] in admitted, admitted
+    tasks = [r for r in regs if r.type == "aws:datasync/task:Task"]
+    assert len(tasks) == 3, [t.urn for t in tasks]
+    for task in tasks:
+        assert task.inputs["taskMode"] == mode, task.urn
+        assert task.inputs["cloudwatchLogGroupArn"] == group.outputs["arn"], task.urn
+        assert task.inputs["options"]["logLevel"] == "BASIC", task.urn  # transfer errors
+    resource_policies = [
+        r for r in regs if r.type == "aws:cloudwatch/logResourcePolicy:LogResourcePolicy"
+    ]
+    assert len(resource_policies) == policies, [r.urn for r in resource_policies]
+    for policy in resource_policies:
+        (statement,) = json.loads(policy.inputs["policyDocument"])["Statement"]
+        account = group.outputs["arn"].split(":")[4]
+        assert statement["Principal"] == {"Service": "datasync.amazonaws.com"}, policy.urn
+        assert set(statement["Action"]) == {"logs:CreateLogStream", "logs:PutLogEvents"}
+        assert statement["Resource"] == f"{group.outputs['arn']}:*", policy.urn
+        assert statement["Condition"] == {
+            "StringEquals": {"aws:SourceAccount": account},
+            "ArnLike": {"aws:SourceArn": f"arn:aws:datasync:eu-central-1:{account}:task/*"},
+        }, policy.urn
+        assert policy.inputs["region"] == "eu-central-1", policy.urn
