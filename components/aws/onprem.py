@@ -26,16 +26,11 @@ import pulumi_aws as aws
 from components.aws.datasync import _options, _trust_policy, _write_policy, schedule_expression
 from components.aws.links import DirectConnectLink, DirectConnectLinkArgs
 from gpudr.contract.naming import datasync_task_name
+from gpudr.contract.onprem import DATASYNC_ENDPOINT_PORTS, NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY
 
-# What the agents open to the endpoint's network interfaces (DataSync network requirements,
-# VPC service endpoints): 443 for the data and activation, 1024-1064 for control traffic.
-ENDPOINT_PORTS = ((443, 443), (1024, 1064))
 AGENT_ARN = re.compile(r"arn:aws[a-z-]*:datasync:[a-z0-9-]+:[0-9]{12}:agent/agent-[0-9a-z]{17}")
-# File systems are read over NFS; Lustre through an NFS export of it (docs/onprem.md).
-NFS_KINDS = ("nfs", "lustre")
-OBJECT_KINDS = ("s3-compatible",)
 # The provider takes a 4-byte ASN (up to 4294967294, which the spec accepts) in a second
 # argument above what the first one's integer holds: exactly one of the two may be set.
 VIF_BGP_ASN_MAX = 2147483646  # TransitVirtualInterface.bgp_asn; above: bgp_asn_long
@@ -51,7 +46,7 @@ def check_inbound(transfers: Sequence[InboundTransfer], source: OnPremSource | N
                 f"inbound transfer from {t.source_site}: no on-premises source of that name in "
                 "gpudr:site; regenerate the stack with `gpudr generate`"
             )
-        if source.storage_kind not in (*NFS_KINDS, *OBJECT_KINDS):
+        if source.storage_kind not in (*NFS_STORAGE_KINDS, *OBJECT_STORAGE_KINDS):
             raise ValueError(
                 f"inbound transfer from {t.source_site}: a {source.storage_kind} store is not "
                 "read into S3 yet (docs/onprem.md, Not done); serve the data over NFS or S3"
@@ -170,7 +165,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                     cidr_blocks=[src.cidr],
                     description=f"DataSync agents at {src.site}",
                 )
-                for low, high in ENDPOINT_PORTS
+                for low, high in DATASYNC_ENDPOINT_PORTS
             ],
             region=args.region,
             tags=args.tags,
@@ -355,7 +350,7 @@ class OnPremPull(pulumi.ComponentResource):
         tasks = []
         for t in args.transfers:
             source = _source_location(f"{name}-from-{t.source_site}-source", args, t, child)
-            object_store = args.source.storage_kind in OBJECT_KINDS
+            object_store = args.source.storage_kind in OBJECT_STORAGE_KINDS
             tasks.append(
                 aws.datasync.Task(
                     f"{name}-from-{t.source_site}",
@@ -382,7 +377,7 @@ def _source_location(
 ) -> aws.datasync.NfsLocation | aws.datasync.LocationObjectStorage:
     """The class's directory of the export, or its prefix of the bucket, read by every agent."""
     src = args.source
-    if src.storage_kind in NFS_KINDS:
+    if src.storage_kind in NFS_STORAGE_KINDS:
         return aws.datasync.NfsLocation(
             name,
             server_hostname=src.storage_host,

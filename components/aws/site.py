@@ -35,7 +35,6 @@ from components.aws.links import (
 from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.onprem import (
-    OBJECT_KINDS,
     OnPremLinkEnd,
     OnPremLinkEndArgs,
     OnPremPull,
@@ -63,6 +62,7 @@ from gpudr.contract.naming import (
     writer_name,
     writer_role_name,
 )
+from gpudr.contract.onprem import OBJECT_STORAGE_KINDS
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
@@ -473,7 +473,7 @@ class AwsSite(pulumi.ComponentResource):
             stack = pulumi.get_stack()
             pulumi.log.warn(missing_agents_message(source, configured, stack), resource=self)
             return
-        if source.storage_kind in OBJECT_KINDS and not _onprem_keyed(creds):
+        if source.storage_kind in OBJECT_STORAGE_KINDS and not _onprem_keyed(creds):
             pulumi.log.warn(missing_key_message(source, pulumi.get_stack()), resource=self)
             return
         # Every task logs, in either mode: a failed run leaves its errors in the site's group.
@@ -602,7 +602,7 @@ def _pulls_declared(args: AwsSiteArgs, inbound: list[BucketConfig]) -> bool:
     source = args.config.onprem
     if source is not None:
         ready = agent_arns(source, creds.datasync_agent_arns) is not None
-        keyed = source.storage_kind not in OBJECT_KINDS or _onprem_keyed(creds)
+        keyed = source.storage_kind not in OBJECT_STORAGE_KINDS or _onprem_keyed(creds)
         return bool(inbound) and ready and keyed
     return bool(inbound) and (
         creds.gcs_hmac_access_id is not None and creds.gcs_hmac_secret is not None
