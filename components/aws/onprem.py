@@ -211,8 +211,11 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         """Your ports at the location (a LAG when several), the gateway on the site's transit
         gateway, and the transit virtual interface on your VLAN with your ASN."""
         src = args.source
-        if not src.vlan or not src.link_location:
-            raise ValueError(f"{name}: a direct-connect link needs a location and a VLAN")
+        if not src.vlan or not src.link_location or src.link_gbps <= 0:
+            raise ValueError(
+                f"{name}: a direct-connect link needs a location, a VLAN and its capacity "
+                "(link_gbps); regenerate the stack"
+            )
         dx = DirectConnectLink(
             f"{name}-dx",
             DirectConnectLinkArgs(
@@ -224,7 +227,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                 link=LinkConfig(
                     kind="direct-connect",
                     peer_site=src.site,
-                    capacity_gbps=src.port_gbps * src.ports,
+                    capacity_gbps=src.link_gbps,
                     required_gbps=args.link.required_gbps,
                     headroom=args.link.headroom,
                     location=src.link_location,
@@ -256,8 +259,11 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         """Your router as a customer gateway, and Site-to-Site VPN connections (two tunnels
         each, BGP, IKEv2) on the site's transit gateway: with ECMP every tunnel carries."""
         src = args.source
-        if not src.router_address:
-            raise ValueError(f"{name}: a vpn link needs the router's public address")
+        if not src.router_address or src.vpn_connections < 1:
+            raise ValueError(
+                f"{name}: a vpn link needs the router's public address and its connection "
+                "count (vpn_connections); regenerate the stack"
+            )
         asn = str(src.bgp_asn)
         gateway = aws.ec2.CustomerGateway(
             f"{name}-cgw",
@@ -283,7 +289,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                 tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
                 opts=child,
             )
-            for i in range(max(1, src.ports // 2))
+            for i in range(src.vpn_connections)
         ]
 
 

@@ -25,12 +25,12 @@ from components.aws.onprem import (
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
 from gpudr.app.offline.plan import OFFLINE_S3_KEY, activated_agents
 from gpudr.app.offline.run import run_stack
-from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.build.stackconfig import build_site_configs, stack_config_values, stack_name
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, ONPREM_S3_SECRET_KEY
 from gpudr.contract.stack import key as config_key
 from gpudr.core.design import design
-from gpudr.core.spec import load_plan, parse_plan
+from gpudr.core.spec import Plan, load_plan, parse_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "eu-central-1"
@@ -58,6 +58,7 @@ SOURCE = OnPremSource(
     bgp_asn=65010,
     vlan=410,
     committed_gbps=8.0,
+    link_gbps=20.0,
 )
 CHECKPOINTS = InboundTransfer(
     service="datasync-agent",
@@ -260,6 +261,8 @@ VPN_SOURCE = replace(
     link_kind="vpn",
     port_gbps=1.25,
     ports=4,
+    link_gbps=5.0,
+    vpn_connections=2,
     link_location=None,
     vlan=None,
     router_address="145.40.66.7",
@@ -288,6 +291,52 @@ def test_a_vpn_link_end_is_the_router_and_two_connections_on_the_transit_gateway
         assert not registered(monitor, "aws:directconnect/connection:Connection")
         (endpoint,) = registered(monitor, "aws:ec2/vpcEndpoint:VpcEndpoint")
         assert endpoint.inputs["vpcEndpointType"] == "Interface", endpoint.urn
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
+@pytest.mark.parametrize(("tunnels", "connections"), [(2, 1), (4, 2), (6, 3), (8, 4)])
+@pulumi.runtime.test
+def test_a_vpn_link_end_declares_the_planners_connection_count(
+    monitor: RecordingMonitor, tunnels: int, connections: int
+) -> pulumi.Output[None]:
+    """The count comes from the stack config (`OnPremSource.vpn_connections`, the planner's
+    `vpn_connections`), never recomputed, so it is the count the cost and the runbook give."""
+    plan = _vpn_plan(tunnels)
+    source = build_site_configs(design(plan))["euc1"].onprem
+    assert source is not None and source.vpn_connections == connections
+    end = link_end(source)
+
+    def check(_: object) -> None:
+        declared = registered(monitor, "aws:ec2/vpnConnection:VpnConnection")
+        assert len(declared) == connections, [c.urn for c in declared]
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        (replace(VPN_SOURCE, vpn_connections=0), "vpn_connections"),
+        (replace(SOURCE, link_gbps=0.0), "link_gbps"),
+    ],
+)
+def test_a_stack_file_without_the_planners_link_facts_is_refused(
+    monitor: RecordingMonitor, source: OnPremSource, error: str
+) -> None:
+    with pytest.raises(ValueError, match=rf"\({error}\); regenerate the stack"):
+        link_end(source)
+
+
+@pulumi.runtime.test
+def test_the_ports_carry_the_planners_link_capacity(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end(replace(SOURCE, link_gbps=17.5))  # not port_gbps x ports: read, not redone
+
+    def check(_: object) -> None:
+        for port in registered(monitor, "aws:directconnect/connection:Connection"):
+            assert port.inputs["tags"]["gpudr:capacity-gbps"] == "17.5", port.urn
 
     return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
 
@@ -358,6 +407,18 @@ def test_what_cannot_be_pulled_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=error):
         check_inbound([transfer], source)
+
+
+def _vpn_plan(tunnels: int) -> Plan:
+    raw = yaml.safe_load((ROOT / "examples" / "onprem-to-aws.yaml").read_text())
+    raw["sites"]["fra1"]["link"] = {
+        "kind": "vpn",
+        "bgp_asn": 65010,
+        "address": "145.40.66.7",
+        "ports": tunnels,
+    }
+    raw["sites"]["fra1"]["wan_committed_gbps"] = 1
+    return parse_plan(raw)
 
 
 def _dr_stack(config_extra: dict[str, object]) -> list[Registration]:

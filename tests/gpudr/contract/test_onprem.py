@@ -1,10 +1,15 @@
-"""The on-premises facts the planner and the program share (gpudr/contract/onprem.py): each
-written once, and each reader agrees with it."""
+"""The on-premises facts the planner and the program share (gpudr/contract/onprem.py), and the
+link facts the planner computes once into the stack config (`OnPremSource.link_gbps`,
+`vpn_connections`): each written once, and each reader agrees with it."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+import yaml
+
+from gpudr.build.stackconfig import build_site_configs
 from gpudr.contract.onprem import (
     DATASYNC_ACTIVATION_PORT,
     DATASYNC_ENDPOINT_PORTS,
@@ -13,9 +18,10 @@ from gpudr.contract.onprem import (
     OBJECT_STORAGE_KINDS,
     PORTMAPPER_PORT,
 )
-from gpudr.core.design import datasync_mode
+from gpudr.contract.site import SiteConfig
+from gpudr.core.design import datasync_mode, design, vpn_connections
 from gpudr.core.enums import StorageKind
-from gpudr.core.spec import parse_endpoint
+from gpudr.core.spec import parse_endpoint, parse_plan
 from gpudr.docs import onprem_runbook
 from tests.conftest import ROOT
 
@@ -75,3 +81,42 @@ def test_the_port_numbers_are_ports() -> None:
         assert 0 < low <= high < 65536, (low, high)
     for port in (DATASYNC_ACTIVATION_PORT, NFS_PORT, PORTMAPPER_PORT):
         assert 0 < port < 65536, port
+
+
+def _plan_with_link(link: dict[str, Any], committed_gbps: float) -> Any:
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["sites"]["fra1"]["link"] = link
+    raw["sites"]["fra1"]["wan_committed_gbps"] = committed_gbps
+    return parse_plan(raw)
+
+
+DX = {"kind": "direct-connect", "location": "EqFA5", "bgp_asn": 65010, "vlan": 410}
+VPN = {"kind": "vpn", "bgp_asn": 65010, "address": "145.40.66.7"}
+
+
+@pytest.mark.parametrize(
+    ("link", "committed", "link_gbps", "connections"),
+    [
+        ({**DX, "port_gbps": 10, "ports": 1}, 8, 10.0, 0),
+        ({**DX, "port_gbps": 10, "ports": 2}, 8, 20.0, 0),
+        ({**DX, "port_gbps": 100, "ports": 4}, 8, 400.0, 0),
+        ({**VPN, "ports": 2}, 1, 2.5, 1),
+        ({**VPN, "ports": 4}, 1, 5.0, 2),
+        ({**VPN, "ports": 8}, 1, 10.0, 4),
+    ],
+)
+def test_the_stack_config_carries_the_planners_link_capacity_and_vpn_connections(
+    link: dict[str, Any], committed: float, link_gbps: float, connections: int
+) -> None:
+    plan = _plan_with_link(link, committed)
+    cfg = build_site_configs(design(plan))["euc1"]
+    source = cfg.onprem
+    assert source is not None
+    assert source.link_gbps == link_gbps == plan.onprem["fra1"].link.capacity_gbps
+    expected = vpn_connections(source.ports) if link["kind"] == "vpn" else 0
+    assert source.vpn_connections == connections == expected
+    # Through the stack file and back, as the program reads it (numbers come back as floats).
+    data = cfg.to_dict()
+    data["onprem"]["vpn_connections"] = float(data["onprem"]["vpn_connections"])
+    back = SiteConfig.from_dict(data).onprem
+    assert back == source and isinstance(back.vpn_connections, int)
