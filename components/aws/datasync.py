@@ -237,48 +237,36 @@ def _logs_write_policy(group_arn: str) -> str:
     and to nothing else (DataSync User Guide, "Allowing DataSync to upload logs to a CloudWatch
     log group"). The group's ARN has no trailing `:*` in this provider: its streams do."""
     _, partition, _, region, account = group_arn.split(":", 5)[:5]
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "DataSyncBasicModeTasks",
-                    "Effect": "Allow",
-                    "Principal": {"Service": "datasync.amazonaws.com"},
-                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                    "Resource": f"{group_arn}:*",
-                    # Only this account's tasks in this region (confused deputy).
-                    "Condition": {
-                        "StringEquals": {"aws:SourceAccount": account},
-                        "ArnLike": {
-                            "aws:SourceArn": f"arn:{partition}:datasync:{region}:{account}:task/*"
-                        },
-                    },
-                }
-            ],
-        }
+    return _datasync_policy(
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        account,
+        f"arn:{partition}:datasync:{region}:{account}:task/*",
+        resource=f"{group_arn}:*",
     )
 
 
 def _trust_policy(region: str, account: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "datasync.amazonaws.com"},
-                    "Action": "sts:AssumeRole",
-                    # Only DataSync acting for this account's tasks in this region: another
-                    # account's DataSync cannot be pointed at this role (confused deputy).
-                    "Condition": {
-                        "StringEquals": {"aws:SourceAccount": account},
-                        "ArnLike": {"aws:SourceArn": f"arn:aws:datasync:{region}:{account}:*"},
-                    },
-                }
-            ],
-        }
-    )
+    return _datasync_policy("sts:AssumeRole", account, f"arn:aws:datasync:{region}:{account}:*")
+
+
+def _datasync_policy(
+    action: str | list[str], account: str, source_arn: str, resource: str | None = None
+) -> str:
+    """One statement: DataSync may do `action`, only when acting for `source_arn` of this
+    account (its tasks, in this region): another account's DataSync cannot be pointed at what
+    the policy guards (confused deputy)."""
+    statement: dict[str, object] = {
+        "Effect": "Allow",
+        "Principal": {"Service": "datasync.amazonaws.com"},
+        "Action": action,
+    }
+    if resource is not None:
+        statement["Resource"] = resource
+    statement["Condition"] = {
+        "StringEquals": {"aws:SourceAccount": account},
+        "ArnLike": {"aws:SourceArn": source_arn},
+    }
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
 def _write_policy(bucket_arn: str, key_arn: str) -> str:
