@@ -26,16 +26,11 @@ import pulumi_aws as aws
 from components.aws.datasync import _options, _trust_policy, _write_policy, schedule_expression
 from components.aws.links import DirectConnectLink, DirectConnectLinkArgs
 from gpudr.contract.naming import datasync_task_name
+from gpudr.contract.onprem import DATASYNC_ENDPOINT_PORTS, NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
 from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY
 
-# What the agents open to the endpoint's network interfaces (DataSync network requirements,
-# VPC service endpoints): 443 for the data and activation, 1024-1064 for control traffic.
-ENDPOINT_PORTS = ((443, 443), (1024, 1064))
 AGENT_ARN = re.compile(r"arn:aws[a-z-]*:datasync:[a-z0-9-]+:[0-9]{12}:agent/agent-[0-9a-z]{17}")
-# File systems are read over NFS; Lustre through an NFS export of it (docs/onprem.md).
-NFS_KINDS = ("nfs", "lustre")
-OBJECT_KINDS = ("s3-compatible",)
 # The provider takes a 4-byte ASN (up to 4294967294, which the spec accepts) in a second
 # argument above what the first one's integer holds: exactly one of the two may be set.
 VIF_BGP_ASN_MAX = 2147483646  # TransitVirtualInterface.bgp_asn; above: bgp_asn_long
@@ -51,7 +46,7 @@ def check_inbound(transfers: Sequence[InboundTransfer], source: OnPremSource | N
                 f"inbound transfer from {t.source_site}: no on-premises source of that name in "
                 "gpudr:site; regenerate the stack with `gpudr generate`"
             )
-        if source.storage_kind not in (*NFS_KINDS, *OBJECT_KINDS):
+        if source.storage_kind not in (*NFS_STORAGE_KINDS, *OBJECT_STORAGE_KINDS):
             raise ValueError(
                 f"inbound transfer from {t.source_site}: a {source.storage_kind} store is not "
                 "read into S3 yet (docs/onprem.md, Not done); serve the data over NFS or S3"
@@ -170,7 +165,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                     cidr_blocks=[src.cidr],
                     description=f"DataSync agents at {src.site}",
                 )
-                for low, high in ENDPOINT_PORTS
+                for low, high in DATASYNC_ENDPOINT_PORTS
             ],
             region=args.region,
             tags=args.tags,
@@ -216,8 +211,11 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         """Your ports at the location (a LAG when several), the gateway on the site's transit
         gateway, and the transit virtual interface on your VLAN with your ASN."""
         src = args.source
-        if not src.vlan or not src.link_location:
-            raise ValueError(f"{name}: a direct-connect link needs a location and a VLAN")
+        if not src.vlan or not src.link_location or src.link_gbps <= 0:
+            raise ValueError(
+                f"{name}: a direct-connect link needs a location, a VLAN and its capacity "
+                "(link_gbps); regenerate the stack"
+            )
         dx = DirectConnectLink(
             f"{name}-dx",
             DirectConnectLinkArgs(
@@ -229,7 +227,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                 link=LinkConfig(
                     kind="direct-connect",
                     peer_site=src.site,
-                    capacity_gbps=src.port_gbps * src.ports,
+                    capacity_gbps=src.link_gbps,
                     required_gbps=args.link.required_gbps,
                     headroom=args.link.headroom,
                     location=src.link_location,
@@ -261,8 +259,11 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         """Your router as a customer gateway, and Site-to-Site VPN connections (two tunnels
         each, BGP, IKEv2) on the site's transit gateway: with ECMP every tunnel carries."""
         src = args.source
-        if not src.router_address:
-            raise ValueError(f"{name}: a vpn link needs the router's public address")
+        if not src.router_address or src.vpn_connections < 1:
+            raise ValueError(
+                f"{name}: a vpn link needs the router's public address and its connection "
+                "count (vpn_connections); regenerate the stack"
+            )
         asn = str(src.bgp_asn)
         gateway = aws.ec2.CustomerGateway(
             f"{name}-cgw",
@@ -288,7 +289,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
                 tags={**args.tags, "gpudr:wan-gbps": f"{args.link.capacity_gbps:g}"},
                 opts=child,
             )
-            for i in range(max(1, src.ports // 2))
+            for i in range(src.vpn_connections)
         ]
 
 
@@ -302,7 +303,7 @@ class OnPremPullArgs:
     transfers: Sequence[InboundTransfer]
     source: OnPremSource
     agent_arns: Sequence[str]
-    log_group_arn: pulumi.Input[str] | None  # Enhanced mode tasks log there; Basic: None
+    log_group_arn: pulumi.Input[str]  # the site's DataSync log group, in either mode
     task_name: str
     tags: dict[str, str]
     # An S3-compatible store: the read-only key its agents sign in with (a secret Output).
@@ -355,7 +356,7 @@ class OnPremPull(pulumi.ComponentResource):
         tasks = []
         for t in args.transfers:
             source = _source_location(f"{name}-from-{t.source_site}-source", args, t, child)
-            object_store = args.source.storage_kind in OBJECT_KINDS
+            object_store = args.source.storage_kind in OBJECT_STORAGE_KINDS
             tasks.append(
                 aws.datasync.Task(
                     f"{name}-from-{t.source_site}",
@@ -382,7 +383,7 @@ def _source_location(
 ) -> aws.datasync.NfsLocation | aws.datasync.LocationObjectStorage:
     """The class's directory of the export, or its prefix of the bucket, read by every agent."""
     src = args.source
-    if src.storage_kind in NFS_KINDS:
+    if src.storage_kind in NFS_STORAGE_KINDS:
         return aws.datasync.NfsLocation(
             name,
             server_hostname=src.storage_host,

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from components.aws.bucket import DataBucket, DataBucketArgs
 from components.aws.datasync import (
-    ENHANCED_LOG_GROUP,
+    DATASYNC_LOG_GROUP,
     DataSyncLogs,
     DataSyncLogsArgs,
     DataSyncPull,
@@ -35,7 +35,6 @@ from components.aws.links import (
 from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.onprem import (
-    OBJECT_KINDS,
     OnPremLinkEnd,
     OnPremLinkEndArgs,
     OnPremPull,
@@ -63,6 +62,7 @@ from gpudr.contract.naming import (
     writer_name,
     writer_role_name,
 )
+from gpudr.contract.onprem import OBJECT_STORAGE_KINDS
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
@@ -473,19 +473,20 @@ class AwsSite(pulumi.ComponentResource):
             stack = pulumi.get_stack()
             pulumi.log.warn(missing_agents_message(source, configured, stack), resource=self)
             return
-        keyed = creds.onprem_s3_access_key is not None and creds.onprem_s3_secret_key is not None
-        if source.storage_kind in OBJECT_KINDS and not keyed:
+        if source.storage_kind in OBJECT_STORAGE_KINDS and not _onprem_keyed(creds):
             pulumi.log.warn(missing_key_message(source, pulumi.get_stack()), resource=self)
             return
-        logs = None
-        if source.task_mode == "ENHANCED":
-            logs = DataSyncLogs(
-                f"{self._name}-datasync-logs",
-                DataSyncLogsArgs(
-                    region=cfg.region, key_arn=key.key_arn, tags=site_tags(cfg, "transfer-logs")
-                ),
-                opts=self._child,
-            )
+        # Every task logs, in either mode: a failed run leaves its errors in the site's group.
+        logs = DataSyncLogs(
+            f"{self._name}-datasync-logs",
+            DataSyncLogsArgs(
+                region=cfg.region,
+                key_arn=key.key_arn,
+                tags=site_tags(cfg, "transfer-logs"),
+                basic_mode=source.task_mode == "BASIC",
+            ),
+            opts=self._child,
+        )
         for b in inbound:
             OnPremPull(
                 f"{self._name}-{b.data_class}-onprem",
@@ -498,7 +499,7 @@ class AwsSite(pulumi.ComponentResource):
                     transfers=b.inbound,
                     source=source,
                     agent_arns=arns,
-                    log_group_arn=logs.log_group_arn if logs else None,
+                    log_group_arn=logs.log_group_arn,
                     task_name=datasync_task_prefix(cfg.system, cfg.site, b.data_class),
                     tags=site_tags(cfg, "transfer", data_class=b.data_class),
                     access_key=creds.onprem_s3_access_key,
@@ -579,7 +580,7 @@ def _key_log_groups(args: AwsSiteArgs, inbound: list[BucketConfig]) -> tuple[str
     cfg = args.config
     groups = [control_plane_log_group(c.eks_name) for c in cfg.clusters]
     if _pulls_declared(args, inbound):
-        groups.insert(0, ENHANCED_LOG_GROUP)
+        groups.insert(0, DATASYNC_LOG_GROUP)
     return tuple(groups)
 
 
@@ -595,16 +596,22 @@ def _drill_log_groups(cfg: SiteConfig) -> tuple[str, ...]:
 
 def _pulls_declared(args: AwsSiteArgs, inbound: list[BucketConfig]) -> bool:
     """Whether `AwsSite._pulls` declares DataSync pulls and their log group: some bucket
-    pulls, and the HMAC key they sign in with is in the stack's config (from on premises:
-    every agent's ARN is, and the tasks run in Enhanced mode)."""
+    pulls, and the HMAC key they sign in with is in the stack's config (from on premises,
+    `_onprem_pulls`: every agent's ARN is, and an object store's read-only key)."""
     creds = args.credentials
     source = args.config.onprem
     if source is not None:
         ready = agent_arns(source, creds.datasync_agent_arns) is not None
-        return bool(inbound) and ready and source.task_mode == "ENHANCED"
+        keyed = source.storage_kind not in OBJECT_STORAGE_KINDS or _onprem_keyed(creds)
+        return bool(inbound) and ready and keyed
     return bool(inbound) and (
         creds.gcs_hmac_access_id is not None and creds.gcs_hmac_secret is not None
     )
+
+
+def _onprem_keyed(creds: TransferCredentials) -> bool:
+    """Whether an S3-compatible store's read-only key is in the stack's config."""
+    return creds.onprem_s3_access_key is not None and creds.onprem_s3_secret_key is not None
 
 
 def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:

@@ -38,7 +38,14 @@ from gpudr.contract.stack import (
     key,
 )
 from gpudr.core import reference, sizing
-from gpudr.core.design import DataFlow, Design, Pool, datasync_mode, expressroute_gateway_sku
+from gpudr.core.design import (
+    DataFlow,
+    Design,
+    Pool,
+    datasync_mode,
+    expressroute_gateway_sku,
+    vpn_connections,
+)
 from gpudr.core.enums import (
     DUAL_REGION,
     PULLED,
@@ -261,6 +268,8 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         link_kind=link.kind,
         port_gbps=link.port_gbps,
         ports=link.ports,
+        link_gbps=link.capacity_gbps,
+        vpn_connections=vpn_connections(link.ports) if link.kind == OnPremLinkKind.VPN else 0,
         link_location=link.location,
         bgp_asn=link.bgp_asn or 0,
         vlan=link.vlan,

@@ -246,6 +246,12 @@ class OnPremSource:
     bgp_asn: int
     vlan: int | None
     committed_gbps: float
+    # The planner's, computed once: the link's capacity with every port (tunnel) up, port_gbps
+    # x ports, before the committed WAN and the agents bound it; and over a vpn, the AWS
+    # Site-to-Site VPN connections that carry its tunnels (two each). 0: not given (a stack file
+    # older than them; regenerate it).
+    link_gbps: float = 0.0
+    vpn_connections: int = 0
     router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
     cloud_router_asn: int = 0  # interconnect-*: the GCP Cloud Router's (defaults.yaml)
     provider: str | None = None  # expressroute: the connectivity provider
@@ -347,7 +353,9 @@ class SiteConfig:
             for x in d.get("azure_sts_readers", ())
         )
         if d.get("onprem") is not None:
-            src = _ints(d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan"))
+            src = _ints(
+                d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan", "vpn_connections")
+            )
             d["onprem"] = OnPremSource(
                 **{
                     **src,

@@ -19,6 +19,7 @@ from gpudr.core.enums import (
     DATA_CLASSES,
     DR_PATTERNS,
     DUAL_REGION,
+    NFS_STORAGE_KINDS,
     PULLED,
     Cloud,
     DataClass,
@@ -1415,7 +1416,7 @@ def datasync_mode(kind: StorageKind) -> str:
     (an Lustre export too), which Enhanced-mode agents read; Basic for object stores and HDFS,
     which only Basic mode reads through an agent (shared/reference/dr-facts-2.md 3, "Choosing a
     task mode"). Basic mode copies at most 50 million files, objects or directories a run."""
-    return "enhanced" if kind in (StorageKind.NFS, StorageKind.LUSTRE) else "basic"
+    return "enhanced" if kind in NFS_STORAGE_KINDS else "basic"
 
 
 def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[Usage]:

@@ -168,6 +168,12 @@ class StorageKind(StrEnum):
     HDFS = "hdfs"
 
 
+# The stores read over NFS (a Lustre file system through an NFS export of it, docs/onprem.md),
+# and those read over an S3 API. The contract re-exports both (`gpudr.contract.onprem`).
+NFS_STORAGE_KINDS: tuple[StorageKind, ...] = (StorageKind.NFS, StorageKind.LUSTRE)
+OBJECT_STORAGE_KINDS: tuple[StorageKind, ...] = (StorageKind.S3_COMPATIBLE,)
+
+
 class GpuInterconnect(StrEnum):
     """The fabric between an on-premises cluster's GPU nodes."""
 

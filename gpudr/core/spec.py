@@ -29,6 +29,7 @@ from gpudr.core.enums import (
     DUAL_REGION,
     DX_GATEWAY_ASN,
     MICROSOFT_ASN,
+    NFS_STORAGE_KINDS,
     ONPREM,
     Cloud,
     DataClass,
@@ -948,7 +949,7 @@ def parse_endpoint(kind: StorageKind, value: str) -> Endpoint:
     """Split and check an endpoint; ValueError naming the form expected."""
     text = value if isinstance(value, str) else ""
     bad = ValueError(f"{_show(value)} is not a {kind} endpoint; use {ENDPOINT_HINT[kind]}")
-    if kind in (StorageKind.NFS, StorageKind.LUSTRE):
+    if kind in NFS_STORAGE_KINDS:
         host, _, export = text.partition(":")
         if not HOST_RE.fullmatch(host) or not EXPORT_RE.fullmatch(export):
             raise bad

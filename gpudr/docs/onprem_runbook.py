@@ -23,6 +23,12 @@ from gpudr.contract.naming import (
     sts_agent_pool_name,
     sts_pool_limit_mbps,
 )
+from gpudr.contract.onprem import (
+    DATASYNC_ACTIVATION_PORT,
+    DATASYNC_ENDPOINT_PORTS,
+    NFS_PORT,
+    PORTMAPPER_PORT,
+)
 from gpudr.contract.stack import (
     DATASYNC_AGENT_ARNS_KEY,
     EXPRESSROUTE_PROVISIONED_KEY,
@@ -45,11 +51,21 @@ TEMPLATE = "runbook-onprem.md.j2"
 # endpoints of the replica accounts).
 AZURE_AGENT_PORTS = "TCP 443 outbound"
 DNS_PORTS = "UDP and TCP 53"
-# What the agents open to the DataSync endpoint, and what opens to the agents during activation
-# (reference data `sources.datasync-network`).
-ENDPOINT_PORTS = "TCP 443 and TCP 1024-1064"
-ACTIVATION_PORT = "TCP 80"
-NFS_PORTS = "TCP 2049 (NFS v4.1); NFS v3 also needs TCP/UDP 111 and the server's mountd port"
+
+
+def tcp_ports(ranges: tuple[tuple[int, int], ...]) -> str:
+    """Port ranges as the checklist writes them: `TCP 443 and TCP 1024-1064`."""
+    return " and ".join(f"TCP {lo}" if lo == hi else f"TCP {lo}-{hi}" for lo, hi in ranges)
+
+
+# What the agents open to the DataSync endpoint, what opens to the agents during activation,
+# and what they open to an NFS server (gpudr.contract.onprem).
+ENDPOINT_PORTS = tcp_ports(DATASYNC_ENDPOINT_PORTS)
+ACTIVATION_PORT = f"TCP {DATASYNC_ACTIVATION_PORT}"
+NFS_PORTS = (
+    f"TCP {NFS_PORT} (NFS v4.1); NFS v3 also needs TCP/UDP {PORTMAPPER_PORT} and the server's "
+    "mountd port"
+)
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,14 @@ from components.aws.onprem import (
     check_inbound,
 )
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
-from gpudr.app.offline.plan import activated_agents
+from gpudr.app.offline.plan import OFFLINE_S3_KEY, activated_agents
 from gpudr.app.offline.run import run_stack
-from gpudr.build.stackconfig import stack_config_values, stack_name
+from gpudr.build.stackconfig import build_site_configs, stack_config_values, stack_name
 from gpudr.contract.site import InboundTransfer, LinkConfig, OnPremSource
-from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY
+from gpudr.contract.stack import DATASYNC_AGENT_ARNS_KEY, ONPREM_S3_SECRET_KEY
+from gpudr.contract.stack import key as config_key
 from gpudr.core.design import design
-from gpudr.core.spec import load_plan, parse_plan
+from gpudr.core.spec import Plan, load_plan, parse_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 REGION = "eu-central-1"
@@ -57,6 +58,7 @@ SOURCE = OnPremSource(
     bgp_asn=65010,
     vlan=410,
     committed_gbps=8.0,
+    link_gbps=20.0,
 )
 CHECKPOINTS = InboundTransfer(
     service="datasync-agent",
@@ -259,6 +261,8 @@ VPN_SOURCE = replace(
     link_kind="vpn",
     port_gbps=1.25,
     ports=4,
+    link_gbps=5.0,
+    vpn_connections=2,
     link_location=None,
     vlan=None,
     router_address="145.40.66.7",
@@ -287,6 +291,52 @@ def test_a_vpn_link_end_is_the_router_and_two_connections_on_the_transit_gateway
         assert not registered(monitor, "aws:directconnect/connection:Connection")
         (endpoint,) = registered(monitor, "aws:ec2/vpcEndpoint:VpcEndpoint")
         assert endpoint.inputs["vpcEndpointType"] == "Interface", endpoint.urn
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
+@pytest.mark.parametrize(("tunnels", "connections"), [(2, 1), (4, 2), (6, 3), (8, 4)])
+@pulumi.runtime.test
+def test_a_vpn_link_end_declares_the_planners_connection_count(
+    monitor: RecordingMonitor, tunnels: int, connections: int
+) -> pulumi.Output[None]:
+    """The count comes from the stack config (`OnPremSource.vpn_connections`, the planner's
+    `vpn_connections`), never recomputed, so it is the count the cost and the runbook give."""
+    plan = _vpn_plan(tunnels)
+    source = build_site_configs(design(plan))["euc1"].onprem
+    assert source is not None and source.vpn_connections == connections
+    end = link_end(source)
+
+    def check(_: object) -> None:
+        declared = registered(monitor, "aws:ec2/vpnConnection:VpnConnection")
+        assert len(declared) == connections, [c.urn for c in declared]
+
+    return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
+
+
+@pytest.mark.parametrize(
+    ("source", "error"),
+    [
+        (replace(VPN_SOURCE, vpn_connections=0), "vpn_connections"),
+        (replace(SOURCE, link_gbps=0.0), "link_gbps"),
+    ],
+)
+def test_a_stack_file_without_the_planners_link_facts_is_refused(
+    monitor: RecordingMonitor, source: OnPremSource, error: str
+) -> None:
+    with pytest.raises(ValueError, match=rf"\({error}\); regenerate the stack"):
+        link_end(source)
+
+
+@pulumi.runtime.test
+def test_the_ports_carry_the_planners_link_capacity(
+    monitor: RecordingMonitor,
+) -> pulumi.Output[None]:
+    end = link_end(replace(SOURCE, link_gbps=17.5))  # not port_gbps x ports: read, not redone
+
+    def check(_: object) -> None:
+        for port in registered(monitor, "aws:directconnect/connection:Connection"):
+            assert port.inputs["tags"]["gpudr:capacity-gbps"] == "17.5", port.urn
 
     return pulumi.Output.all(end.endpoint_id, end.link_ids).apply(check)
 
@@ -359,6 +409,18 @@ def test_what_cannot_be_pulled_is_refused(
         check_inbound([transfer], source)
 
 
+def _vpn_plan(tunnels: int) -> Plan:
+    raw = yaml.safe_load((ROOT / "examples" / "onprem-to-aws.yaml").read_text())
+    raw["sites"]["fra1"]["link"] = {
+        "kind": "vpn",
+        "bgp_asn": 65010,
+        "address": "145.40.66.7",
+        "ports": tunnels,
+    }
+    raw["sites"]["fra1"]["wan_committed_gbps"] = 1
+    return parse_plan(raw)
+
+
 def _dr_stack(config_extra: dict[str, object]) -> list[Registration]:
     plan = load_plan(ROOT / "examples" / "onprem-to-aws.yaml")
     site = plan.sites["euc1"]
@@ -413,3 +475,76 @@ def test_an_object_store_without_its_key_declares_no_task() -> None:
     config["gpudr:onprem_s3_access_key"] = "KEY"
     with pytest.raises(Exception, match="onprem_s3_secret_key is stored in plain text"):
         run_stack(stack_name(plan, site), config, GpudrMocks(default_region=site.region))
+
+
+def _object_store_dr_stack(storage: dict[str, str]) -> list[Registration]:
+    """The example's DR stack with the agents activated and `storage` on premises; for an
+    object store, its read-only key set (the secret as secret config)."""
+    raw = yaml.safe_load((ROOT / "examples" / "onprem-to-aws.yaml").read_text())
+    raw["sites"]["fra1"]["storage"] = storage
+    plan = parse_plan(raw)
+    site = plan.sites["euc1"]
+    config = {
+        **stack_config_values(design(plan), site),
+        **activated_agents(plan.onprem["fra1"], site.region),
+    }
+    secret_keys = []
+    if storage["kind"] == "s3-compatible":
+        config.update(OFFLINE_S3_KEY)
+        secret_keys.append(config_key(ONPREM_S3_SECRET_KEY))
+    mocks = GpudrMocks(default_region=site.region)
+    return list(
+        run_stack(stack_name(plan, site), config, mocks, secret_keys=secret_keys).registrations
+    )
+
+
+LOGS_CONTEXT = "kms:EncryptionContext:aws:logs:arn"
+MINIO = {"kind": "s3-compatible", "endpoint": "https://minio.dc1.lan:9000/ml-data"}
+NFS = {"kind": "nfs", "endpoint": "10.40.8.10:/exports/ml"}
+
+
+@pytest.mark.parametrize(
+    ("storage", "mode", "policies"),
+    [
+        # Basic mode: DataSync writes only where a resource policy lets it.
+        (MINIO, "BASIC", 1),
+        # Enhanced mode: through DataSync's service-linked role; no policy to declare.
+        (NFS, "ENHANCED", 0),
+    ],
+)
+def test_every_task_logs_its_errors_to_the_sites_encrypted_group(
+    storage: dict[str, str], mode: str, policies: int
+) -> None:
+    regs = _object_store_dr_stack(storage)
+    (group,) = [r for r in regs if r.type == "aws:cloudwatch/logGroup:LogGroup"]
+    assert group.inputs["name"] == "/aws/datasync", group.urn
+    assert group.inputs["retentionInDays"] > 0 and group.inputs["kmsKeyId"], group.urn
+    # CloudWatch Logs may encrypt the group with the site's key: else the group is refused.
+    (key,) = [r for r in regs if r.type == "aws:kms/key:Key"]
+    admitted = [
+        arn
+        for s in json.loads(key.inputs["policy"])["Statement"]
+        for arn in s.get("Condition", {}).get("ArnLike", {}).get(LOGS_CONTEXT, [])
+    ]
+    assert group.outputs["arn"] in admitted, admitted
+    tasks = [r for r in regs if r.type == "aws:datasync/task:Task"]
+    assert len(tasks) == 3, [t.urn for t in tasks]
+    for task in tasks:
+        assert task.inputs["taskMode"] == mode, task.urn
+        assert task.inputs["cloudwatchLogGroupArn"] == group.outputs["arn"], task.urn
+        assert task.inputs["options"]["logLevel"] == "BASIC", task.urn  # transfer errors
+    resource_policies = [
+        r for r in regs if r.type == "aws:cloudwatch/logResourcePolicy:LogResourcePolicy"
+    ]
+    assert len(resource_policies) == policies, [r.urn for r in resource_policies]
+    for policy in resource_policies:
+        (statement,) = json.loads(policy.inputs["policyDocument"])["Statement"]
+        account = group.outputs["arn"].split(":")[4]
+        assert statement["Principal"] == {"Service": "datasync.amazonaws.com"}, policy.urn
+        assert set(statement["Action"]) == {"logs:CreateLogStream", "logs:PutLogEvents"}
+        assert statement["Resource"] == f"{group.outputs['arn']}:*", policy.urn
+        assert statement["Condition"] == {
+            "StringEquals": {"aws:SourceAccount": account},
+            "ArnLike": {"aws:SourceArn": f"arn:aws:datasync:eu-central-1:{account}:task/*"},
+        }, policy.urn
+        assert policy.inputs["region"] == "eu-central-1", policy.urn
