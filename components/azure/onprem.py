@@ -39,13 +39,11 @@ from gpudr.contract.azure_onprem import (
     start_job_path,
 )
 from gpudr.contract.naming import expressroute_circuit_name
+from gpudr.contract.onprem import NFS_STORAGE_KINDS
 from gpudr.contract.site import LinkConfig, OnPremSource
 from gpudr.contract.stack import STORAGE_MOVER_AGENTS_KEY
 
 AGENTS_KEY = STORAGE_MOVER_AGENTS_KEY
-# Storage Mover reads file systems over NFS (a Lustre file system through its NFS export);
-# object stores and HDFS are not Storage Mover sources (dr-facts-2.md 3).
-NFS_KINDS = ("nfs", "lustre")
 # The zone-redundant ExpressRoute gateway SKUs the planner sizes from (defaults.yaml
 # links.onprem.expressroute_gateways, with the throughput each carries).
 GATEWAY_SKUS = ("ErGw1AZ", "ErGw2AZ", "ErGw3AZ")
@@ -154,7 +152,9 @@ class StorageMoverPull(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:transfer:StorageMoverPull", name, None, opts)
         src = args.source
-        if src.storage_kind not in NFS_KINDS:
+        # Storage Mover reads file systems over NFS (a Lustre file system through its NFS
+        # export); object stores and HDFS are not its sources (dr-facts-2.md 3).
+        if src.storage_kind not in NFS_STORAGE_KINDS:
             raise ValueError(
                 f"{name}: Storage Mover does not read a {src.storage_kind} store; serve the "
                 "data over NFS (docs/onprem.md, Azure)"

@@ -27,6 +27,7 @@ import pulumi_gcp as gcp
 
 from components.gcp.bucket import grant_bucket_roles
 from gpudr.contract.naming import sts_agent_account_id, sts_agent_pool_name, sts_pool_limit_mbps
+from gpudr.contract.onprem import NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS
 from gpudr.contract.site import InboundTransfer, OnPremSource
 
 # What the agents' service account needs: to run as a Storage Transfer agent in the project
@@ -40,8 +41,6 @@ SERVICE_AGENT_PROJECT_ROLE = "roles/pubsub.editor"
 # Private Google Access for on-premises hosts: the agents reach Google's APIs over the link at
 # private.googleapis.com, which the Cloud Router advertises and the VPC routes to Google.
 PRIVATE_GOOGLE_APIS = "199.36.153.8/30"
-FILE_KINDS = ("nfs", "lustre")
-OBJECT_KINDS = ("s3-compatible",)
 LINK_KINDS = ("interconnect-dedicated", "interconnect-partner")
 # Dedicated circuits by speed (Compute API link types).
 LINK_TYPES = {10: "LINK_TYPE_ETHERNET_10G_LR", 100: "LINK_TYPE_ETHERNET_100G_LR"}
@@ -63,7 +62,7 @@ def check_inbound(transfers: list[InboundTransfer], source: OnPremSource | None)
                 f"inbound transfer from {t.source_site}: no on-premises source of that name in "
                 "gpudr:site, or not sts-agent; regenerate the stack with `gpudr generate`"
             )
-        if source.storage_kind not in (*FILE_KINDS, *OBJECT_KINDS):
+        if source.storage_kind not in (*NFS_STORAGE_KINDS, *OBJECT_STORAGE_KINDS):
             raise ValueError(
                 f"inbound transfer from {t.source_site}: a {source.storage_kind} store is not "
                 "read into Cloud Storage yet (docs/onprem.md, Not done); serve it over NFS or S3"
@@ -77,7 +76,7 @@ def job_source(
     mount it (POSIX), or its prefix of the on-premises bucket (S3-compatible), read through the
     pool. The agents hold the store's key, not the job (`gcloud transfer agents install`)."""
     spec: dict[str, object] = {"source_agent_pool_name": pool}
-    if source.storage_kind in FILE_KINDS:
+    if source.storage_kind in NFS_STORAGE_KINDS:
         spec["posix_data_source"] = gcp.storage.TransferJobTransferSpecPosixDataSourceArgs(
             root_directory=t.source_bucket
         )
@@ -252,10 +251,16 @@ class OnPremLinkEnd(pulumi.ComponentResource):
     ) -> None:
         src = args.source
         speed = int(src.port_gbps)
-        if speed not in LINK_TYPES or not src.link_location or src.vlan is None:
+        if (
+            speed not in LINK_TYPES
+            or not src.link_location
+            or src.vlan is None
+            or src.link_gbps <= 0
+        ):
             raise ValueError(
                 f"link to {src.site}: a Dedicated Interconnect needs a 10 or 100 Gbps circuit, "
-                "its location and a VLAN; regenerate the stack with `gpudr generate`"
+                "its location, a VLAN and the circuits' capacity (link_gbps); regenerate the "
+                "stack with `gpudr generate`"
             )
         circuits = gcp.compute.Interconnect(
             f"{name}-interconnect",
@@ -281,7 +286,7 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             interconnect=circuits.id.apply(lambda i: f"https://www.googleapis.com/compute/v1/{i}"),
             router=router.id,
             vlan_tag8021q=src.vlan,
-            bandwidth=attachment_bandwidth(src.port_gbps * src.ports),
+            bandwidth=attachment_bandwidth(src.link_gbps),
             admin_enabled=True,
             labels=args.labels,
             opts=child,

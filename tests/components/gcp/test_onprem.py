@@ -12,10 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 
-from components.gcp.onprem import check_inbound
+from components.gcp.onprem import OnPremLinkEnd, OnPremLinkEndArgs, check_inbound
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import run_stack
 from gpudr.build.stackconfig import stack_config_values, stack_name
@@ -199,6 +200,7 @@ SOURCE = OnPremSource(
     link_kind="interconnect-dedicated",
     port_gbps=10,
     ports=2,
+    link_gbps=20.0,
     link_location="ams-zone1-1",
     bgp_asn=65020,
     vlan=420,
@@ -232,3 +234,23 @@ def test_what_cannot_be_pulled_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=error):
         check_inbound([transfer], source)
+
+
+@pytest.mark.parametrize("change", [{"link_gbps": 0.0}, {"vlan": None}, {"port_gbps": 40}])
+def test_a_dedicated_link_the_stack_config_does_not_size_is_refused(
+    change: dict[str, Any],
+) -> None:
+    """A stack config written before the planner gave the circuits' capacity (or edited by
+    hand) stops the program: the attachment's bandwidth is never guessed."""
+    pulumi.runtime.set_mocks(GpudrMocks(default_region="europe-west4"), preview=True)
+    args = OnPremLinkEndArgs(
+        project="p",
+        region="europe-west4",
+        network_id="projects/p/global/networks/n",
+        name="n",
+        cidr="10.52.0.0/16",
+        source=replace(SOURCE, **change),
+        labels={},
+    )
+    with pytest.raises(ValueError, match="regenerate the stack"):
+        OnPremLinkEnd("t-link", args)
