@@ -231,10 +231,11 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
 # --- scheduled pulls (owner: the DR stack) --------------------------------------------------
 
 
-def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
+def _pull(stack: Stack, d: DataClass, interval_s: float, wait_s: float = 0.0) -> sizing.Schedule:
     """One run of a pull every `interval_s` into this class's replica, as the planner sizes it
     (`sizing.pull_at`): what the run copies at worst, over the asserted rate quota less the
-    steady load of the stack's other classes pulled by the same service."""
+    steady load of the stack's other classes pulled by the same service, at most one agent's
+    rate where a job runs on one agent (`gpudr:agent-mbps`), after `wait_s` in the queue."""
     quota = d.quota_mbps or default_quota_mbps(d.mechanism) or 0.0
     others = sum(
         o.steady_mbps
@@ -251,7 +252,29 @@ def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
         other_steady_gbps=others / 1000,
         headroom=1.0,
         rpo_s=d.rpo_s,
+        rate_cap_gbps=None if d.agent_mbps is None else d.agent_mbps / 1000,
+        wait_s=wait_s,
     )
+
+
+def _queue_wait_s(stack: Stack, bucket: PolicyResource, d: DataClass) -> float:
+    """How long a DataSync run from on premises may wait for the other classes' runs: an agent
+    runs one task at a time and every task uses every agent, so at worst each other class's
+    run (at its task's declared interval) goes first. A class whose schedule cannot be read
+    adds nothing here: its own replica is refused for it."""
+    if d.mechanism != "datasync-agent":
+        return 0.0
+    wait = 0.0
+    for other in stack.data_buckets():
+        o = data_class(other)
+        if other.urn == bucket.urn or isinstance(o, str):
+            continue
+        if o.mechanism != d.mechanism or o.role != d.role or o.data_class == d.data_class:
+            continue
+        intervals = [i for _, i in _datasync_schedules(stack, other) if i is not None]
+        if intervals:
+            wait += _pull(stack, o, min(intervals)).transfer_s
+    return wait
 
 
 def _sts_schedules(
@@ -351,10 +374,11 @@ def _check_pull(
         )
         return
     worst: list[tuple[float, PolicyResource, float, float]] = []
+    wait = _queue_wait_s(stack, bucket, d)
     for job, interval in jobs:
         if interval is None:
             continue
-        pull = _pull(stack, d, interval)
+        pull = _pull(stack, d, interval, wait)
         worst.append((pull.estimated_rpo_s, job, interval, pull.transfer_s))
     if not worst:
         report(
@@ -365,11 +389,12 @@ def _check_pull(
         return
     total, job, interval, run = min(worst, key=lambda w: w[0])
     if not sizing.within(d.rpo_s, total):
+        queued = f" after up to {seconds(wait)} behind the other classes' runs" if wait else ""
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {job.name} runs every "
-            f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate, plus the "
-            f"{seconds(flow_of(d).base_rpo_s)} checkpoint interval: {seconds(total)}. Shorten the "
-            "schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
+            f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate{queued}, plus "
+            f"the {seconds(flow_of(d).base_rpo_s)} checkpoint interval: {seconds(total)}. "
+            "Shorten the schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
             "(quotas in the plan), or relax the RPO.",
             bucket.urn,
         )
@@ -563,6 +588,14 @@ def _check_storage_mover(
             "Register the agents on premises and set gpudr:storage_mover_agents (the stack "
             "declares no job until then), or declare storagemover.JobDefinition with "
             "target_name = a Blob container endpoint of this account.",
+            bucket.urn,
+        )
+        return
+    if d.agent_mbps is None:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: it does not state one agent's rate "
+            "(tag gpudr:agent-mbps), which bounds each Storage Mover run (a job runs on one "
+            "agent); regenerate the stack with `gpudr generate`.",
             bucket.urn,
         )
         return

@@ -44,6 +44,7 @@ from gpudr.core.design import (
     Pool,
     datasync_mode,
     expressroute_gateway_sku,
+    pull_rate_cap,
     vpn_connections,
 )
 from gpudr.core.enums import (
@@ -316,8 +317,10 @@ def _onprem_replica_buckets(design: Design, site: Site, onprem: OnPremSite) -> l
         if f.dr != site.name:
             continue
         fields = _bucket_fields(plan, f.data_class, BucketRole.REPLICA, f, site)
-        # The rate the pull asserts is the WAN path's, which the pack judges the need against.
+        # The rate the pull asserts is the WAN path's, which the pack judges the need against;
+        # and, where a job runs on one agent, that agent's rate, which bounds each run.
         fields["quota_gbps"] = design.paths[f.path].capacity_gbps
+        fields["agent_gbps"] = pull_rate_cap(design.plan, onprem, f.mechanism)
         out.append(BucketConfig(**fields, inbound=_onprem_inbound(plan, f, onprem)))
     return out
 

@@ -111,6 +111,9 @@ class BucketConfig:
     interval_s: float = 0.0
     publish_window_s: float | None = None
     quota_gbps: float | None = None
+    # What one run may use whatever the path carries, when a job runs on one agent of its own
+    # (Storage Mover from on premises): the per-agent rate the plan sized the class with.
+    agent_gbps: float | None = None
     # With object_lock_days: how the copy is write-once (`WeightsLock`). compliance: S3 Object
     # Lock COMPLIANCE, a locked GCS retention policy, Azure immutability that gpudr:lock_weights
     # may lock; governance (a trial): S3 GOVERNANCE, the GCS policy unlocked, Azure never locked.

@@ -547,8 +547,23 @@ def _path(
 # --- data flows -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PullLimits:
+    """What bounds one run of a pull beyond its path: the most one run can use (a Storage
+    Mover job runs on its one agent) and how long it may queue behind the other classes' runs
+    (a DataSync agent runs one task at a time, and every task uses every agent)."""
+
+    rate_cap_gbps: float | None = None
+    wait_s: float = 0.0
+
+
 def _estimate(
-    plan: Plan, cls: DataClass, flow: sizing.Flow, path: Path, others: float
+    plan: Plan,
+    cls: DataClass,
+    flow: sizing.Flow,
+    path: Path,
+    others: float,
+    limits: PullLimits = PullLimits(),
 ) -> tuple[sizing.RpoEstimate, sizing.Schedule | None]:
     """The class's worst-case RPO on its path, and the schedule of a scheduled pull."""
     mech = flow.mechanism
@@ -565,16 +580,65 @@ def _estimate(
         others,
         min_interval_s=sizing.min_pull_interval_s(mech),
         headroom=plan.headroom,
+        rate_cap_gbps=limits.rate_cap_gbps,
+        wait_s=limits.wait_s,
+    )
+    queued = (
+        f" after waiting up to {fmt_duration(schedule.wait_s)} for the other classes' runs on "
+        "the same agents"
+        if schedule.wait_s
+        else ""
+    )
+    capped = (
+        f", at most {limits.rate_cap_gbps:g} Gbps: one agent runs the job"
+        if limits.rate_cap_gbps is not None and limits.rate_cap_gbps < path.capacity_gbps - others
+        else ""
     )
     est = sizing.RpoEstimate(
         schedule.estimated_rpo_s,
-        schedule.interval_s + schedule.transfer_s,
+        schedule.interval_s + schedule.wait_s + schedule.transfer_s,
         schedule.transfer_s,
         False,
         f"scheduled every {fmt_duration(schedule.interval_s)}: the interval plus one run's "
-        f"transfer ({fmt_duration(schedule.transfer_s)}); no SLA on transfer speed",
+        f"transfer ({fmt_duration(schedule.transfer_s)}){capped}{queued}; no SLA on transfer "
+        "speed",
     )
     return est, schedule
+
+
+def pull_rate_cap(plan: Plan, onprem: OnPremSite, mechanism: str) -> float | None:
+    """What one run of a pull from on premises may use whatever the path carries: the
+    per-agent rate where a job runs on one agent (Storage Mover), else None."""
+    if mechanism != Mechanism.STORAGE_MOVER:
+        return None
+    return _agent_quota(plan, onprem)[1]
+
+
+def _pull_limits(
+    plan: Plan,
+    primary: Site | OnPremSite,
+    path: Path,
+    members: list[tuple[DataClass, Mechanism, sizing.Flow]],
+) -> dict[str, PullLimits]:
+    """Per class, what bounds its runs besides the path (see PullLimits). Only pulls from on
+    premises have such bounds today. DataSync: the wait is every other class's run at the
+    interval it would have with no wait (the longest, so the largest run: an upper bound)."""
+    if not isinstance(primary, OnPremSite):
+        return {}
+    mechs = {m for _, m, _ in members}
+    if Mechanism.STORAGE_MOVER in mechs:
+        return {c: PullLimits(rate_cap_gbps=pull_rate_cap(plan, primary, m)) for c, m, _ in members}
+    if Mechanism.DATASYNC_AGENT not in mechs:
+        return {}
+    runs = {}
+    for cls, _, flow in members:
+        others = sum(f.steady_gbps for c, _, f in members if c != cls)
+        _, schedule = _estimate(plan, cls, flow, path, others)
+        runs[cls] = schedule.transfer_s if schedule else 0.0
+    return {
+        c: PullLimits(wait_s=sum(t for other, t in runs.items() if other != c))
+        for c, _, _ in members
+    }
 
 
 def _pair_design(
@@ -585,9 +649,10 @@ def _pair_design(
     for kind, members in _group_flows(plan, primary, dr).items():
         path = _path(plan, primary, dr, kind, (f for _, _, f in members))
         paths.append(path)
+        limits = _pull_limits(plan, primary, path, members)
         for cls, mech, flow in members:
             others = sum(f.steady_gbps for c, _, f in members if c != cls)
-            est, schedule = _estimate(plan, cls, flow, path, others)
+            est, schedule = _estimate(plan, cls, flow, path, others, limits.get(cls, PullLimits()))
             flows.append(
                 _data_flow(plan, FlowFacts(primary, dr, cls, mech, path.key, flow, est, schedule))
             )

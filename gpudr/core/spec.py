@@ -700,6 +700,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     logging = _parse_logging(r, top.get("logging"))
 
     _check_onprem_data(r, (checkpoints, weights, datasets))
+    _check_one_agent_per_job(r, sites, (checkpoints, weights, datasets))
     _check_mechanisms(
         r,
         sites,
@@ -1670,6 +1671,27 @@ def _check_onprem_data(
                 f"0 needs dual write, which gpudr cannot deploy on premises (site {spec.site}); "
                 "DataSync pulls at most hourly: set rpo to 2h or more",
             )
+
+
+# DR clouds whose transfer service runs each class's job on one agent of its own (Azure Storage
+# Mover: a job definition names one agent): the plan sizes each class's run at one agent's
+# rate, which holds only if no two classes share an agent.
+ONE_AGENT_PER_JOB = (Cloud.AZURE,)
+
+
+def _check_one_agent_per_job(
+    r: _Reader, sites: dict[str, Site], specs: Iterable[Checkpoints | Weights | Datasets | None]
+) -> None:
+    for onprem in r.onprem.values():
+        classes = sum(1 for spec in specs if spec is not None and spec.site == onprem.name)
+        dr = next((d for d in sites.values() if d.protects == onprem.name), None)
+        if dr is None or dr.cloud not in ONE_AGENT_PER_JOB or len(onprem.agents) >= classes:
+            continue
+        r.error(
+            f"sites.{onprem.name}.agents",
+            f"{len(onprem.agents)} for {classes} data classes: {dr.cloud} (site {dr.name}) runs "
+            f"each class's job on one agent of its own; give at least {classes} agents",
+        )
 
 
 def _primary_site(

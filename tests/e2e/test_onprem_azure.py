@@ -14,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from gpudr.app.cli import main
+from gpudr.build.stackconfig import build_site_configs
 from gpudr.core.design import design
 from gpudr.core.spec import PlanError, parse_plan
 from tests.conftest import ROOT
@@ -62,7 +63,7 @@ def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
         "azure-native:network:VirtualNetworkGatewayConnection",
     } <= set(types)
     (path,) = report["paths"]
-    assert path["kind"] == "wan" and path["provisioned_gbps"] == 2.0
+    assert path["kind"] == "wan" and path["provisioned_gbps"] == 3.0
 
 
 def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
@@ -89,8 +90,32 @@ def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) ->
 def test_the_wan_path_is_bound_by_the_storage_mover_agents() -> None:
     d = design(parse_plan(raw()))
     (path,) = d.paths.values()
-    assert path.capacity_gbps == 2.0  # 2 agents x quotas.storage_mover_agent_gbps (1)
+    assert path.capacity_gbps == 3.0  # 3 agents x quotas.storage_mover_agent_gbps (1)
     assert "storage_mover_agent_gbps" in path.capacity_source
+
+
+def test_each_run_is_bounded_by_its_one_agent() -> None:
+    """A job definition names one agent: every class's run is sized at one agent's rate, not
+    the path's 3 Gbps, and the replica states that rate for the pack."""
+    d = design(parse_plan(raw()))
+    for f in d.flows:
+        assert f.schedule is not None
+        run_at_one_agent = f.schedule.run_bytes * 8 / 1e9  # seconds at 1 Gbps
+        assert f.schedule.transfer_s == pytest.approx(run_at_one_agent), f.data_class
+    replicas = {b.data_class: b for b in build_site_configs(d)["eus"].buckets}
+    assert {c: b.agent_gbps for c, b in replicas.items()} == {
+        "checkpoints": 1.0,
+        "weights": 1.0,
+        "datasets": 1.0,
+    }
+
+
+@pytest.mark.parametrize("agents", [1, 2])
+def test_fewer_agents_than_classes_is_refused(agents: int) -> None:
+    plan = raw()
+    plan["sites"]["iad1"]["agents"] = plan["sites"]["iad1"]["agents"][:agents]
+    with pytest.raises(PlanError, match=f"sites.iad1.agents: {agents} for 3 data classes"):
+        parse_plan(plan)
 
 
 @pytest.mark.parametrize(

@@ -361,6 +361,60 @@ def test_datasync_pull(build: Callable[[], dict[str, Res]], expected: str | None
     check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
 
 
+def onprem_datasync(name: str, facts: dict[str, str], expression: str) -> dict[str, Res]:
+    """An S3 replica pulled from on premises by DataSync agents (examples/onprem-to-aws.yaml),
+    its keys prefixed by the class so that two classes can share a stack."""
+    r = s3(name, {**facts, "mechanism": "datasync-agent"})
+    bucket = r["bucket"]
+    location = Res(
+        DATASYNC_S3_LOCATION,
+        f"{name}-sink",
+        {"s3BucketArn": f"arn:aws:s3:::{bucket.inputs['bucket']}", "subdirectory": "/"},
+    ).link("s3BucketArn", bucket)
+    task = Res(
+        DATASYNC_TASK,
+        f"{name}-from-fra1",
+        {
+            "taskMode": "ENHANCED",
+            "schedule": {"scheduleExpression": expression, "status": "ENABLED"},
+        },
+    ).link("destinationLocationArn", location)
+    r.update(location=location, task=task)
+    return {f"{name}-{k}": v for k, v in r.items()}
+
+
+# A 6 TB dataset refresh: at the asserted 10 Gbps its run takes 4,800 s.
+BIG_DATASETS = {
+    **DATASETS,
+    "dr-role": "data-replica",
+    "rpo-s": "none",
+    "burst-bytes": "6000000000000",
+    "steady-kbps": "0",
+    "interval-s": "86400",
+    "quota-mbps": "10000",
+}
+
+
+@pytest.mark.parametrize(
+    ("with_datasets", "expected"),
+    [
+        pytest.param(False, None, id="alone"),
+        # 2h + 4,800 s behind the datasets run + 213 s + the 45 min checkpoint interval > 4h
+        pytest.param(True, "behind the other classes' runs", id="queued-behind-datasets"),
+    ],
+)
+def test_a_datasync_run_from_on_premises_waits_for_the_other_classes_runs(
+    with_datasets: bool, expected: str | None
+) -> None:
+    """An agent runs one task at a time and every task uses every agent: a class's run may
+    queue behind every other class's run."""
+    r = onprem_datasync("checkpoints", PULLED_CHECKPOINTS, "rate(2 hours)")
+    if with_datasets:
+        r.update(onprem_datasync("datasets", BIG_DATASETS, "rate(2 hours)"))
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    check(found, r["checkpoints-bucket"], expected)
+
+
 # --- Azure object replication has no SLA -----------------------------------------------------
 
 
@@ -453,9 +507,16 @@ def storage_mover(**job: Any) -> dict[str, Res]:
     Logic App starting it every 2 h; and the uploads' private path (components/azure/
     private_blob.py): the account's Blob private endpoint, the privatelink zone linked to the
     network and the zone group keeping the endpoint's record there. The WAN path is asserted at
-    2 Gbps (quota-mbps), as the plan tags it."""
+    2 Gbps (quota-mbps), and so is the job's one agent (agent-mbps), as the plan tags them."""
     r = azure("checkpoints", AZURE_CHECKPOINTS)
-    retag(r, "account", mechanism="storage-mover", dr_role="data-replica", quota_mbps="2000")
+    retag(
+        r,
+        "account",
+        mechanism="storage-mover",
+        dr_role="data-replica",
+        quota_mbps="2000",
+        agent_mbps="2000",
+    )
     account = r["account"].inputs["accountName"]
     target = Res(
         AZ_MOVER_ENDPOINT,
@@ -558,6 +619,14 @@ def _other_job(flow: Res) -> None:
     action["inputs"]["uri"] = action["inputs"]["uri"].replace("/checkpoints/", "/weights/")
 
 
+def _untag_agent(account: Res) -> None:
+    account.inputs["tags"].pop("gpudr:agent-mbps")
+
+
+def _slow_agent(account: Res) -> None:
+    account.inputs["tags"]["gpudr:agent-mbps"] = "1000"  # a 1h47m run: 2h + 1h47m + 45m > 4h
+
+
 def _daily_trigger(flow: Res) -> None:
     trigger = flow.inputs["definition"]["triggers"]["every_interval"]
     trigger["type"] = "Request"  # started by an HTTP call: no interval anyone can read
@@ -615,6 +684,15 @@ def _daily_trigger(flow: Res) -> None:
         pytest.param(lambda: mover_changed("schedule", every(1)), None, id="every-1h"),
         pytest.param(
             lambda: mover_changed("schedule", every(3)), "runs every 3h", id="every-3h-too-slow"
+        ),
+        # one agent runs a job: its rate bounds each run, and the replica must state it
+        pytest.param(
+            lambda: mover_changed("account", _untag_agent),
+            "does not state one agent's rate",
+            id="no-agent-rate",
+        ),
+        pytest.param(
+            lambda: mover_changed("account", _slow_agent), "runs every 2h", id="slow-agent"
         ),
         # the private path the WAN sizing assumes
         pytest.param(

@@ -403,3 +403,22 @@ def test_the_example_pool_carries_the_hardware_notes() -> None:
     assert pool.instance_type == "p4de.24xlarge"
     assert any(n.startswith("degraded:") for n in pool.notes)
     assert any(n.startswith("image and driver:") for n in pool.notes)
+
+
+def test_a_datasync_run_waits_for_the_other_classes_runs_on_the_same_agents() -> None:
+    """Every task uses every agent and an agent runs one task at a time: at worst a class's
+    run starts after every other class's run, which the estimate adds (the example's intervals
+    are the same with and without the wait, so each wait is the others' final runs)."""
+    d = design(parse_plan(copy.deepcopy(EXAMPLE)))
+    runs = {f.data_class: f.schedule for f in d.flows if f.schedule is not None}
+    assert set(runs) == {"checkpoints", "weights", "datasets"}
+    for cls, s in runs.items():
+        others = sum(o.transfer_s for c, o in runs.items() if c != cls)
+        assert s.wait_s == pytest.approx(others), cls
+    # checkpoints: 2h + 1,199.06 s behind weights (164.05) and datasets (1,035.00) + its own
+    # 539.58 s run + the 1h checkpoint interval: 12,538.63 s, within 4h (14,400 s)
+    checkpoints = next(f for f in d.flows if f.data_class == "checkpoints")
+    assert checkpoints.estimate.estimated_s == pytest.approx(
+        7200 + 1199.06 + 539.58 + 3600, abs=0.01
+    )
+    assert d.replication_meets(checkpoints)
