@@ -42,6 +42,7 @@ from gpudr.contract import grants
 from gpudr.contract.azure_onprem import (
     BLOB_GROUP,
     BLOB_PRIVATE_ZONE,
+    START_JOB_ACTIONS,
     recurrence_s,
     started_jobs,
 )
@@ -56,6 +57,8 @@ from .common import (
     AZ_PRIVATE_DNS_ZONE,
     AZ_PRIVATE_DNS_ZONE_GROUP,
     AZ_PRIVATE_ENDPOINT,
+    AZ_ROLE_ASSIGNMENT,
+    AZ_ROLE_DEFINITION,
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
@@ -342,7 +345,7 @@ def _check_pull(
             'bucket and schedule.repeat_interval (e.g. "3600s")'
         )
     elif d.mechanism == "storage-mover":
-        jobs, kind = _mover_schedules(stack, bucket), "Storage Mover schedule (Logic App)"
+        jobs, kind = _mover_schedules(stack, bucket, d), "Storage Mover schedule (Logic App)"
         fix = (
             "Declare azure-native logic.Workflow (state Enabled) with a Recurrence trigger and an "
             "HTTP action POSTing the job definition's startJob with its managed identity, as "
@@ -465,10 +468,19 @@ def _check_azure_or(
         )
 
 
-def _storage_mover_jobs(stack: Stack, account: PolicyResource) -> list[PolicyResource]:
+def _storage_mover_jobs(
+    stack: Stack, account: PolicyResource, data_class: str | None = None
+) -> list[PolicyResource]:
     """The job definitions that write the whole of a container of this account: through a
-    Blob container target endpoint of the account, from the root of the container."""
+    Blob container target endpoint of the account, from the root of the container, with an
+    agent, reading the class's directory (`sourceSubpath`, the class's name: gpudr's layout)
+    of an NFS mount endpoint of the stack."""
     name = account.props.get("accountName")
+    sources = {
+        get(e.props, "endpointName")
+        for e in stack.of_type(AZ_MOVER_ENDPOINT)
+        if same(get(e.props, "properties", "endpointType"), "NfsMount")
+    }
     targets = {
         get(e.props, "endpointName")
         for e in stack.of_type(AZ_MOVER_ENDPOINT)
@@ -482,6 +494,8 @@ def _storage_mover_jobs(stack: Stack, account: PolicyResource) -> list[PolicyRes
         if get(j.props, "targetName") in targets
         and get(j.props, "agentName")
         and not get(j.props, "targetSubpath")
+        and get(j.props, "sourceName") in sources
+        and (data_class is None or get(j.props, "sourceSubpath") == data_class)
     ]
 
 
@@ -499,12 +513,12 @@ def _job_key(job: PolicyResource) -> tuple[str, ...]:
 
 
 def _mover_schedules(
-    stack: Stack, account: PolicyResource
+    stack: Stack, account: PolicyResource, d: DataClass
 ) -> list[tuple[PolicyResource, float | None]]:
     """(workflow, recurrence interval) of each enabled Logic App that starts, with its managed
-    identity, a job definition writing the whole of a container of this account; None for one
-    whose trigger gpudr cannot read as a recurrence."""
-    keys = {_job_key(j) for j in _storage_mover_jobs(stack, account)}
+    identity allowed to (`_may_start`), a job definition writing this class into a container
+    of this account; None for one whose trigger gpudr cannot read as a plain recurrence."""
+    jobs = _storage_mover_jobs(stack, account, d.data_class)
     out: list[tuple[PolicyResource, float | None]] = []
     for flow in stack.of_type(AZ_LOGIC_WORKFLOW):
         state = flow.props.get("state")
@@ -516,9 +530,42 @@ def _mover_schedules(
             for uri in started_jobs(definition)
             if (m := _START_JOB.search(uri))
         }
-        if targets & keys:
+        started = [j for j in jobs if _job_key(j) in targets]
+        if started and any(_may_start(stack, flow, j) for j in started):
             out.append((flow, recurrence_s(definition)))
     return out
+
+
+def _may_start(stack: Stack, flow: PolicyResource, job: PolicyResource) -> bool:
+    """Whether a role assignment lets the workflow's identity start the job: on the job (its
+    id), to the workflow's principal, of a role definition of the stack whose actions include
+    startJob. Without it every start is refused (403) and the job never runs."""
+    roles = [
+        r
+        for r in stack.of_type(AZ_ROLE_DEFINITION)
+        if any(
+            START_JOB_ACTIONS[-1] in items(get(p, "actions"))
+            for p in items(r.props.get("permissions"))
+        )
+    ]
+    return any(
+        links_to(a, "scope", job, ("id",))
+        and links_to(a, "principalId", flow, ())
+        and any(links_to(a, "roleDefinitionId", r, ("id",)) for r in roles)
+        for a in stack.of_type(AZ_ROLE_ASSIGNMENT)
+    )
+
+
+def _names_account(endpoint: PolicyResource, account: PolicyResource) -> bool:
+    """An endpoint's connection whose value is known names this account (its id ends in the
+    account's name): the property dependency alone would pass an Output of this account
+    edited into another account's id."""
+    name = str(account.props.get("accountName") or "").lower()
+    for c in items(endpoint.props.get("privateLinkServiceConnections")):
+        value = get(c, "privateLinkServiceId")
+        if isinstance(value, str) and value and value.rsplit("/", 1)[-1].lower() != name:
+            return False
+    return True
 
 
 def _private_path(stack: Stack, account: PolicyResource) -> str | None:
@@ -529,7 +576,8 @@ def _private_path(stack: Stack, account: PolicyResource) -> str | None:
     endpoints = [
         e
         for e in stack.of_type(AZ_PRIVATE_ENDPOINT)
-        if links_to(
+        if _names_account(e, account)
+        and links_to(
             e,
             "privateLinkServiceConnections",
             account,
@@ -581,7 +629,7 @@ def _check_storage_mover(
     """A job definition of this stack writes the account with an agent assigned, the uploads
     have their private path over the link the plan sized, and a Logic App starts the job often
     enough for the RPO (the pulls' common check)."""
-    if not _storage_mover_jobs(stack, bucket):
+    if not _storage_mover_jobs(stack, bucket, d.data_class):
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: no Storage Mover job definition of "
             "this stack, with an agent assigned, writes a container of it from the source. "

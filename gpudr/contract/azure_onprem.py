@@ -106,44 +106,57 @@ def schedule_definition(uri: str, every_s: int) -> dict[str, object]:
     }
 
 
+# What gpudr reads in a schedule's trigger and its recurrence, and in its action: anything else
+# (a start or end time, a schedule of hours, conditions, a run-after on failure, retries sent
+# elsewhere) may stop or shift the runs in ways the interval does not show, so a definition
+# carrying it is not read as a schedule at all (the pack then refuses the replica).
+TRIGGER_KEYS = frozenset({"type", "recurrence"})
+RECURRENCE_KEYS = frozenset({"frequency", "interval"})
+ACTION_KEYS = frozenset({"type", "inputs", "runAfter"})
+INPUT_KEYS = frozenset({"method", "uri", "authentication"})
+
+
 def recurrence_s(definition: object) -> float | None:
-    """The shortest Recurrence trigger's interval in a workflow definition (a mapping: the
-    policy pack's read-only view of one too), in seconds; None
-    when it has no Recurrence trigger gpudr can read (another trigger type, a missing or
-    non-positive interval, an unknown frequency)."""
+    """The Recurrence trigger's interval in a workflow definition (a mapping: the policy
+    pack's read-only view of one too), in seconds; None unless the definition has exactly one
+    trigger, a Recurrence with only a frequency gpudr knows and a positive interval."""
     triggers = definition.get("triggers") if isinstance(definition, Mapping) else None
-    found = []
-    for trigger in (triggers or {}).values() if isinstance(triggers, Mapping) else ():
-        if not isinstance(trigger, Mapping) or str(trigger.get("type", "")).lower() != "recurrence":
-            continue
-        rec = trigger.get("recurrence")
-        if not isinstance(rec, Mapping):
-            continue
-        unit = next((s for f, s in RECURRENCE_S.items() if f == rec.get("frequency")), None)
-        interval = rec.get("interval", 1)
-        if unit is None or isinstance(interval, bool) or not isinstance(interval, int | float):
-            continue
-        if interval > 0:
-            found.append(float(interval) * unit)
-    return min(found) if found else None
+    if not isinstance(triggers, Mapping) or len(triggers) != 1:
+        return None
+    (trigger,) = triggers.values()
+    if not isinstance(trigger, Mapping) or set(trigger) - TRIGGER_KEYS:
+        return None
+    rec = trigger.get("recurrence")
+    if str(trigger.get("type", "")).lower() != "recurrence" or not isinstance(rec, Mapping):
+        return None
+    if set(rec) - RECURRENCE_KEYS:
+        return None
+    unit = RECURRENCE_S.get(str(rec.get("frequency")))
+    interval = rec.get("interval", 1)
+    if unit is None or isinstance(interval, bool) or not isinstance(interval, int | float):
+        return None
+    return float(interval) * unit if interval > 0 else None
 
 
 def started_jobs(definition: object) -> list[str]:
-    """The startJob URIs a workflow definition's top-level HTTP actions POST to, with the
-    managed identity (an action that authenticates otherwise is not counted: gpudr cannot tell
-    what it can start)."""
+    """The startJob URI a workflow definition POSTs with its managed identity, as its one
+    action, run when the trigger fires (`runAfter` empty); else nothing: gpudr cannot tell
+    what another definition starts, or when."""
     actions = definition.get("actions") if isinstance(definition, Mapping) else None
-    out = []
-    for action in (actions or {}).values() if isinstance(actions, Mapping) else ():
-        if not isinstance(action, Mapping) or str(action.get("type", "")).lower() != "http":
-            continue
-        inputs = action.get("inputs")
-        if not isinstance(inputs, Mapping) or str(inputs.get("method", "")).upper() != "POST":
-            continue
-        auth = inputs.get("authentication")
-        if not isinstance(auth, Mapping) or auth.get("type") != "ManagedServiceIdentity":
-            continue
-        uri = inputs.get("uri")
-        if isinstance(uri, str) and "/startJob?" in uri:
-            out.append(uri)
-    return out
+    if not isinstance(actions, Mapping) or len(actions) != 1:
+        return []
+    (action,) = actions.values()
+    if not isinstance(action, Mapping) or set(action) - ACTION_KEYS or action.get("runAfter"):
+        return []
+    inputs = action.get("inputs")
+    if str(action.get("type", "")).lower() != "http" or not isinstance(inputs, Mapping):
+        return []
+    if set(inputs) - INPUT_KEYS or str(inputs.get("method", "")).upper() != "POST":
+        return []
+    auth = inputs.get("authentication")
+    if not isinstance(auth, Mapping) or auth.get("type") != "ManagedServiceIdentity":
+        return []
+    if auth.get("audience") != ARM_AUDIENCE:
+        return []
+    uri = inputs.get("uri")
+    return [uri] if isinstance(uri, str) and "/startJob?" in uri else []

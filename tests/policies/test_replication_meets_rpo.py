@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from gpudr.contract.azure_onprem import BLOB_PRIVATE_ZONE, schedule_definition, started_jobs
+from gpudr.contract.azure_onprem import (
+    BLOB_PRIVATE_ZONE,
+    START_JOB_ACTIONS,
+    schedule_definition,
+    started_jobs,
+)
 from policies.common import (
     AZ_LOGIC_WORKFLOW,
     AZ_MOVER_ENDPOINT,
@@ -17,6 +22,8 @@ from policies.common import (
     AZ_PRIVATE_DNS_ZONE,
     AZ_PRIVATE_DNS_ZONE_GROUP,
     AZ_PRIVATE_ENDPOINT,
+    AZ_ROLE_ASSIGNMENT,
+    AZ_ROLE_DEFINITION,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
     GCS_TRANSFER_JOB,
@@ -531,6 +538,14 @@ def storage_mover(**job: Any) -> dict[str, Res]:
             },
         },
     )
+    source = Res(
+        AZ_MOVER_ENDPOINT,
+        "iad1-nfs",
+        {
+            "endpointName": "iad1-nfs",
+            "properties": {"endpointType": "NfsMount", "host": "10.50.8.10", "export": "/ml"},
+        },
+    )
     inputs = {
         "jobDefinitionName": "checkpoints",
         "resourceGroupName": "rg-dr",
@@ -538,6 +553,7 @@ def storage_mover(**job: Any) -> dict[str, Res]:
         "projectName": "iad1",
         "targetName": "checkpoints-replica",
         "sourceName": "iad1-nfs",
+        "sourceSubpath": "checkpoints",
         "agentName": "iad1-sma-1",
         **job,
     }
@@ -569,9 +585,20 @@ def storage_mover(**job: Any) -> dict[str, Res]:
     link.link("privateZoneName", zone)
     group = Res(AZ_PRIVATE_DNS_ZONE_GROUP, "checkpoints-dns", {})
     group.link("privateEndpointName", endpoint).link("privateDnsZoneConfigs", zone)
+    job_res = Res(AZ_MOVER_JOB, "checkpoints-job", inputs)
+    starter = Res(
+        AZ_ROLE_DEFINITION,
+        "job-starter",
+        {"permissions": [{"actions": list(START_JOB_ACTIONS)}]},
+    )
+    start = Res(AZ_ROLE_ASSIGNMENT, "checkpoints-schedule-start", {})
+    start.link("scope", job_res).link("principalId", schedule).link("roleDefinitionId", starter)
     r.update(
+        source=source,
         target=target,
-        job=Res(AZ_MOVER_JOB, "checkpoints-job", inputs),
+        job=job_res,
+        starter=starter,
+        start=start,
         schedule=schedule,
         endpoint=endpoint,
         zone=zone,
@@ -617,6 +644,29 @@ def _basic_auth(flow: Res) -> None:
 def _other_job(flow: Res) -> None:
     action = flow.inputs["definition"]["actions"]["start_job"]
     action["inputs"]["uri"] = action["inputs"]["uri"].replace("/checkpoints/", "/weights/")
+
+
+def _recurrence(**extra: str) -> Callable[[Res], object]:
+    def change(flow: Res) -> object:
+        flow.inputs["definition"]["triggers"]["every_interval"]["recurrence"].update(extra)
+        return flow
+
+    return change
+
+
+def _never_fires(flow: Res) -> None:
+    trigger = flow.inputs["definition"]["triggers"]["every_interval"]
+    trigger["conditions"] = [{"expression": "@equals(1, 2)"}]
+
+
+def _after_failure(flow: Res) -> None:
+    flow.inputs["definition"]["actions"]["start_job"]["runAfter"] = {"x": ["Failed"]}
+
+
+def _names_another_account(e: Res) -> None:
+    e.inputs["privateLinkServiceConnections"][0]["privateLinkServiceId"] = (
+        "/subscriptions/x/resourceGroups/y/providers/Microsoft.Storage/storageAccounts/other"
+    )
 
 
 def _untag_agent(account: Res) -> None:
@@ -685,6 +735,46 @@ def _daily_trigger(flow: Res) -> None:
         pytest.param(
             lambda: mover_changed("schedule", every(3)), "runs every 3h", id="every-3h-too-slow"
         ),
+        # a schedule that may not fire, or not start the job, is no schedule
+        pytest.param(
+            lambda: mover_changed("schedule", _recurrence(endTime="2020-01-01T00:00:00Z")),
+            "no repeating schedule gpudr can read",
+            id="ended",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _recurrence(startTime="2099-01-01T00:00:00Z")),
+            "no repeating schedule gpudr can read",
+            id="starts-in-2099",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _never_fires),
+            "no repeating schedule gpudr can read",
+            id="trigger-condition",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _after_failure),
+            "no enabled Storage Mover schedule",
+            id="runs-after-a-failure",
+        ),
+        pytest.param(
+            lambda: without("start"), "no enabled Storage Mover schedule", id="may-not-start-it"
+        ),
+        pytest.param(
+            lambda: mover_changed("starter", lambda s: s.inputs.update(permissions=[])),
+            "no enabled Storage Mover schedule",
+            id="role-without-start-job",
+        ),
+        # the job must read the class's directory of an NFS source
+        pytest.param(
+            lambda: storage_mover(sourceSubpath="empty-dir"),
+            "no Storage Mover job definition",
+            id="another-directory",
+        ),
+        pytest.param(
+            lambda: storage_mover(sourceName="elsewhere"),
+            "no Storage Mover job definition",
+            id="another-source",
+        ),
         # one agent runs a job: its rate bounds each run, and the replica must state it
         pytest.param(
             lambda: mover_changed("account", _untag_agent),
@@ -702,6 +792,11 @@ def _daily_trigger(flow: Res) -> None:
             lambda: mover_changed("endpoint", _unlinked_endpoint),
             "no Blob private endpoint",
             id="endpoint-of-another-account",
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _names_another_account),
+            "no Blob private endpoint",
+            id="endpoint-names-another-account",
         ),
         pytest.param(
             lambda: mover_changed("endpoint", _file_endpoint),
