@@ -309,6 +309,11 @@ class OnPremPullArgs:
     # An S3-compatible store: the read-only key its agents sign in with (a secret Output).
     access_key: str | None = None
     secret_key: pulumi.Output[str] | None = None
+    # In failover mode: leave the schedules as the operator set them (the runbook pauses the
+    # pulls from on premises, whose source is gone and whose return must not overwrite or,
+    # for checkpoints, delete what the DR site now writes). A `pulumi up` during the failover
+    # then never resumes them; the failback's up in standby, with --refresh, does.
+    hold_schedules: bool = False
 
 
 class OnPremPull(pulumi.ComponentResource):
@@ -371,7 +376,9 @@ class OnPremPull(pulumi.ComponentResource):
                     options=_options(t) if object_store else _onprem_options(t),
                     region=args.region,
                     tags={**args.tags, "gpudr:schedule-s": str(t.schedule_s)},
-                    opts=child,
+                    opts=pulumi.ResourceOptions(
+                        parent=self, ignore_changes=["schedule"] if args.hold_schedules else []
+                    ),
                 )
             )
         self.task_arns = pulumi.Output.all(*[task.arn for task in tasks])

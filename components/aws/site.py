@@ -504,6 +504,7 @@ class AwsSite(pulumi.ComponentResource):
                     tags=site_tags(cfg, "transfer", data_class=b.data_class),
                     access_key=creds.onprem_s3_access_key,
                     secret_key=creds.onprem_s3_secret_key,
+                    hold_schedules=args.failover,
                 ),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
             )

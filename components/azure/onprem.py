@@ -137,6 +137,11 @@ class StorageMoverPullArgs:
     targets: Sequence[ReplicaTarget]
     agents: Mapping[str, Mapping[str, str]]  # gpudr:storage_mover_agents, as configured
     tags: dict[str, str]
+    # In failover mode: leave the schedules as the operator set them (the runbook pauses the
+    # pulls from on premises, whose source is gone and whose return must not overwrite or,
+    # for checkpoints, delete what the DR site now writes). A `pulumi up` during the failover
+    # then never resumes them; the failback's up in standby, with --refresh, does.
+    hold_schedules: bool = False
 
 
 class StorageMoverPull(pulumi.ComponentResource):
@@ -307,7 +312,11 @@ class StorageMoverPull(pulumi.ComponentResource):
             state=logic.WorkflowState.ENABLED,
             definition=uri.apply(lambda u: schedule_definition(u, t.every_s)),
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[job]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[job],
+                ignore_changes=["state"] if args.hold_schedules else [],
+            ),
         )
         principal = flow.identity.apply(lambda i: (i.principal_id if i else None) or "")
         assert self._starter is not None  # declared whenever a job is

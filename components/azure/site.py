@@ -138,7 +138,7 @@ class AzureSite(pulumi.ComponentResource):
         for link in vpn_links:
             self._vpn_to_gcp(link, network)
         if cfg.onprem is not None:
-            self._onprem(buckets, network, args.credentials or TransferCredentials())
+            self._onprem(buckets, network, args.credentials or TransferCredentials(), args.failover)
         credentials = self._sts_readers(buckets)
 
         paths = {k: v.path for k, v in buckets.items()}
@@ -292,6 +292,7 @@ class AzureSite(pulumi.ComponentResource):
         buckets: dict[str, AzureDataBucket],
         network: AzureSiteNetwork,
         creds: TransferCredentials,
+        failover: bool,
     ) -> None:
         """The DR site's end of an on-premises site's replication (components/azure/onprem.py):
         Storage Mover into the replica containers, and the ExpressRoute link it comes over."""
@@ -323,6 +324,7 @@ class AzureSite(pulumi.ComponentResource):
                 ],
                 agents=creds.storage_mover_agents,
                 tags=site_tags(cfg, "transfer"),
+                hold_schedules=failover,
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(buckets.values())),
         )

@@ -89,6 +89,7 @@ class GcpSite(pulumi.ComponentResource):
         cfg = args.config
         cfg.require_logs()  # before anything is declared: a site never deploys unlogged
         self._name, self._cfg = name, cfg
+        self._failover = args.failover
         self._child = pulumi.ResourceOptions(parent=self)
         self._project, key_ring = _required(cfg)
         for b in cfg.buckets:
@@ -324,6 +325,7 @@ class GcpSite(pulumi.ComponentResource):
                 onprem=self._cfg.onprem if from_onprem else None,
                 agent_pool=onprem.pool_name if onprem is not None and from_onprem else None,
                 agent_grants=agent_grants,
+                hold_schedules=from_onprem and self._failover,
             ),
             opts=self._child,
         )

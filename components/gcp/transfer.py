@@ -71,6 +71,11 @@ class ScheduledTransferArgs:
     agent_pool: pulumi.Input[str] | None = None
     # The agents' grants on the sink (they write it): the jobs wait for them too.
     agent_grants: Sequence[pulumi.Resource] = ()
+    # In failover mode: leave the schedules as the operator set them (the runbook pauses the
+    # pulls from on premises, whose source is gone and whose return must not overwrite or,
+    # for checkpoints, delete what the DR site now writes). A `pulumi up` during the failover
+    # then never resumes them; the failback's up in standby, with --refresh, does.
+    hold_schedules: bool = False
 
 
 def role_arn(transfer: InboundTransfer) -> str:
@@ -232,7 +237,11 @@ class ScheduledTransfer(pulumi.ComponentResource):
                     ),
                     status="ENABLED",
                     # Without the grants the first run fails on permissions.
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=grants),
+                    opts=pulumi.ResourceOptions(
+                        parent=self,
+                        depends_on=grants,
+                        ignore_changes=["status"] if args.hold_schedules else [],
+                    ),
                 )
             )
         self.job_names = pulumi.Output.all(*[j.name for j in jobs])

@@ -360,6 +360,14 @@ def mover_job(group: str, mover: str, project: str, job: str, verb: str) -> Argv
     return _cmd(line, g=group, m=mover, p=project, j=job)
 
 
+def logic_workflow(group: str, name: str, *, state: str | None = None) -> Argv:
+    """`state` None: show a Logic App's state; else set it (Enabled, Disabled)."""
+    if state is None:
+        line = "az logic workflow show -g {g} --name {n} --query state -o tsv"
+        return _cmd(line, g=group, n=name)
+    return _cmd("az logic workflow update -g {g} --name {n} --state {s}", g=group, n=name, s=state)
+
+
 def datasync_tasks(region: str, name: str) -> Argv:
     line = "aws datasync list-tasks --region {r} --query {q} --output text"
     return _cmd(line, r=region, q=f"Tasks[?Name=='{name}'].TaskArn")

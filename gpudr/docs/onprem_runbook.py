@@ -15,6 +15,7 @@ from gpudr.build.stackconfig import build_site_configs, onprem_class_path, stack
 from gpudr.contract.azure_onprem import BLOB_PUBLIC_ZONE, schedule_name, upload_subnets
 from gpudr.contract.naming import (
     DX_GATEWAY_ASN,
+    datasync_schedule,
     datasync_task_name,
     datasync_task_prefix,
     expressroute_circuit_name,
@@ -87,6 +88,8 @@ class Pull:
     lookup: str  # finds the task or job ($TASK, $JOB) or shows the job definition
     runs: str  # its runs
     run_now: str
+    pause: str  # stops its schedule (after `lookup`): the failover's pause step
+    paused: str  # shows the schedule's state
 
 
 @dataclass(frozen=True)
@@ -297,6 +300,8 @@ def _gcp_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]
             lookup="JOB=$(" + shell(cli.sts_jobs(project, sinks[f.data_class])) + ")",
             runs=shell(cli.sts_runs("$JOB", 5)),
             run_now=shell(cli.sts_run("$JOB", project)),
+            pause=shell(cli.sts_job_status("$JOB", project, enable=False)),
+            paused=shell(cli.sts_job_status("$JOB", project)),
         )
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
@@ -324,6 +329,10 @@ def _azure_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ..
             lookup=job(f.data_class, "show"),
             runs=job(f.data_class, "job-run"),
             run_now=job(f.data_class, "start-job"),
+            pause=shell(
+                cli.logic_workflow(group, schedule_name(mover, f.data_class), state="Disabled")
+            ),
+            paused=shell(cli.logic_workflow(group, schedule_name(mover, f.data_class))),
         )
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
@@ -355,6 +364,15 @@ def _aws_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]
             + ")",
             runs=shell(cli.datasync_runs("$TASK", dr.region)),
             run_now=shell(cli.datasync_run("$TASK", dr.region)),
+            pause=shell(
+                cli.datasync_schedule(
+                    "$TASK",
+                    dr.region,
+                    datasync_schedule(f.schedule.interval_s if f.schedule else 3600),
+                    enable=False,
+                )
+            ),
+            paused=shell(cli.datasync_status("$TASK", dr.region)),
         )
         for f in design.flows
         if f.primary == onprem.name and f.dr == dr.name
