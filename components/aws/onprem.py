@@ -373,7 +373,7 @@ class OnPremPull(pulumi.ComponentResource):
                         schedule_expression=schedule_expression(t), status="ENABLED"
                     ),
                     cloudwatch_log_group_arn=args.log_group_arn,
-                    options=_options(t) if object_store else _onprem_options(t),
+                    options=_basic_options(t, args.source) if object_store else _onprem_options(t),
                     region=args.region,
                     tags={**args.tags, "gpudr:schedule-s": str(t.schedule_s)},
                     opts=pulumi.ResourceOptions(
@@ -442,4 +442,28 @@ def _onprem_options(t: InboundTransfer) -> aws.datasync.TaskOptionsArgs:
         gid="INT_VALUE",
         mtime="PRESERVE",
         atime="BEST_EFFORT",
+    )
+
+
+def _basic_options(t: InboundTransfer, src: OnPremSource) -> aws.datasync.TaskOptionsArgs:
+    """A Basic-mode task (an object store) is held to the WAN bandwidth committed to DR: one
+    task runs at a time on the agents (each runs one task, and every task uses every agent), so
+    the task's limit is the whole commitment, and DR copies never take the link from production.
+    Enhanced-mode tasks take no bandwidth limit: the runbook has the router police the agents'
+    traffic to the same rate."""
+    base = _options(t)
+    limit = int(src.committed_gbps * 1e9 / 8)
+    if limit <= 0:
+        raise ValueError(
+            f"link from {src.site}: no committed WAN bandwidth (committed_gbps) in the stack "
+            "config to hold the tasks to; regenerate the stack"
+        )
+    return aws.datasync.TaskOptionsArgs(
+        verify_mode=base.verify_mode,
+        transfer_mode=base.transfer_mode,
+        overwrite_mode=base.overwrite_mode,
+        preserve_deleted_files=base.preserve_deleted_files,
+        object_tags=base.object_tags,
+        log_level=base.log_level,
+        bytes_per_second=limit,
     )

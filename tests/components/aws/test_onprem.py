@@ -199,6 +199,9 @@ def test_an_object_store_is_read_over_https_with_a_secret_key_in_basic_mode(
         (task,) = registered(monitor, "aws:datasync/task:Task")
         assert task.inputs["taskMode"] == "BASIC", task.urn
         assert "posixPermissions" not in task.inputs["options"], task.urn
+        # held to the WAN bandwidth committed to DR, in bytes per second
+        committed = S3_SOURCE.committed_gbps
+        assert task.inputs["options"]["bytesPerSecond"] == int(committed * 1e9 / 8), task.urn
 
     return component.task_arns.apply(check)
 
