@@ -188,7 +188,8 @@ class OnPremLinkEnd(pulumi.ComponentResource):
     attachment_names: pulumi.Output[list[str]]
     cloud_router_ip: pulumi.Output[str]  # Dedicated: the BGP addresses ("" for Partner)
     customer_router_ip: pulumi.Output[str]
-    pairing_keys: pulumi.Output[list[str]]  # Partner: one per attachment
+    # Partner: one per attachment, secret (whoever holds one can connect to the attachment).
+    pairing_keys: pulumi.Output[list[str]]
 
     def __init__(
         self, name: str, args: OnPremLinkEndArgs, opts: pulumi.ResourceOptions | None = None
@@ -348,4 +349,6 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         self.attachment_names = pulumi.Output.all(*[a.name for a in attachments])
         self.cloud_router_ip = pulumi.Output.from_input("")
         self.customer_router_ip = pulumi.Output.from_input("")
-        self.pairing_keys = pulumi.Output.all(*[a.pairing_key for a in attachments])
+        self.pairing_keys = pulumi.Output.secret(
+            pulumi.Output.all(*[a.pairing_key for a in attachments])
+        )
