@@ -139,7 +139,7 @@ def test_a_range_too_small_for_the_path_is_refused(cidr: str) -> None:
 
 
 @pulumi.runtime.test
-def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_from_the_internet(
+def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_else(
     monitor: RecordingMonitor,
 ) -> pulumi.Output[None]:
     component = path()
@@ -159,6 +159,15 @@ def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_from_the_i
         deny = rules["deny-internet-inbound"]
         assert (deny["access"], deny["sourceAddressPrefix"]) == ("Deny", "Internet"), nsg.urn
         assert max(r["priority"] for r in rules.values()) == deny["priority"], nsg.urn
+        # On premises is inside the VirtualNetwork tag over ExpressRoute: Azure's default
+        # AllowVnetInBound (65000) would admit every port from there. Denied after the allows.
+        network = rules["deny-network-inbound"]
+        assert (network["access"], network["sourceAddressPrefix"]) == ("Deny", "VirtualNetwork")
+        assert (network["destinationAddressPrefix"], network["destinationPortRange"]) == ("*", "*")
+        assert network["protocol"] == "*", nsg.urn
+        allows = [r["priority"] for r in rules.values() if r["access"] == "Allow"]
+        assert max(allows) < network["priority"] < deny["priority"], nsg.urn
+        assert len({r["priority"] for r in rules.values()}) == len(rules), nsg.urn
         for subnet in registered(monitor, SUBNET):
             assert subnet.inputs["networkSecurityGroup"]["id"] == nsg.id, subnet.urn
         (endpoint_subnet,) = [
