@@ -166,6 +166,10 @@ class PrivateBlobPath(pulumi.ComponentResource):
             virtual_network=privatedns.SubResourceArgs(id=args.network_id),
             # The zone only answers; nothing in the network registers names in it.
             registration_enabled=False,
+            # A name with no record here (an account with a private endpoint elsewhere in the
+            # company, whose public name is a CNAME into this zone too) falls back to public
+            # resolution rather than NXDOMAIN for whoever forwards blob.core.windows.net here.
+            resolution_policy=privatedns.ResolutionPolicy.NX_DOMAIN_REDIRECT,
             tags=args.tags,
             opts=child,
         )

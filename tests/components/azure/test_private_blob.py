@@ -80,6 +80,8 @@ def test_each_replica_account_is_reached_by_a_blob_private_endpoint_named_by_the
         (link,) = registered(monitor, ZONE_LINK)
         assert link.inputs["virtualNetwork"]["id"] == VNET_ID, link.urn
         assert link.inputs["registrationEnabled"] is False, link.urn
+        # other accounts' names (no record in this zone) resolve publicly, not NXDOMAIN
+        assert link.inputs["resolutionPolicy"] == "NxDomainRedirect", link.urn
         groups = registered(monitor, ZONE_GROUP)
         # each endpoint's A record is kept in the zone by its own zone group
         assert sorted(g.inputs["privateEndpointName"] for g in groups) == sorted(

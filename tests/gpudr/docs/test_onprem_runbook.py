@@ -41,3 +41,11 @@ def test_the_partner_pairing_keys_are_read_with_show_secrets() -> None:
     site["wan_committed_gbps"] = 8
     reads = [line for line in _reads_of_onprem(_render(raw)) if "pairing_keys" in line]
     assert reads and all("--show-secrets" in line for line in reads), (name, reads)
+
+
+def test_the_azure_dns_step_says_who_forwards_and_why_other_accounts_still_resolve() -> None:
+    text = _render(_example("onprem-to-azure"))
+    step = text.split("### 6. DNS")[1].split("###")[0]
+    assert "On the DNS servers the agents use, and only those" in step
+    assert "a forwarder of their own" in step  # when corporate resolvers must not change
+    assert "NxDomainRedirect" in step and "instead of NXDOMAIN" in step
