@@ -1193,14 +1193,21 @@ def _expressroute(
 ) -> OnPremLink:
     """An ExpressRoute provider circuit: its peering location, provider and bandwidth, and the
     private peering's VLAN, your ASN and your two /30s."""
-    speeds = [
-        float(x) for x in reference.defaults()["links"]["onprem"]["expressroute"]["port_gbps"]
-    ]
+    limits = reference.defaults()["links"]["onprem"]
+    speeds = [float(x) for x in limits["expressroute"]["port_gbps"]]
     location = r.convert(s, "location", path, _place, required=True)
     provider = r.convert(s, "provider", path, _place, required=True)
     speed = r.convert(s, "port_gbps", path, _positive_rate, required=True)
+    # The DR stack's gateway carries the circuit: none larger than the largest SKU is built.
+    sku, most = list(limits["expressroute_gateways"]["gbps"].items())[-1]
     if speed is not None and speed not in speeds:
         r.error(f"{path}.port_gbps", f"{speed:g} is not a circuit bandwidth; use {speeds}")
+    elif speed is not None and speed > float(most):
+        r.error(
+            f"{path}.port_gbps",
+            f"{speed:g} Gbps is more than the largest ExpressRoute gateway ({sku}) carries, "
+            f"{float(most):g} Gbps; use a circuit of at most that",
+        )
     if ports not in (None, 1):
         r.error(f"{path}.ports", f"{ports}: one circuit (its two links are one); use 1")
     subnets = r.convert(s, "peering_subnets", path, _peering_subnets, required=True)
