@@ -1131,7 +1131,9 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
         elif speed is not None and speed not in speeds:
             r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
     if kind in INTERCONNECTS:
-        location, speed = _interconnect_fields(r, s, path, OnPremLinkKind(kind), location, speed)
+        location, speed = _interconnect_fields(
+            r, s, path, OnPremLinkKind(kind), location, speed, ports
+        )
     address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
     if kind == OnPremLinkKind.VPN:
         tunnel = float(limits["vpn"]["tunnel_gbps"])
@@ -1157,10 +1159,12 @@ def _interconnect_fields(
     kind: OnPremLinkKind,
     location: str | None,
     speed: float | None,
+    ports: int | None,
 ) -> tuple[str | None, float | None]:
     """Dedicated: the colocation facility's Interconnect location and the circuit speed
-    (`ports` circuits); Partner: the VLAN attachment's capacity (`ports` attachments, one per
-    edge availability domain), the location being the provider's."""
+    (`ports` circuits, whose total one VLAN attachment must carry at a capacity the API
+    takes); Partner: the VLAN attachment's capacity (`ports` attachments, one per edge
+    availability domain), the location being the provider's."""
     limits = reference.defaults()["links"]["onprem"][kind]
     speeds = [float(x) for x in limits["port_gbps"]]
     what = (
@@ -1176,6 +1180,14 @@ def _interconnect_fields(
         r.error(f"{path}.port_gbps", f"is required; a {what} is one of {speeds} Gbps")
     elif speed is not None and speed not in speeds:
         r.error(f"{path}.port_gbps", f"{speed:g} is not a {what}; use one of {speeds}")
+    elif kind == OnPremLinkKind.INTERCONNECT_DEDICATED and ports is not None and speed:
+        totals = [float(x) for x in limits["attachment_gbps"] if float(x) % speed == 0]
+        if ports * speed not in totals:
+            r.error(
+                f"{path}.ports",
+                f"{ports} x {speed:g} Gbps is {ports * speed:g} Gbps, not a VLAN attachment "
+                f"capacity; bundle circuits to one of {', '.join(f'{t:g}' for t in totals)} Gbps",
+            )
     return location, speed
 
 
