@@ -161,7 +161,11 @@ def test_partner_link_end_is_attachments_in_both_domains_on_asn_16550() -> None:
     regs = _stack(link=link, wan_committed_gbps=8)
     assert not _of(regs, "gcp:compute/interconnect:Interconnect")
     assert not _of(regs, "gcp:compute/routerPeer:RouterPeer")  # the provider's, or after pairing
-    atts = _of(regs, "gcp:compute/interconnectAttachment:InterconnectAttachment")
+    # by name: the engine registers them in no fixed order
+    atts = sorted(
+        _of(regs, "gcp:compute/interconnectAttachment:InterconnectAttachment"),
+        key=lambda a: str(a.inputs["name"]),
+    )
     assert [a.inputs["edgeAvailabilityDomain"] for a in atts] == [
         "AVAILABILITY_DOMAIN_1",
         "AVAILABILITY_DOMAIN_2",
