@@ -28,6 +28,7 @@ from gpudr.contract.onprem import (
     DATASYNC_ENDPOINT_PORTS,
     NFS_PORT,
     PORTMAPPER_PORT,
+    PRIVATE_GOOGLE_APIS,
 )
 from gpudr.contract.stack import (
     DATASYNC_AGENT_ARNS_KEY,
@@ -143,10 +144,6 @@ class GraphStep:
     title: str
     expected_s: float | None
     duration: str
-
-
-# Private Google Access for on-premises hosts (components/gcp/onprem.py advertises it).
-PRIVATE_GOOGLE_APIS = "199.36.153.8/30"
 
 
 @dataclass(frozen=True)
