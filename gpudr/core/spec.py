@@ -1058,7 +1058,7 @@ def _parse_agents(r: _Reader, raw: Any, path: str, cidr: str) -> tuple[Agent, ..
         return ()
     if isinstance(raw, int) and not isinstance(raw, bool):
         if not 1 <= raw <= most:
-            r.error(path, f"{raw} is not 1 to {most}: DataSync takes at most {most} per location")
+            r.error(path, f"{raw} is not 1 to {most}: gpudr plans at most {most} agents a site")
             return ()
         return tuple(Agent(f"agent-{i}", None) for i in range(1, raw + 1))
     if not isinstance(raw, list) or not 1 <= len(raw) <= most:
@@ -1687,7 +1687,7 @@ def _check_onprem_data(
             r.error(
                 f"data.{cls}.rpo",
                 f"0 needs dual write, which gpudr cannot deploy on premises (site {spec.site}); "
-                "DataSync pulls at most hourly: set rpo to 2h or more",
+                "the DR cloud's scheduled pulls run at most hourly: set rpo to 2h or more",
             )
 
 

@@ -403,3 +403,29 @@ def test_the_example_pool_carries_the_hardware_notes() -> None:
     assert pool.instance_type == "p4de.24xlarge"
     assert any(n.startswith("degraded:") for n in pool.notes)
     assert any(n.startswith("image and driver:") for n in pool.notes)
+
+
+@pytest.mark.parametrize("example", ["onprem-to-azure", "onprem-to-gcp"])
+@pytest.mark.parametrize(
+    ("path", "value", "error"),
+    [
+        (("sites", "agents"), 5, "agents: 5 is not 1 to 4: gpudr plans at most 4 agents a site"),
+        (("data", "checkpoints", "rpo"), 0, "scheduled pulls run at most hourly"),
+    ],
+)
+def test_an_onprem_refusal_names_no_service_of_another_cloud(
+    example: str, path: tuple[str, ...], value: Any, error: str
+) -> None:
+    """Into Azure or GCP, nothing is DataSync: the agents' and the pulls' limits are said
+    without naming it."""
+    raw = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    if path[0] == "sites":
+        (site,) = [s for s in raw["sites"].values() if s["cloud"] == "onprem"]
+        site[path[1]] = value
+    else:
+        raw[path[0]][path[1]][path[2]] = value
+    with pytest.raises(PlanError) as refused:
+        parse_plan(raw)
+    lines = [str(e) for e in refused.value.errors]
+    assert any(error in line for line in lines), lines
+    assert not any("DataSync" in line for line in lines), lines
