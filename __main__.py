@@ -58,8 +58,9 @@ def site(stack: StackConfig) -> None:
         pulumi.export("writer_role_arns", component.writer_role_arns)
     onprem = getattr(component, "onprem", None)
     if onprem is not None:
-        # The DataSync endpoint the on-premises agents are activated against, and the transit
-        # virtual interface's BGP peer addresses for the router (runbook, on-premises checklist).
+        # What the runbook's on-premises checklist reads: the DataSync endpoint and the BGP peer
+        # addresses (AWS), the attachments and Partner pairing keys (GCP), the circuit's service
+        # key and the storage mover (Azure). Keys are secrets: `--show-secrets` prints them.
         pulumi.export("onprem", onprem)
 
 

@@ -362,7 +362,9 @@ class ExpressRouteEnd(pulumi.ComponentResource):
     site's GatewaySubnet, and once the provider has provisioned the circuit, the private peering
     on your VLAN with your ASN and the connection to the gateway."""
 
-    service_key: pulumi.Output[str]  # what the provider needs to provision the circuit
+    # What the provider needs to provision the circuit: a secret (whoever holds it can connect
+    # to the circuit), shown by `pulumi stack output --show-secrets` only.
+    service_key: pulumi.Output[str]
 
     def __init__(
         self, name: str, args: ExpressRouteEndArgs, opts: pulumi.ResourceOptions | None = None
@@ -437,7 +439,7 @@ class ExpressRouteEnd(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        self.service_key = circuit.service_key.apply(lambda k: k or "")
+        self.service_key = pulumi.Output.secret(circuit.service_key.apply(lambda k: k or ""))
         if args.circuit_provisioned:
             self._peer(name, args, circuit, gateway, child)
         self.register_outputs({"service_key": self.service_key})

@@ -4,8 +4,8 @@ virtual network that the ExpressRoute gateway reaches; the `privatelink.blob.cor
 zone that answers the accounts' names with those endpoints, linked to the network; and a DNS
 Private Resolver whose inbound endpoint (a fixed address) on-premises DNS forwards
 `blob.core.windows.net` to (runbook, on-premises checklist). Both subnets share an NSG that
-admits HTTPS to the endpoints and DNS to the resolver from on premises, and nothing from the
-internet.
+admits HTTPS to the endpoints and DNS to the resolver from on premises, and denies everything
+else from the network (on premises included) and from the internet.
 
 Why: the WAN sizing assumes the uploads cross the ExpressRoute circuit. Private peering carries
 only traffic to private addresses in the DR network; an agent that resolves an account's public
@@ -34,6 +34,9 @@ from gpudr.contract.azure_onprem import (
 # Private DNS zones and their links are global resources.
 GLOBAL = "global"
 UPLOADS_PRIORITY = 100
+# After every allow, before the internet's deny (4096): what the allows do not admit from the
+# VirtualNetwork tag is denied here, not admitted by Azure's AllowVnetInBound (65000).
+DENY_NETWORK_PRIORITY = 4000
 
 
 def uploads_security_rules(
@@ -41,7 +44,10 @@ def uploads_security_rules(
 ) -> list[network.SecurityRuleArgs]:
     """What reaches the two subnets: HTTPS to the private endpoints from on premises (the
     agents) and from the DR network (its cluster reads the replicas at failover), DNS to the
-    resolver from on premises (your DNS servers forward to it), nothing from the internet."""
+    resolver from on premises (your DNS servers forward to it); nothing else from the
+    VirtualNetwork tag, nothing from the internet. The tag covers what the ExpressRoute gateway
+    learns, so on premises is in it: without the explicit deny, Azure's default
+    AllowVnetInBound (65000) would admit every port from there."""
     tcp = network.SecurityRuleProtocol.TCP
     return [
         inbound_rule(
@@ -69,6 +75,14 @@ def uploads_security_rules(
             inbound_cidr,
             "On-premises DNS servers forwarding blob.core.windows.net to the resolver",
             port="53",
+        ),
+        inbound_rule(
+            "deny-network-inbound",
+            DENY_NETWORK_PRIORITY,
+            "VirtualNetwork",
+            "*",
+            "Nothing else from the network, its peers or on premises (the allows above only)",
+            allow=False,
         ),
         deny_internet_rule("the private endpoints or the resolver"),
     ]
@@ -152,6 +166,10 @@ class PrivateBlobPath(pulumi.ComponentResource):
             virtual_network=privatedns.SubResourceArgs(id=args.network_id),
             # The zone only answers; nothing in the network registers names in it.
             registration_enabled=False,
+            # A name with no record here (an account with a private endpoint elsewhere in the
+            # company, whose public name is a CNAME into this zone too) falls back to public
+            # resolution rather than NXDOMAIN for whoever forwards blob.core.windows.net here.
+            resolution_policy=privatedns.ResolutionPolicy.NX_DOMAIN_REDIRECT,
             tags=args.tags,
             opts=child,
         )

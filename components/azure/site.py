@@ -85,7 +85,8 @@ class AzureSite(pulumi.ComponentResource):
     # its stack's own config (`pulumi config set gpudr:<key> ... -s <dr stack>`).
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
     # A DR site protecting an on-premises site: the circuit's service key for the provider,
-    # the storage mover the agents register with, and the job definitions declared.
+    # the storage mover the agents register with, and the job definitions declared. Secret as
+    # a whole, the service key being one (`pulumi stack output onprem --show-secrets`).
     onprem: pulumi.Output[dict[str, object]] | None = None
 
     def __init__(

@@ -27,7 +27,7 @@ import pulumi_gcp as gcp
 
 from components.gcp.bucket import grant_bucket_roles
 from gpudr.contract.naming import sts_agent_account_id, sts_agent_pool_name, sts_pool_limit_mbps
-from gpudr.contract.onprem import NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS
+from gpudr.contract.onprem import NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS, PRIVATE_GOOGLE_APIS
 from gpudr.contract.site import InboundTransfer, OnPremSource
 
 # What the agents' service account needs: to run as a Storage Transfer agent in the project
@@ -38,9 +38,6 @@ AGENT_BUCKET_ROLES = {"agent-object-admin": "roles/storage.objectAdmin"}
 # Agent-based transfers coordinate the agents through Pub/Sub, which the project's transfer
 # service agent manages.
 SERVICE_AGENT_PROJECT_ROLE = "roles/pubsub.editor"
-# Private Google Access for on-premises hosts: the agents reach Google's APIs over the link at
-# private.googleapis.com, which the Cloud Router advertises and the VPC routes to Google.
-PRIVATE_GOOGLE_APIS = "199.36.153.8/30"
 LINK_KINDS = ("interconnect-dedicated", "interconnect-partner")
 # Dedicated circuits by speed (Compute API link types).
 LINK_TYPES = {10: "LINK_TYPE_ETHERNET_10G_LR", 100: "LINK_TYPE_ETHERNET_100G_LR"}
@@ -188,7 +185,8 @@ class OnPremLinkEnd(pulumi.ComponentResource):
     attachment_names: pulumi.Output[list[str]]
     cloud_router_ip: pulumi.Output[str]  # Dedicated: the BGP addresses ("" for Partner)
     customer_router_ip: pulumi.Output[str]
-    pairing_keys: pulumi.Output[list[str]]  # Partner: one per attachment
+    # Partner: one per attachment, secret (whoever holds one can connect to the attachment).
+    pairing_keys: pulumi.Output[list[str]]
 
     def __init__(
         self, name: str, args: OnPremLinkEndArgs, opts: pulumi.ResourceOptions | None = None
@@ -348,4 +346,6 @@ class OnPremLinkEnd(pulumi.ComponentResource):
         self.attachment_names = pulumi.Output.all(*[a.name for a in attachments])
         self.cloud_router_ip = pulumi.Output.from_input("")
         self.customer_router_ip = pulumi.Output.from_input("")
-        self.pairing_keys = pulumi.Output.all(*[a.pairing_key for a in attachments])
+        self.pairing_keys = pulumi.Output.secret(
+            pulumi.Output.all(*[a.pairing_key for a in attachments])
+        )

@@ -79,7 +79,8 @@ class GcpSite(pulumi.ComponentResource):
     # to pull from this one (the HMAC key AWS DataSync reads with; its secret stays secret).
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
     # A DR site protecting an on-premises site: the link's values the runbook's checklist asks
-    # for (attachments, BGP addresses, Partner pairing keys).
+    # for (attachments, BGP addresses, Partner pairing keys). Over Partner Interconnect it is
+    # secret as a whole, the pairing keys being secrets (`--show-secrets` prints them).
     onprem: pulumi.Output[dict[str, object]] | None = None
 
     def __init__(

@@ -1,6 +1,7 @@
 """Facts of an on-premises site's replication that the planner's runbooks and the Pulumi
-program both use, written once: the ports the DataSync agents open and are opened to, and the
-kinds of store read over NFS or over an S3 API. The runbook formats the ports as text
+program both use, written once: the ports the DataSync agents open and are opened to, the
+kinds of store read over NFS or over an S3 API, and the range on-premises hosts reach Google's
+APIs at over an Interconnect. The runbook formats the ports as text
 (`gpudr.docs.onprem_runbook`); the program opens them (`components/aws/onprem.py`).
 
 Standard library and core's enums only: the Pulumi program reads this module.
@@ -25,3 +26,7 @@ DATASYNC_ACTIVATION_PORT = 80
 # (TCP and UDP) and the server's mountd port, which the server chooses.
 NFS_PORT = 2049
 PORTMAPPER_PORT = 111
+# Private Google Access for on-premises hosts: private.googleapis.com, which a GCP DR site's
+# Cloud Router advertises over the Interconnect and its VPC routes to Google's front ends
+# (components/gcp/onprem.py), and which the runbook has the agent hosts resolve to.
+PRIVATE_GOOGLE_APIS = "199.36.153.8/30"

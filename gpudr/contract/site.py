@@ -228,10 +228,14 @@ class AzureStsReader:
 
 @dataclass(frozen=True)
 class OnPremSource:
-    """On a DR site protecting an on-premises site: what its DataSync tasks read there and the
-    link they come over. Nothing is deployed on premises: the agents are VMs the operator runs
-    and activates (their ARNs reach the stack as config, `gpudr:datasync_agent_arns`), and the
-    router and firewall settings are the runbook's checklist."""
+    """On a DR site protecting an on-premises site: what its scheduled pulls read there and the
+    link they come over, whichever the DR cloud: AWS DataSync tasks over Direct Connect or a
+    Site-to-Site VPN, GCP Storage Transfer jobs through an agent pool over Dedicated or Partner
+    Interconnect, Azure Storage Mover job definitions over ExpressRoute. Nothing is deployed on
+    premises: the agents are VMs or containers the operator runs and activates or registers
+    (what the stack needs of them reaches it as config: `gpudr:datasync_agent_arns`, the
+    registered `gpudr:storage_mover_agents`; GCP's need nothing there: they join its agent
+    pool), and the router and firewall settings are the runbook's checklist."""
 
     site: str
     location: str
@@ -240,11 +244,17 @@ class OnPremSource:
     storage_host: str
     storage_port: int | None  # s3-compatible, hdfs
     storage_path: str  # the export, the bucket, or the HDFS directory
-    agents: tuple[str, ...]  # agent names, as the operator's config maps them to ARNs
-    task_mode: str  # ENHANCED | BASIC (DataSync's TaskMode)
-    link_kind: str  # direct-connect | vpn
-    port_gbps: float  # per port (per tunnel for a VPN)
-    ports: int  # Direct Connect ports, or VPN tunnels (two per connection)
+    agents: tuple[str, ...]  # agent names, as the operator's config maps them (ARNs, Arc ids)
+    task_mode: str  # ENHANCED | BASIC (DataSync's TaskMode; AWS only)
+    # direct-connect | vpn (AWS), interconnect-dedicated | interconnect-partner (GCP),
+    # expressroute (Azure)
+    link_kind: str
+    port_gbps: float  # per port, circuit or attachment (per tunnel for a VPN)
+    # Direct Connect ports, VPN tunnels (two per connection), Dedicated Interconnect circuits,
+    # Partner Interconnect attachments; 1 for an ExpressRoute circuit
+    ports: int
+    # The Direct Connect location, the Interconnect location (Dedicated), or the ExpressRoute
+    # peering location; None where the provider's (Partner) or none (VPN)
     link_location: str | None
     bgp_asn: int
     vlan: int | None

@@ -39,7 +39,7 @@ class Rule:
 RULES: dict[str, Rule] = {
     # Every site
     # A public IPv4 address billed by the hour: a NAT's (AWS Elastic IP, GCP NAT IP), a VPN's
-    # tunnel endpoints (AWS) or gateway instances (Azure).
+    # tunnel endpoints (AWS) or gateway instances (Azure), an ExpressRoute gateway's (Azure).
     "public-ipv4": Rule(
         "network",
         "IP-hour",
@@ -152,12 +152,13 @@ RULES: dict[str, Rule] = {
         {Cloud.GCP: ("storage_transfer_agent_gb",)},
         "{data_class} Storage Transfer fee (agents on premises)",
     ),
-    # Azure Storage Mover from on premises: its own fee, if any, has no source yet (unpriced).
+    # Azure Storage Mover from on premises: free of charge (its billing page); the Blob write
+    # transactions its jobs make on the replica account are not priced (prices.yaml missing).
     "storage-mover-fee": Rule(
         "replication",
         "GB",
         {Cloud.AZURE: ("storage_mover_gb",)},
-        "{data_class} Storage Mover fee (agents on premises)",
+        "{data_class} Storage Mover fee (agents on premises; its Blob writes not priced)",
     ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
@@ -265,8 +266,9 @@ RULES: dict[str, Rule] = {
         "ExpressRoute gateway {sku}",
     ),
     # The private path of an on-premises site's uploads into Azure (components/azure/
-    # private_blob.py): endpoint-hours, the GB they carry, the resolver on-premises DNS asks,
-    # and the Logic Apps that start the jobs (the last two unpriced: prices.yaml missing).
+    # private_blob.py): endpoint-hours, the GB they carry, the zone answering for them, the
+    # resolver on-premises DNS asks, and the Logic Apps that start the jobs (the last three
+    # unpriced: prices.yaml missing).
     "private-endpoint-hours": Rule(
         "network",
         "endpoint-hour",
@@ -278,6 +280,14 @@ RULES: dict[str, Rule] = {
         "GB",
         {Cloud.AZURE: ("private_endpoint_gb",)},
         "{data_class} uploads through its private endpoint",
+    ),
+    # The privatelink zone the private endpoints' records live in, per zone-month, with the
+    # queries it answers (unpriced: prices.yaml missing).
+    "private-dns-zone": Rule(
+        "network",
+        "zone-month",
+        {Cloud.AZURE: ("private_dns_zone_month",)},
+        "Blob private DNS zone and the queries it answers",
     ),
     "dns-resolver-inbound-hours": Rule(
         "network",

@@ -1659,21 +1659,29 @@ def expressroute_gateway_sku(capacity_gbps: float) -> str:
     for sku, gbps in table["gbps"].items():
         if capacity_gbps <= float(gbps):
             return str(sku)
-    return str(list(table["gbps"])[-1])
+    # Never the largest in silence: it would not carry the path (the spec refuses such a link).
+    sku, gbps = list(table["gbps"].items())[-1]
+    raise ValueError(
+        f"a {capacity_gbps:g} Gbps path is more than the largest ExpressRoute gateway "
+        f"({sku}, {gbps:g} Gbps) carries"
+    )
 
 
 def _expressroute_usages(dr: Site, link: OnPremLink, path: Path) -> Iterator[Usage]:
     """The metered circuit at its bandwidth (per month) and the gateway (per hour), neither
-    priced in prices.yaml yet (listed as unpriced); and the uploads' private path: a Blob
-    private endpoint per replica account (one per class, each in its own account), and the
-    resolver's inbound endpoint (unpriced)."""
+    priced in prices.yaml yet (listed as unpriced), and the gateway's Standard public IP; and
+    the uploads' private path: a Blob private endpoint per replica account (one per class,
+    each in its own account), the privatelink zone answering for them and the resolver's
+    inbound endpoint (both unpriced)."""
     mbps = round(link.port_gbps * 1000)
     yield _usage("expressroute-circuit", dr, 1, True, mbps=mbps)
     sku = expressroute_gateway_sku(path.capacity_gbps)
     yield _usage("expressroute-gateway-hours", dr, HOURS_PER_MONTH, True, sku=sku)
+    yield _usage("public-ipv4", dr, HOURS_PER_MONTH, True, what="ExpressRoute gateway")
     endpoints = len(path.flows)
     hours = endpoints * HOURS_PER_MONTH
     yield _usage("private-endpoint-hours", dr, hours, True, endpoints=endpoints)
+    yield _usage("private-dns-zone", dr, 1, True)
     yield _usage("dns-resolver-inbound-hours", dr, HOURS_PER_MONTH, True)
 
 

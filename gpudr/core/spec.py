@@ -1059,7 +1059,7 @@ def _parse_agents(r: _Reader, raw: Any, path: str, cidr: str) -> tuple[Agent, ..
         return ()
     if isinstance(raw, int) and not isinstance(raw, bool):
         if not 1 <= raw <= most:
-            r.error(path, f"{raw} is not 1 to {most}: DataSync takes at most {most} per location")
+            r.error(path, f"{raw} is not 1 to {most}: gpudr plans at most {most} agents a site")
             return ()
         return tuple(Agent(f"agent-{i}", None) for i in range(1, raw + 1))
     if not isinstance(raw, list) or not 1 <= len(raw) <= most:
@@ -1132,7 +1132,9 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
         elif speed is not None and speed not in speeds:
             r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
     if kind in INTERCONNECTS:
-        location, speed = _interconnect_fields(r, s, path, OnPremLinkKind(kind), location, speed)
+        location, speed = _interconnect_fields(
+            r, s, path, OnPremLinkKind(kind), location, speed, ports
+        )
     address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
     if kind == OnPremLinkKind.VPN:
         tunnel = float(limits["vpn"]["tunnel_gbps"])
@@ -1158,10 +1160,12 @@ def _interconnect_fields(
     kind: OnPremLinkKind,
     location: str | None,
     speed: float | None,
+    ports: int | None,
 ) -> tuple[str | None, float | None]:
     """Dedicated: the colocation facility's Interconnect location and the circuit speed
-    (`ports` circuits); Partner: the VLAN attachment's capacity (`ports` attachments, one per
-    edge availability domain), the location being the provider's."""
+    (`ports` circuits, whose total one VLAN attachment must carry at a capacity the API
+    takes); Partner: the VLAN attachment's capacity (`ports` attachments, one per edge
+    availability domain), the location being the provider's."""
     limits = reference.defaults()["links"]["onprem"][kind]
     speeds = [float(x) for x in limits["port_gbps"]]
     what = (
@@ -1177,6 +1181,14 @@ def _interconnect_fields(
         r.error(f"{path}.port_gbps", f"is required; a {what} is one of {speeds} Gbps")
     elif speed is not None and speed not in speeds:
         r.error(f"{path}.port_gbps", f"{speed:g} is not a {what}; use one of {speeds}")
+    elif kind == OnPremLinkKind.INTERCONNECT_DEDICATED and ports is not None and speed:
+        totals = [float(x) for x in limits["attachment_gbps"] if float(x) % speed == 0]
+        if ports * speed not in totals:
+            r.error(
+                f"{path}.ports",
+                f"{ports} x {speed:g} Gbps is {ports * speed:g} Gbps, not a VLAN attachment "
+                f"capacity; bundle circuits to one of {', '.join(f'{t:g}' for t in totals)} Gbps",
+            )
     return location, speed
 
 
@@ -1194,14 +1206,21 @@ def _expressroute(
 ) -> OnPremLink:
     """An ExpressRoute provider circuit: its peering location, provider and bandwidth, and the
     private peering's VLAN, your ASN and your two /30s."""
-    speeds = [
-        float(x) for x in reference.defaults()["links"]["onprem"]["expressroute"]["port_gbps"]
-    ]
+    limits = reference.defaults()["links"]["onprem"]
+    speeds = [float(x) for x in limits["expressroute"]["port_gbps"]]
     location = r.convert(s, "location", path, _place, required=True)
     provider = r.convert(s, "provider", path, _place, required=True)
     speed = r.convert(s, "port_gbps", path, _positive_rate, required=True)
+    # The DR stack's gateway carries the circuit: none larger than the largest SKU is built.
+    sku, most = list(limits["expressroute_gateways"]["gbps"].items())[-1]
     if speed is not None and speed not in speeds:
         r.error(f"{path}.port_gbps", f"{speed:g} is not a circuit bandwidth; use {speeds}")
+    elif speed is not None and speed > float(most):
+        r.error(
+            f"{path}.port_gbps",
+            f"{speed:g} Gbps is more than the largest ExpressRoute gateway ({sku}) carries, "
+            f"{float(most):g} Gbps; use a circuit of at most that",
+        )
     if ports not in (None, 1):
         r.error(f"{path}.ports", f"{ports}: one circuit (its two links are one); use 1")
     subnets = r.convert(s, "peering_subnets", path, _peering_subnets, required=True)
@@ -1669,7 +1688,7 @@ def _check_onprem_data(
             r.error(
                 f"data.{cls}.rpo",
                 f"0 needs dual write, which gpudr cannot deploy on premises (site {spec.site}); "
-                "DataSync pulls at most hourly: set rpo to 2h or more",
+                "the DR cloud's scheduled pulls run at most hourly: set rpo to 2h or more",
             )
 
 

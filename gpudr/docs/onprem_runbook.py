@@ -29,6 +29,7 @@ from gpudr.contract.onprem import (
     DATASYNC_ENDPOINT_PORTS,
     NFS_PORT,
     PORTMAPPER_PORT,
+    PRIVATE_GOOGLE_APIS,
 )
 from gpudr.contract.stack import (
     DATASYNC_AGENT_ARNS_KEY,
@@ -52,6 +53,26 @@ TEMPLATE = "runbook-onprem.md.j2"
 # endpoints of the replica accounts).
 AZURE_AGENT_PORTS = "TCP 443 outbound"
 DNS_PORTS = "UDP and TCP 53"
+# The HTTPS endpoints a Storage Mover agent must reach to register and run (its control
+# traffic; the uploads take the private endpoints), `{region}` being the storage mover's (the
+# DR site's) region. Source: Microsoft's agent deployment page, Prerequisites
+# (learn.microsoft.com/azure/storage-mover/agent-deploy), as the on-premises review quoted it;
+# not re-read in this pass.
+STORAGE_MOVER_AGENT_FQDNS = (
+    "mcr.microsoft.com",
+    "{region}.agentgateway.prd.azsm.azure.com",
+    "evhns-sm-ur-prd-{region}.servicebus.windows.net",
+    "*.his.arc.azure.com",
+    "*.guestconfiguration.azure.com",
+    "login.microsoftonline.com",
+    "pas.windows.net",
+    "management.azure.com",
+)
+
+
+def storage_mover_agent_fqdns(region: str) -> tuple[str, ...]:
+    """The endpoints a Storage Mover agent reaches, for a storage mover in `region`."""
+    return tuple(f.format(region=region) for f in STORAGE_MOVER_AGENT_FQDNS)
 
 
 def tcp_ports(ranges: tuple[tuple[int, int], ...]) -> str:
@@ -128,10 +149,6 @@ class GraphStep:
     duration: str
 
 
-# Private Google Access for on-premises hosts (components/gcp/onprem.py advertises it).
-PRIVATE_GOOGLE_APIS = "199.36.153.8/30"
-
-
 @dataclass(frozen=True)
 class GcpEnd:
     """A GCP DR site's end of the link and the agents' pool and account: the values the
@@ -167,6 +184,7 @@ class AzureChecklist:
     blob_zone: str
     accounts: tuple[tuple[str, str], ...]  # (data class, storage account)
     schedules: tuple[tuple[str, str, str], ...]  # (data class, Logic App, every)
+    agent_fqdns: tuple[str, ...]  # what the agents reach over HTTPS to register and run
 
 
 def _azure_checklist(
@@ -201,6 +219,7 @@ def _azure_checklist(
         blob_zone=BLOB_PUBLIC_ZONE,
         accounts=tuple((c, buckets[c].storage_account or "") for c, _, _ in jobs),
         schedules=tuple((c, schedule_name(mover, c), every) for c, _, every in jobs),
+        agent_fqdns=storage_mover_agent_fqdns(dr.region),
     )
 
 

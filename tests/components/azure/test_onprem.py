@@ -6,10 +6,13 @@ gateway (sized to the WAN path) and, once provisioned, the private peering and c
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
+import yaml
+from pulumi.runtime import rpc
 
 from components.azure.onprem import (
     ExpressRouteEnd,
@@ -20,6 +23,8 @@ from components.azure.onprem import (
     registered_agents,
 )
 from gpudr.app.offline.mocks import GpudrMocks, RecordingMonitor, Registration
+from gpudr.app.offline.run import run_stack
+from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract import grants
 from gpudr.contract.azure_onprem import (
     START_JOB_ACTIONS,
@@ -28,6 +33,8 @@ from gpudr.contract.azure_onprem import (
     started_jobs,
 )
 from gpudr.contract.site import LinkConfig, OnPremSource
+from gpudr.core.design import design
+from gpudr.core.spec import parse_plan
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
 ACCOUNT_ID = (
@@ -342,3 +349,15 @@ def test_once_provisioned_the_private_peering_and_connection_follow_the_plan(
         assert connection.inputs["virtualNetworkGateway1"]["id"] == gateway.id, connection.urn
 
     return end.service_key.apply(check)
+
+
+def test_the_service_key_leaves_the_stack_only_as_a_secret() -> None:
+    """Whoever holds the service key can provision the circuit: the DR stack of
+    examples/onprem-to-azure.yaml exports it (in `onprem`) only as a secret."""
+    example = Path(__file__).resolve().parents[3] / "examples" / "onprem-to-azure.yaml"
+    plan = parse_plan(yaml.safe_load(example.read_text()))
+    site = plan.sites["eus"]
+    config = stack_config_values(design(plan), site)
+    run = run_stack(stack_name(plan, site), config, GpudrMocks(default_region=site.region))
+    # (a preview: the key itself is unknown until the circuit exists)
+    assert rpc.is_rpc_secret(run.outputs["onprem"]), run.outputs["onprem"]

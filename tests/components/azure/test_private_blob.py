@@ -80,6 +80,8 @@ def test_each_replica_account_is_reached_by_a_blob_private_endpoint_named_by_the
         (link,) = registered(monitor, ZONE_LINK)
         assert link.inputs["virtualNetwork"]["id"] == VNET_ID, link.urn
         assert link.inputs["registrationEnabled"] is False, link.urn
+        # other accounts' names (no record in this zone) resolve publicly, not NXDOMAIN
+        assert link.inputs["resolutionPolicy"] == "NxDomainRedirect", link.urn
         groups = registered(monitor, ZONE_GROUP)
         # each endpoint's A record is kept in the zone by its own zone group
         assert sorted(g.inputs["privateEndpointName"] for g in groups) == sorted(
@@ -139,7 +141,7 @@ def test_a_range_too_small_for_the_path_is_refused(cidr: str) -> None:
 
 
 @pulumi.runtime.test
-def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_from_the_internet(
+def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_else(
     monitor: RecordingMonitor,
 ) -> pulumi.Output[None]:
     component = path()
@@ -159,6 +161,15 @@ def test_the_subnets_admit_https_and_dns_from_on_premises_and_nothing_from_the_i
         deny = rules["deny-internet-inbound"]
         assert (deny["access"], deny["sourceAddressPrefix"]) == ("Deny", "Internet"), nsg.urn
         assert max(r["priority"] for r in rules.values()) == deny["priority"], nsg.urn
+        # On premises is inside the VirtualNetwork tag over ExpressRoute: Azure's default
+        # AllowVnetInBound (65000) would admit every port from there. Denied after the allows.
+        network = rules["deny-network-inbound"]
+        assert (network["access"], network["sourceAddressPrefix"]) == ("Deny", "VirtualNetwork")
+        assert (network["destinationAddressPrefix"], network["destinationPortRange"]) == ("*", "*")
+        assert network["protocol"] == "*", nsg.urn
+        allows = [r["priority"] for r in rules.values() if r["access"] == "Allow"]
+        assert max(allows) < network["priority"] < deny["priority"], nsg.urn
+        assert len({r["priority"] for r in rules.values()}) == len(rules), nsg.urn
         for subnet in registered(monitor, SUBNET):
             assert subnet.inputs["networkSecurityGroup"]["id"] == nsg.id, subnet.urn
         (endpoint_subnet,) = [

@@ -15,10 +15,11 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from pulumi.runtime import rpc
 
 from components.gcp.onprem import OnPremLinkEnd, OnPremLinkEndArgs, check_inbound
 from gpudr.app.offline.mocks import GpudrMocks, Registration
-from gpudr.app.offline.run import run_stack
+from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract.naming import sts_pool_limit_mbps
 from gpudr.contract.site import InboundTransfer, OnPremSource
@@ -36,12 +37,16 @@ def _plan(**onprem: Any) -> Any:
     return parse_plan(raw)
 
 
-def _stack(**onprem: Any) -> list[Registration]:
+def _run(**onprem: Any) -> StackRun:
     plan = _plan(**onprem)
     site = plan.sites["euw4"]
     config = stack_config_values(design(plan), site)
     mocks = GpudrMocks(default_region=site.region)
-    return run_stack(stack_name(plan, site), config, mocks).registrations
+    return run_stack(stack_name(plan, site), config, mocks)
+
+
+def _stack(**onprem: Any) -> list[Registration]:
+    return list(_run(**onprem).registrations)
 
 
 def _of(regs: list[Registration], typ: str) -> list[Registration]:
@@ -156,7 +161,11 @@ def test_partner_link_end_is_attachments_in_both_domains_on_asn_16550() -> None:
     regs = _stack(link=link, wan_committed_gbps=8)
     assert not _of(regs, "gcp:compute/interconnect:Interconnect")
     assert not _of(regs, "gcp:compute/routerPeer:RouterPeer")  # the provider's, or after pairing
-    atts = _of(regs, "gcp:compute/interconnectAttachment:InterconnectAttachment")
+    # by name: the engine registers them in no fixed order
+    atts = sorted(
+        _of(regs, "gcp:compute/interconnectAttachment:InterconnectAttachment"),
+        key=lambda a: str(a.inputs["name"]),
+    )
     assert [a.inputs["edgeAvailabilityDomain"] for a in atts] == [
         "AVAILABILITY_DOMAIN_1",
         "AVAILABILITY_DOMAIN_2",
@@ -166,6 +175,16 @@ def test_partner_link_end_is_attachments_in_both_domains_on_asn_16550() -> None:
         assert "bandwidth" not in a.inputs, a.urn  # the partner sets it
     (router,) = [r for r in _of(regs, "gcp:compute/router:Router") if "onprem" in r.name]
     assert router.inputs["bgp"]["asn"] == 16550, router.urn
+
+
+def test_the_pairing_keys_leave_the_stack_only_as_a_secret() -> None:
+    """Whoever holds a pairing key can connect to its attachment: exported only as a secret."""
+    link = {"kind": "interconnect-partner", "port_gbps": 5, "ports": 2, "bgp_asn": 65020}
+    exported = _run(link=link, wan_committed_gbps=8).outputs["onprem"]
+    assert rpc.is_rpc_secret(exported), exported
+    # A Dedicated Interconnect has none: its BGP addresses stay readable without secrets.
+    exported = _run().outputs["onprem"]
+    assert not rpc.is_rpc_secret(exported), exported
 
 
 def test_an_s3_compatible_store_is_read_by_prefix_through_the_pool() -> None:

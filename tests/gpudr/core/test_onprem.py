@@ -422,3 +422,29 @@ def test_a_datasync_run_waits_for_the_other_classes_runs_on_the_same_agents() ->
         7200 + 1199.06 + 539.58 + 3600, abs=0.01
     )
     assert d.replication_meets(checkpoints)
+
+
+@pytest.mark.parametrize("example", ["onprem-to-azure", "onprem-to-gcp"])
+@pytest.mark.parametrize(
+    ("path", "value", "error"),
+    [
+        (("sites", "agents"), 5, "agents: 5 is not 1 to 4: gpudr plans at most 4 agents a site"),
+        (("data", "checkpoints", "rpo"), 0, "scheduled pulls run at most hourly"),
+    ],
+)
+def test_an_onprem_refusal_names_no_service_of_another_cloud(
+    example: str, path: tuple[str, ...], value: Any, error: str
+) -> None:
+    """Into Azure or GCP, nothing is DataSync: the agents' and the pulls' limits are said
+    without naming it."""
+    raw = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    if path[0] == "sites":
+        (site,) = [s for s in raw["sites"].values() if s["cloud"] == "onprem"]
+        site[path[1]] = value
+    else:
+        raw[path[0]][path[1]][path[2]] = value
+    with pytest.raises(PlanError) as refused:
+        parse_plan(raw)
+    lines = [str(e) for e in refused.value.errors]
+    assert any(error in line for line in lines), lines
+    assert not any("DataSync" in line for line in lines), lines

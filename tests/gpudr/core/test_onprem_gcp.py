@@ -68,6 +68,40 @@ def test_a_bad_field_is_one_line_naming_it_and_the_fix(path: str, value: Any, er
     assert any(error in line for line in str(exc.value).splitlines()), str(exc.value)
 
 
+BUNDLE = "not a VLAN attachment capacity; bundle circuits to one of"
+
+
+@pytest.mark.parametrize(
+    ("ports", "port_gbps", "error"),
+    [
+        (1, 10, None),
+        (2, 10, None),
+        (5, 10, None),
+        (1, 100, None),
+        (3, 10, f"3 x 10 Gbps is 30 Gbps, {BUNDLE} 10, 20, 50, 100, 400 Gbps"),
+        (4, 10, f"4 x 10 Gbps is 40 Gbps, {BUNDLE} 10, 20, 50, 100, 400 Gbps"),
+        (8, 10, f"8 x 10 Gbps is 80 Gbps, {BUNDLE} 10, 20, 50, 100, 400 Gbps"),
+        (2, 100, f"2 x 100 Gbps is 200 Gbps, {BUNDLE} 100, 400 Gbps"),
+        (3, 100, f"3 x 100 Gbps is 300 Gbps, {BUNDLE} 100, 400 Gbps"),
+    ],
+)
+def test_a_dedicated_bundle_no_vlan_attachment_carries_is_refused_on_its_ports(
+    ports: int, port_gbps: int, error: str | None
+) -> None:
+    """The DR stack's one VLAN attachment carries the whole bundle, at a capacity the Compute
+    API lists (BPS_10G, BPS_20G, BPS_50G, BPS_100G, BPS_400G): any other total would fail the
+    first `pulumi up`, so the spec refuses it."""
+    raw = _with("sites.ams1.link.ports", ports)
+    raw["sites"]["ams1"]["link"]["port_gbps"] = port_gbps
+    if error is None:
+        link = parse_plan(raw).onprem["ams1"].link
+        assert link.ports * link.port_gbps == ports * port_gbps
+        return
+    with pytest.raises(PlanError) as exc:
+        parse_plan(raw)
+    assert str(exc.value).splitlines() == [f"sites.ams1.link.ports: {error}"]
+
+
 def test_every_class_is_pulled_through_agents_and_the_agents_bound_is_sts() -> None:
     plan = parse_plan(_with("quotas", {"sts_agent_gbps": 2}))
     d = design(plan)
