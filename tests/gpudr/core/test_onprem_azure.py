@@ -43,11 +43,11 @@ PRICED = {
 UNPRICED = {
     "checkpoints replica (HOT_ZRS)": "storage_gb_month.HOT_ZRS",
     "weights replica (HOT_ZRS)": "storage_gb_month.HOT_ZRS",
-    "checkpoints job starts (Logic App, every 2h)": "logic_app_action",
+    "checkpoints job starts (Logic App, every 1h)": "logic_app_action",
     "weights job starts (Logic App, every 3h)": "logic_app_action",
-    "datasets job starts (Logic App, every 22h)": "logic_app_action",
+    "datasets job starts (Logic App, every 21h)": "logic_app_action",
     "ExpressRoute circuit, 10000 Mbps metered": "expressroute_circuit_month.10000Mbps",
-    "ExpressRoute gateway ErGw2AZ": "expressroute_gateway_hour.ErGw2AZ",
+    "ExpressRoute gateway ErGw3AZ": "expressroute_gateway_hour.ErGw3AZ",
     "Blob private DNS zone and the queries it answers": "private_dns_zone_month",
     "DNS Private Resolver inbound endpoint (on-premises DNS forwards to it)": (
         "dns_resolver_inbound_endpoint_hour"
