@@ -144,33 +144,14 @@ class DataSyncPull(pulumi.ComponentResource):
             )
         hmac_secret: pulumi.Output[str] = pulumi.Output.secret(args.hmac_secret)
 
-        role = aws.iam.Role(
-            f"{name}-role",
-            name=args.role_name,
-            description="gpudr: DataSync writes the pulls from the primary into this bucket",
-            assume_role_policy=pulumi.Output.all(args.region, args.account_id).apply(
-                lambda a: _trust_policy(a[0], a[1])
+        sink, role = s3_sink(
+            self,
+            name,
+            SinkArgs(
+                args.role_name, args.region, args.account_id, args.sink_bucket_arn, args.key_arn
             ),
-            tags=args.tags,
-            opts=child,
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-write",
-            role=role.id,
-            policy=pulumi.Output.all(args.sink_bucket_arn, args.key_arn).apply(
-                lambda a: _write_policy(a[0], a[1])
-            ),
-            opts=child,
-        )
-        # DataSync assumes the role when the location is created: the policy must be there.
-        sink = aws.datasync.S3Location(
-            f"{name}-sink",
-            s3_bucket_arn=args.sink_bucket_arn,
-            subdirectory="/",
-            s3_config=aws.datasync.S3LocationS3ConfigArgs(bucket_access_role_arn=role.arn),
-            region=args.region,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+            "the pulls from the primary",
+            args.tags,
         )
         tasks = []
         for t in args.transfers:
@@ -309,3 +290,52 @@ def _write_policy(bucket_arn: str, key_arn: str) -> str:
             ],
         }
     )
+
+
+@dataclass(frozen=True)
+class SinkArgs:
+    """The replica bucket a DataSync pull writes, and the role DataSync writes it with."""
+
+    role_name: str
+    region: pulumi.Input[str]
+    account_id: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    key_arn: pulumi.Input[str]
+
+
+def s3_sink(
+    parent: pulumi.Resource, name: str, args: SinkArgs, what: str, tags: dict[str, str]
+) -> tuple[aws.datasync.S3Location, aws.iam.Role]:
+    """The S3 location of a replica bucket and the role DataSync writes it with (trusted by
+    DataSync in this account and region only; write and the key's use on that bucket only),
+    shared by the pulls from another cloud and from on premises."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        f"{name}-role",
+        name=args.role_name,
+        description=f"gpudr: DataSync writes {what} into this bucket",
+        assume_role_policy=pulumi.Output.all(args.region, args.account_id).apply(
+            lambda a: _trust_policy(a[0], a[1])
+        ),
+        tags=tags,
+        opts=child,
+    )
+    policy = aws.iam.RolePolicy(
+        f"{name}-write",
+        role=role.id,
+        policy=pulumi.Output.all(args.bucket_arn, args.key_arn).apply(
+            lambda a: _write_policy(a[0], a[1])
+        ),
+        opts=child,
+    )
+    # DataSync assumes the role when the location is created: the policy must be there.
+    location = aws.datasync.S3Location(
+        f"{name}-sink",
+        s3_bucket_arn=args.bucket_arn,
+        subdirectory="/",
+        s3_config=aws.datasync.S3LocationS3ConfigArgs(bucket_access_role_arn=role.arn),
+        region=args.region,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[policy]),
+    )
+    return location, role

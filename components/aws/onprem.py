@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.datasync import _options, _trust_policy, _write_policy, schedule_expression
+from components.aws.datasync import SinkArgs, _options, s3_sink, schedule_expression
 from components.aws.links import DirectConnectLink, DirectConnectLinkArgs
 from gpudr.contract.naming import datasync_task_name
 from gpudr.contract.onprem import DATASYNC_ENDPOINT_PORTS, NFS_STORAGE_KINDS, OBJECT_STORAGE_KINDS
@@ -331,32 +331,14 @@ class OnPremPull(pulumi.ComponentResource):
         check_inbound(args.transfers, args.source)
         if not args.agent_arns:
             raise ValueError(f"{name}: a pull from on premises needs its agents' ARNs")
-        role = aws.iam.Role(
-            f"{name}-role",
-            name=args.role_name,
-            description="gpudr: DataSync writes the pulls from on premises into this bucket",
-            assume_role_policy=pulumi.Output.all(args.region, args.account_id).apply(
-                lambda a: _trust_policy(a[0], a[1])
+        sink, _ = s3_sink(
+            self,
+            name,
+            SinkArgs(
+                args.role_name, args.region, args.account_id, args.sink_bucket_arn, args.key_arn
             ),
-            tags=args.tags,
-            opts=child,
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-write",
-            role=role.id,
-            policy=pulumi.Output.all(args.sink_bucket_arn, args.key_arn).apply(
-                lambda a: _write_policy(a[0], a[1])
-            ),
-            opts=child,
-        )
-        sink = aws.datasync.S3Location(
-            f"{name}-sink",
-            s3_bucket_arn=args.sink_bucket_arn,
-            subdirectory="/",
-            s3_config=aws.datasync.S3LocationS3ConfigArgs(bucket_access_role_arn=role.arn),
-            region=args.region,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+            "the pulls from on premises",
+            args.tags,
         )
         tasks = []
         for t in args.transfers:
