@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -52,10 +53,22 @@ def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
     assert path["kind"] == "wan" and path["provisioned_gbps"] == 8.0
 
 
-def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
-    raw = yaml.safe_load(EXAMPLE.read_text())
-    raw["sites"]["fra1"]["wan_committed_gbps"] = 0.5  # the need is 961 Mbps with headroom
-    plan = tmp_path / "onprem-small-wan.yaml"
+@pytest.mark.parametrize(
+    ("example", "site", "mechanism"),
+    [
+        ("onprem-to-aws", "fra1", "datasync-agent"),
+        ("onprem-to-gcp", "ams1", "sts-agent"),
+        ("onprem-to-azure", "iad1", "storage-mover"),
+    ],
+)
+def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(
+    tmp_path: Path, example: str, site: str, mechanism: str
+) -> None:
+    """Into every DR cloud: the committed WAN below the need (961 Mbps with headroom) leaves
+    every class not met, and the pack refuses the replicas at the same asserted rate."""
+    raw = yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text())
+    raw["sites"][site]["wan_committed_gbps"] = 0.5
+    plan = tmp_path / f"{example}-small-wan.yaml"
     plan.write_text(yaml.safe_dump(raw))
     code, report = plan_json(plan)
     assert code == 1
@@ -68,7 +81,7 @@ def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) ->
         if v["policy"] == "replication-bandwidth" and v["level"] == "mandatory"
     ]
     assert refused and all(
-        "500 Mbps rate asserted for datasync-agent" in v["message"] for v in refused
+        f"500 Mbps rate asserted for {mechanism}" in v["message"] for v in refused
     )
     assert not report["policy_ok"]
 

@@ -66,27 +66,6 @@ def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
     assert path["kind"] == "wan" and path["provisioned_gbps"] == 3.0
 
 
-def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
-    plan = raw()
-    plan["sites"]["iad1"]["wan_committed_gbps"] = 0.5  # the need is 961 Mbps with headroom
-    path = tmp_path / "small-wan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    code, report = plan_json(path)
-    assert code == 1
-    data = [w for w in report["workloads"] if w["name"] in ("checkpoints", "weights", "datasets")]
-    assert data and not any(w["meets"] for w in data)
-    (stack,) = report["stacks"]
-    refused = [
-        v
-        for v in stack["policy"]["violations"]
-        if v["policy"] == "replication-bandwidth" and v["level"] == "mandatory"
-    ]
-    assert refused and all(
-        "500 Mbps rate asserted for storage-mover" in v["message"] for v in refused
-    )
-    assert not report["policy_ok"]
-
-
 def test_the_wan_path_is_bound_by_the_storage_mover_agents() -> None:
     d = design(parse_plan(raw()))
     (path,) = d.paths.values()

@@ -34,25 +34,6 @@ def test_the_example_meets_every_target_and_the_pack_refuses_nothing() -> None:
     assert path["kind"] == "wan" and path["provisioned_gbps"] == 8.0
 
 
-def test_an_undersized_wan_is_not_met_and_refused_by_the_pack(tmp_path: Path) -> None:
-    raw = yaml.safe_load(EXAMPLE.read_text())
-    raw["sites"]["ams1"]["wan_committed_gbps"] = 0.5  # the need is 961 Mbps with headroom
-    plan = tmp_path / "onprem-gcp-small-wan.yaml"
-    plan.write_text(yaml.safe_dump(raw))
-    code, report = plan_json(plan)
-    assert code == 1
-    data = [w for w in report["workloads"] if w["name"] in ("checkpoints", "weights", "datasets")]
-    assert data and not any(w["meets"] for w in data)
-    (stack,) = report["stacks"]
-    refused = [
-        v
-        for v in stack["policy"]["violations"]
-        if v["policy"] == "replication-bandwidth" and v["level"] == "mandatory"
-    ]
-    assert refused and all("500 Mbps rate asserted for sts-agent" in v["message"] for v in refused)
-    assert not report["policy_ok"]
-
-
 def test_ha_vpn_from_on_premises_into_gcp_is_refused_with_the_fix(tmp_path: Path) -> None:
     raw = yaml.safe_load(EXAMPLE.read_text())
     raw["sites"]["ams1"]["link"] = {"kind": "vpn", "bgp_asn": 65020, "address": "145.40.66.7"}
