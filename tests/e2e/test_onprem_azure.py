@@ -1,6 +1,6 @@
 """On premises -> Azure end to end: `gpudr plan` of examples/onprem-to-azure.yaml meets every
-target with the pack refusing nothing; with the WAN committed below the need, the classes are
-not met and the pack refuses the replicas; the spec's refusals for what Azure does not take."""
+target with the pack refusing nothing; one agent per job; the spec's refusals for what Azure
+does not take. The undersized WAN is tests/e2e/test_onprem.py's table."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """examples/onprem-to-gcp.yaml end to end through the CLI (the program under mocks, the pack over
-gRPC): met and refused nothing as written; with the committed WAN below the need, not met and
-refused by the pack, which judges the same WAN rate; HA VPN from on premises refused."""
+gRPC): met and refused nothing as written; HA VPN from on premises refused. The undersized WAN
+is tests/e2e/test_onprem.py's table."""
 
 from __future__ import annotations
 
