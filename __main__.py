@@ -36,7 +36,7 @@ def site(stack: StackConfig) -> None:
         # Azure creates account immutability policies unlocked; locking is a second,
         # irreversible step (`gpudr:lock_weights`), taken once the first deployment succeeded.
         extra["immutability_state"] = "Locked" if stack.lock_weights else "Unlocked"
-    if stack.site.cloud in ("aws", "gcp"):
+    if stack.site.cloud in ("aws", "gcp") or stack.site.onprem is not None:
         # Sign-ins for scheduled pulls from another cloud, from this stack's own config.
         extra["credentials"] = stack.credentials
     args = getattr(module, args_class)(config=stack.site, failover=stack.failover, **extra)
@@ -56,6 +56,12 @@ def site(stack: StackConfig) -> None:
         # AWS: {data class: ARN of the role its dual writer's pods assume here}, for the
         # writer's EKS Pod Identity association.
         pulumi.export("writer_role_arns", component.writer_role_arns)
+    onprem = getattr(component, "onprem", None)
+    if onprem is not None:
+        # What the runbook's on-premises checklist reads: the DataSync endpoint and the BGP peer
+        # addresses (AWS), the attachments and Partner pairing keys (GCP), the circuit's service
+        # key and the storage mover (Azure). Keys are secrets: `--show-secrets` prints them.
+        pulumi.export("onprem", onprem)
 
 
 def drill(stack: StackConfig, config: DrillConfig) -> None:

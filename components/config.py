@@ -12,6 +12,13 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:azure_sts_client_id`, `gpudr:azure_tenant_id`  GCP DR stacks pulling from Azure Blob
   with Storage Transfer Service: the federated identity the primary's stack created (output
   `azure_sts_readers`)
+- `gpudr:datasync_agent_arns`  AWS DR stacks pulling from on premises: {agent name: ARN} of the
+  DataSync agents the operator activated (docs/onprem.md)
+- `gpudr:storage_mover_agents`  Azure DR stacks pulling from on premises: {agent name: {name,
+  principal_id}} of the Storage Mover agents the operator registered; and
+  `gpudr:expressroute_provisioned` (true once the provider has provisioned the circuit)
+- `gpudr:onprem_s3_access_key`, `gpudr:onprem_s3_secret_key` (secret)  the same, from an
+  S3-compatible store: the read-only key the operator created on it
 """
 
 from __future__ import annotations
@@ -53,6 +60,14 @@ class TransferCredentials:
     gcs_hmac_secret: pulumi.Output[str] | None = None  # a secret Output, never a plain str
     azure_client_id: str | None = None
     azure_tenant_id: str | None = None
+    # From on premises: {agent name: ARN}, set by the operator as each agent is activated,
+    # and an S3-compatible store's read-only key (the secret a secret Output).
+    datasync_agent_arns: dict[str, str] = field(default_factory=dict)
+    onprem_s3_access_key: str | None = None
+    onprem_s3_secret_key: pulumi.Output[str] | None = None
+    # Into Azure: the registered Storage Mover agents, and whether the circuit is provisioned.
+    storage_mover_agents: dict[str, dict[str, str]] = field(default_factory=dict)
+    expressroute_provisioned: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,15 +118,62 @@ def load() -> StackConfig:
             "gpudr:gcs_hmac_secret is stored in plain text; set it again with "
             "`pulumi config set --secret gpudr:gcs_hmac_secret ...`"
         )
+    for name, is_secret in stack_keys.ONPREM_S3_CREDENTIALS:
+        if is_secret and config.get(name) is not None and not _is_secret(config, name):
+            raise StackConfigError(
+                f"gpudr:{name} is stored in plain text; set it again with "
+                f"`pulumi config set --secret gpudr:{name} ...`"
+            )
     credentials = TransferCredentials(
+        onprem_s3_access_key=config.get(stack_keys.ONPREM_S3_ACCESS_KEY),
+        onprem_s3_secret_key=config.get_secret(stack_keys.ONPREM_S3_SECRET_KEY),
         gcs_hmac_access_id=access_id,
         gcs_hmac_secret=config.get_secret(secret),
         azure_client_id=config.get(stack_keys.AZURE_STS_CLIENT_ID),
         azure_tenant_id=config.get(stack_keys.AZURE_TENANT_ID),
+        datasync_agent_arns=_agent_arns(config),
+        storage_mover_agents=_storage_mover_agents(config),
+        expressroute_provisioned=config.get_bool(stack_keys.EXPRESSROUTE_PROVISIONED) or False,
     )
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
     )
+
+
+def _agent_arns(config: pulumi.Config) -> dict[str, str]:
+    """`gpudr:datasync_agent_arns`: a map of agent name to ARN (each ARN is checked where it is
+    used, components/aws/onprem.py)."""
+    raw = config.get_object(stack_keys.DATASYNC_AGENT_ARNS)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise StackConfigError(
+            f"{stack_keys.DATASYNC_AGENT_ARNS_KEY} is not a map of agent name to ARN; set each "
+            f"with `pulumi config set --path '{stack_keys.DATASYNC_AGENT_ARNS_KEY}.<agent>' <arn>`"
+        )
+    return dict(raw)
+
+
+def _storage_mover_agents(config: pulumi.Config) -> dict[str, dict[str, str]]:
+    """`gpudr:storage_mover_agents`: agent name -> {name, principal_id} (each value is checked
+    where it is used, components/azure/onprem.py)."""
+    raw = config.get_object(stack_keys.STORAGE_MOVER_AGENTS)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str)
+        and isinstance(v, dict)
+        and all(isinstance(x, str) and isinstance(y, str) for x, y in v.items())
+        for k, v in raw.items()
+    ):
+        key = stack_keys.STORAGE_MOVER_AGENTS_KEY
+        raise StackConfigError(
+            f"{key} is not a map of agent name to {{name, principal_id}}; set each with "
+            f"`pulumi config set --path '{key}.<agent>.name' <registered agent name>`"
+        )
+    return {k: dict(v) for k, v in raw.items()}
 
 
 def _drill_stack_is_a_drill(mode: str) -> None:

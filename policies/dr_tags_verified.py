@@ -234,6 +234,10 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     enums.Mechanism.AZURE_OR: ((AZ_STORAGE_ACCOUNT,), (AZ_STORAGE_ACCOUNT,), ()),
     enums.Mechanism.STS: (ANY, (GCS_BUCKET,), ()),
     enums.Mechanism.DATASYNC: (ANY, (S3_BUCKET,), ()),
+    # The source is on premises: no stack holds it.
+    enums.Mechanism.DATASYNC_AGENT: ((), (S3_BUCKET,), ()),
+    enums.Mechanism.STS_AGENT: ((), (GCS_BUCKET,), ()),
+    enums.Mechanism.STORAGE_MOVER: ((), (AZ_STORAGE_ACCOUNT,), ()),
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }
@@ -256,11 +260,20 @@ def _consistency(bucket: PolicyResource, d: tags.BucketTags) -> Iterator[str]:
         yield f"{Tag.DATA_CLASS.key} {d.data_class!r} is no data class gpudr knows"
     if d.burst_bytes == 0 and d.steady_mbps == 0:
         yield "burst-bytes and steady-kbps are both 0: the class would move no data"
-    if d.burst_bytes > 0 and d.interval_s == 0 and d.mechanism != enums.Mechanism.DUAL_WRITE:
+    # A published model is a burst of its own: pulled, it must arrive within the RPO, with no
+    # interval to repeat in (the need's window is the RPO).
+    published = d.data_class == enums.DataClass.WEIGHTS and d.rpo_s is not None
+    if (
+        d.burst_bytes > 0
+        and d.interval_s == 0
+        and d.mechanism != enums.Mechanism.DUAL_WRITE
+        and not published
+    ):
         yield "a burst (burst-bytes > 0) with no interval-s to repeat it in"
     if d.quota_mbps is not None and d.quota_mbps <= 0:
         yield f"{Tag.QUOTA_MBPS.key} is {d.quota_mbps:g}: a quota of nothing"
-    if d.quota_mbps is not None and d.mechanism not in sizing.QUOTA_KEYS:
+    rated = (*sizing.QUOTA_KEYS, *enums.FROM_ONPREM)  # the WAN rate (_wan_bound)
+    if d.quota_mbps is not None and d.mechanism not in rated:
         yield f"{Tag.QUOTA_MBPS.key} on {d.mechanism}, which no rate quota bounds"
     if d.rpo_s == 0 and d.mechanism != enums.Mechanism.DUAL_WRITE:
         yield f"RPO 0 with mechanism {d.mechanism}: only a dual write holds RPO 0"
@@ -299,7 +312,27 @@ def _approved_mbps(
     return best
 
 
+def _wan_bound(
+    bucket: PolicyResource, d: tags.BucketTags, config: Mapping[str, Any]
+) -> Iterator[str]:
+    """A pull from on premises asserts the WAN bandwidth committed to DR: no vendor publishes
+    it and nothing registered shows it, so only an approval in the pack config bounds it."""
+    approved, _source = _approved_mbps(bucket, d, config)
+    if d.quota_mbps is None:
+        yield "it states no WAN rate (gpudr:quota-mbps) for its pull from on premises"
+    elif approved is None or d.quota_mbps > approved:
+        yield (
+            f"it asserts {mbps(d.quota_mbps)} of WAN bandwidth committed to DR, but the pack "
+            "config's approved_quotas approves "
+            + ("none" if approved is None else mbps(approved))
+            + f" for mechanism {d.mechanism} on this stack: have the network team confirm the "
+            "commitment and add it there, or lower wan_committed_gbps in the plan"
+        )
+
+
 def _bounds(bucket: PolicyResource, d: tags.BucketTags, config: Mapping[str, Any]) -> Iterator[str]:
+    if d.mechanism in enums.FROM_ONPREM:
+        yield from _wan_bound(bucket, d, config)
     if d.quota_mbps is not None and d.mechanism in sizing.QUOTA_KEYS:
         approved, source = _approved_mbps(bucket, d, config)
         if approved is not None and d.quota_mbps > approved:

@@ -39,6 +39,7 @@ from pulumi_policy import (
 )
 
 from gpudr.core import sizing
+from gpudr.core.enums import FROM_ONPREM
 
 from .common import (
     AWS_VPC_PEERING,
@@ -107,6 +108,33 @@ RUNS_ON = {
     # One dual-region bucket, owned by the DR site's stack, replicates itself.
     "gcs-turbo": "data-dual-region",
     "gcs-dual-region": "data-dual-region",
+    # From on premises: the tasks at the DR site share the WAN bandwidth committed to DR.
+    "datasync-agent": "data-replica",
+    "sts-agent": "data-replica",
+    "storage-mover": "data-replica",
+}
+# What raises each bound, where it is not a vendor's quota. From on premises the asserted rate
+# is the least of three bounds, and nothing registered says which one holds (the committed WAN
+# is not a resource): the three, and where `gpudr plan` names the one that binds.
+RAISE = {
+    "datasync-agent": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the link's ports x port speed (add ports "
+        "or tunnels), or the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.datasync_agent_gbps)"
+    ),
+    "sts-agent": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site; the agent pool's limit follows it), the "
+        "Interconnect's circuits or attachments x their speed, or the agents x per-agent rate "
+        "(add agents, or with a measured rate raise quotas.sts_agent_gbps)"
+    ),
+    "storage-mover": (
+        "Raise the bound that holds (`gpudr plan` names it): the WAN bandwidth committed to DR "
+        "(wan_committed_gbps of the on-premises site), the ExpressRoute circuit's bandwidth, or "
+        "the agents x per-agent rate (add agents, or with a measured rate raise "
+        "quotas.storage_mover_agent_gbps)"
+    ),
 }
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
@@ -205,7 +233,7 @@ def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] 
 def _check_quotas(
     classes: list[tuple[PolicyResource, DataClass]], headroom: float, report: ReportViolation
 ) -> None:
-    for mechanism in QUOTA_BOUND:
+    for mechanism in (*QUOTA_BOUND, *FROM_ONPREM):
         group = [
             (b, d) for b, d in classes if d.mechanism == mechanism and d.role == RUNS_ON[mechanism]
         ]
@@ -223,9 +251,14 @@ def _check_quotas(
                 f"({names}), {mbps(need * headroom)} with headroom {headroom:g}, above the "
                 f"{mbps(quota)} rate asserted for {mechanism}"
                 + (" (S3 RTC's 15-minute SLA is void above it)" if mechanism == "crr-rtc" else "")
-                + f". Raise the quota (for S3 RTC ask AWS support, then set quotas."
-                f"{QUOTA_BOUND[mechanism]} in the plan), reduce the bursts (dedup, compression), "
-                "or relax the RPO; then regenerate the stack.",
+                + ". "
+                + RAISE.get(
+                    mechanism,
+                    "Raise the quota (for S3 RTC ask AWS support, then set quotas."
+                    f"{QUOTA_BOUND.get(mechanism)} in the plan)",
+                )
+                + ", reduce the bursts (dedup, compression), or relax the RPO; then regenerate "
+                "the stack.",
                 bucket.urn,
             )
 

@@ -9,9 +9,15 @@ What each mechanism guarantees (gpudr/core/data/defaults.yaml, `mechanisms`, wit
   Default dual-region replication is a target, not a guarantee.
 - Azure object replication (standard mode) has no SLA. Priority mode (15 min) cannot be set
   through azure-native 3.29 and its SLA is void above 1 Gbps of ingress, so it is not modelled.
-- Scheduled pulls (Storage Transfer Service into GCS, DataSync into S3): RPO = repeat interval +
-  one run's transfer time + checkpoint interval. The job lives in the DR site's stack, so the
-  check runs there, on the replica bucket; the source bucket's stack has nothing to check.
+- Scheduled pulls (Storage Transfer Service into GCS, DataSync into S3, from on premises too):
+  RPO = repeat interval + one run's transfer time + checkpoint interval. The job lives in the DR
+  site's stack, so the check runs there, on the replica bucket; the source bucket's stack has
+  nothing to check.
+- Storage Mover from on premises into Azure: the same sum, the interval being the Recurrence of
+  the Logic App that starts the job definition with its managed identity (a job nothing starts
+  has no RPO); and the uploads must have their private path (a Blob private endpoint of the
+  replica account with its record in the privatelink zone), or they would not cross the
+  ExpressRoute link the plan sized.
 - Dual write is synchronous: RPO 0 at the writer, which infrastructure cannot show.
 
 Where a policy finds the mechanism's settings is the stack that owns them: S3 replication and
@@ -20,6 +26,8 @@ owner), scheduled jobs in the DR stack.
 """
 
 from __future__ import annotations
+
+import re
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -31,10 +39,26 @@ from pulumi_policy import (
 )
 
 from gpudr.contract import grants
+from gpudr.contract.azure_onprem import (
+    BLOB_GROUP,
+    BLOB_PRIVATE_ZONE,
+    START_JOB_ACTIONS,
+    recurrence_s,
+    started_jobs,
+)
 from gpudr.core import sizing
 
 from .common import (
+    AZ_LOGIC_WORKFLOW,
+    AZ_MOVER_ENDPOINT,
+    AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
+    AZ_PRIVATE_DNS_LINK,
+    AZ_PRIVATE_DNS_ZONE,
+    AZ_PRIVATE_DNS_ZONE_GROUP,
+    AZ_PRIVATE_ENDPOINT,
+    AZ_ROLE_ASSIGNMENT,
+    AZ_ROLE_DEFINITION,
     AZ_STORAGE_ACCOUNT,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
@@ -78,6 +102,11 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     "azure-or": ("data-source", AZ_STORAGE_ACCOUNT),  # policies owned by the primary's stack
     "sts": ("data-replica", GCS_BUCKET),  # the job lives at the DR site
     "datasync": ("data-replica", S3_BUCKET),
+    # From on premises: the tasks read through agents there, asserting the WAN rate.
+    "datasync-agent": ("data-replica", S3_BUCKET),
+    "sts-agent": ("data-replica", GCS_BUCKET),
+    # Into Azure: Storage Mover job definitions at the DR site, their agents on premises.
+    "storage-mover": ("data-replica", AZ_STORAGE_ACCOUNT),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
@@ -205,10 +234,11 @@ def _check_gcs_dual_region(bucket: PolicyResource, d: DataClass, report: ReportV
 # --- scheduled pulls (owner: the DR stack) --------------------------------------------------
 
 
-def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
+def _pull(stack: Stack, d: DataClass, interval_s: float, wait_s: float = 0.0) -> sizing.Schedule:
     """One run of a pull every `interval_s` into this class's replica, as the planner sizes it
     (`sizing.pull_at`): what the run copies at worst, over the asserted rate quota less the
-    steady load of the stack's other classes pulled by the same service."""
+    steady load of the stack's other classes pulled by the same service, at most one agent's
+    rate where a job runs on one agent (`gpudr:agent-mbps`), after `wait_s` in the queue."""
     quota = d.quota_mbps or default_quota_mbps(d.mechanism) or 0.0
     others = sum(
         o.steady_mbps
@@ -225,7 +255,29 @@ def _pull(stack: Stack, d: DataClass, interval_s: float) -> sizing.Schedule:
         other_steady_gbps=others / 1000,
         headroom=1.0,
         rpo_s=d.rpo_s,
+        rate_cap_gbps=None if d.agent_mbps is None else d.agent_mbps / 1000,
+        wait_s=wait_s,
     )
+
+
+def _queue_wait_s(stack: Stack, bucket: PolicyResource, d: DataClass) -> float:
+    """How long a DataSync run from on premises may wait for the other classes' runs: an agent
+    runs one task at a time and every task uses every agent, so at worst each other class's
+    run (at its task's declared interval) goes first. A class whose schedule cannot be read
+    adds nothing here: its own replica is refused for it."""
+    if d.mechanism != "datasync-agent":
+        return 0.0
+    wait = 0.0
+    for other in stack.data_buckets():
+        o = data_class(other)
+        if other.urn == bucket.urn or isinstance(o, str):
+            continue
+        if o.mechanism != d.mechanism or o.role != d.role or o.data_class == d.data_class:
+            continue
+        intervals = [i for _, i in _datasync_schedules(stack, other) if i is not None]
+        if intervals:
+            wait += _pull(stack, o, min(intervals)).transfer_s
+    return wait
 
 
 def _sts_schedules(
@@ -286,11 +338,28 @@ def _datasync_schedules(
 def _check_pull(
     stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
 ) -> None:
-    if d.mechanism == "sts":
+    if d.mechanism in ("sts", "sts-agent"):
         jobs, kind = _sts_schedules(stack, bucket), "Storage Transfer Service job"
         fix = (
             "Declare gcp.storage.TransferJob with transfer_spec.gcs_data_sink.bucket_name = this "
             'bucket and schedule.repeat_interval (e.g. "3600s")'
+        )
+    elif d.mechanism == "storage-mover":
+        jobs, kind = _mover_schedules(stack, bucket, d), "Storage Mover schedule (Logic App)"
+        fix = (
+            "Declare azure-native logic.Workflow (state Enabled) with a Recurrence trigger and an "
+            "HTTP action POSTing the job definition's startJob with its managed identity, as "
+            "gpudr's components/azure/onprem.py does (regenerate the stack)"
+        )
+    elif d.mechanism == "datasync-agent":
+        # gpudr's DR stack declares these tasks only once the agents on premises are activated
+        # (fail closed): what is missing is the activation, not a resource to write by hand.
+        jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
+        fix = (
+            "Activate the on-premises DataSync agents against this stack's DataSync endpoint "
+            "and set each one's ARN in gpudr:datasync_agent_arns (pulumi config set --path "
+            "'gpudr:datasync_agent_arns.<agent>' <arn>; the runbook's checklist), then pulumi up "
+            'declares the aws.datasync.Task on schedule "rate(N hours)"'
         )
     else:
         jobs, kind = _datasync_schedules(stack, bucket), "DataSync task"
@@ -308,10 +377,11 @@ def _check_pull(
         )
         return
     worst: list[tuple[float, PolicyResource, float, float]] = []
+    wait = _queue_wait_s(stack, bucket, d)
     for job, interval in jobs:
         if interval is None:
             continue
-        pull = _pull(stack, d, interval)
+        pull = _pull(stack, d, interval, wait)
         worst.append((pull.estimated_rpo_s, job, interval, pull.transfer_s))
     if not worst:
         report(
@@ -322,11 +392,12 @@ def _check_pull(
         return
     total, job, interval, run = min(worst, key=lambda w: w[0])
     if not sizing.within(d.rpo_s, total):
+        queued = f" after up to {seconds(wait)} behind the other classes' runs" if wait else ""
         report(
             f"{describe(bucket)} cannot meet {_target(d)}: its {kind} {job.name} runs every "
-            f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate, plus the "
-            f"{seconds(flow_of(d).base_rpo_s)} checkpoint interval: {seconds(total)}. Shorten the "
-            "schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
+            f"{seconds(interval)}, a run takes {seconds(run)} at the asserted rate{queued}, plus "
+            f"the {seconds(flow_of(d).base_rpo_s)} checkpoint interval: {seconds(total)}. "
+            "Shorten the schedule (gpudr generate sizes it from the RPO), raise the asserted rate "
             "(quotas in the plan), or relax the RPO.",
             bucket.urn,
         )
@@ -397,6 +468,197 @@ def _check_azure_or(
         )
 
 
+def _storage_mover_jobs(
+    stack: Stack, account: PolicyResource, data_class: str | None = None
+) -> list[PolicyResource]:
+    """The job definitions that write the whole of a container of this account: through a
+    Blob container target endpoint of the account, from the root of the container, with an
+    agent, reading the class's directory (`sourceSubpath`, the class's name: gpudr's layout)
+    of an NFS mount endpoint of the stack."""
+    name = account.props.get("accountName")
+    sources = {
+        get(e.props, "endpointName")
+        for e in stack.of_type(AZ_MOVER_ENDPOINT)
+        if same(get(e.props, "properties", "endpointType"), "NfsMount")
+    }
+    targets = {
+        get(e.props, "endpointName")
+        for e in stack.of_type(AZ_MOVER_ENDPOINT)
+        if same(get(e.props, "properties", "endpointType"), "AzureStorageBlobContainer")
+        and str(get(e.props, "properties", "storageAccountResourceId") or "").rsplit("/", 1)[-1]
+        == name
+    }
+    return [
+        j
+        for j in stack.of_type(AZ_MOVER_JOB)
+        if get(j.props, "targetName") in targets
+        and get(j.props, "agentName")
+        and not get(j.props, "targetSubpath")
+        and get(j.props, "sourceName") in sources
+        and (data_class is None or get(j.props, "sourceSubpath") == data_class)
+    ]
+
+
+_START_JOB = re.compile(
+    r"/resourceGroups/([^/]+)/providers/Microsoft\.StorageMover/storageMovers/([^/]+)"
+    r"/projects/([^/]+)/jobDefinitions/([^/?]+)/startJob\?",
+    re.IGNORECASE,
+)
+
+
+def _job_key(job: PolicyResource) -> tuple[str, ...]:
+    """A job definition as an ARM path names it (names are case-insensitive there)."""
+    keys = ("resourceGroupName", "storageMoverName", "projectName", "jobDefinitionName")
+    return tuple(str(job.props.get(k) or "").lower() for k in keys)
+
+
+def _mover_schedules(
+    stack: Stack, account: PolicyResource, d: DataClass
+) -> list[tuple[PolicyResource, float | None]]:
+    """(workflow, recurrence interval) of each enabled Logic App that starts, with its managed
+    identity allowed to (`_may_start`), a job definition writing this class into a container
+    of this account; None for one whose trigger gpudr cannot read as a plain recurrence."""
+    jobs = _storage_mover_jobs(stack, account, d.data_class)
+    out: list[tuple[PolicyResource, float | None]] = []
+    for flow in stack.of_type(AZ_LOGIC_WORKFLOW):
+        state = flow.props.get("state")
+        if state is not None and not same(state, "Enabled"):
+            continue  # a disabled (or suspended) workflow starts nothing
+        definition = flow.props.get("definition")
+        targets = {
+            tuple(g.lower() for g in m.groups())
+            for uri in started_jobs(definition)
+            if (m := _START_JOB.search(uri))
+        }
+        started = [j for j in jobs if _job_key(j) in targets]
+        if started and any(_may_start(stack, flow, j) for j in started):
+            out.append((flow, recurrence_s(definition)))
+    return out
+
+
+def _may_start(stack: Stack, flow: PolicyResource, job: PolicyResource) -> bool:
+    """Whether a role assignment lets the workflow's identity start the job: on the job (its
+    id), to the workflow's principal, of a role definition of the stack whose actions include
+    startJob. Without it every start is refused (403) and the job never runs."""
+    roles = [
+        r
+        for r in stack.of_type(AZ_ROLE_DEFINITION)
+        if any(
+            START_JOB_ACTIONS[-1] in items(get(p, "actions"))
+            for p in items(r.props.get("permissions"))
+        )
+    ]
+    return any(
+        links_to(a, "scope", job, ("id",))
+        and links_to(a, "principalId", flow, ())
+        and any(links_to(a, "roleDefinitionId", r, ("id",)) for r in roles)
+        for a in stack.of_type(AZ_ROLE_ASSIGNMENT)
+    )
+
+
+def _names_account(endpoint: PolicyResource, account: PolicyResource) -> bool:
+    """An endpoint's connection whose value is known names this account (its id ends in the
+    account's name): the property dependency alone would pass an Output of this account
+    edited into another account's id."""
+    name = str(account.props.get("accountName") or "").lower()
+    for c in items(endpoint.props.get("privateLinkServiceConnections")):
+        value = get(c, "privateLinkServiceId")
+        if isinstance(value, str) and value and value.rsplit("/", 1)[-1].lower() != name:
+            return False
+    return True
+
+
+def _private_path(stack: Stack, account: PolicyResource) -> str | None:
+    """Why the agents' uploads to this account would not take the private path the WAN sizing
+    assumes (ExpressRoute private peering reaches private addresses only), or None: a Blob
+    private endpoint of the account, its A record kept in the privatelink zone by a zone
+    group, and that zone linked to a virtual network."""
+    endpoints = [
+        e
+        for e in stack.of_type(AZ_PRIVATE_ENDPOINT)
+        if _names_account(e, account)
+        and links_to(
+            e,
+            "privateLinkServiceConnections",
+            account,
+            ("id",),
+            value_of=lambda r: next(
+                (
+                    get(c, "privateLinkServiceId")
+                    for c in items(r.props.get("privateLinkServiceConnections"))
+                ),
+                None,
+            ),
+        )
+        and any(
+            BLOB_GROUP in items(get(c, "groupIds"))
+            for c in items(e.props.get("privateLinkServiceConnections"))
+        )
+    ]
+    if not endpoints:
+        return "no Blob private endpoint of this account is declared"
+    zones = [
+        z
+        for z in stack.of_type(AZ_PRIVATE_DNS_ZONE)
+        if same(z.props.get("privateZoneName"), BLOB_PRIVATE_ZONE)
+    ]
+    linked = [
+        z
+        for z in zones
+        if any(
+            links_to(link, "privateZoneName", z, ("privateZoneName", "name"))
+            for link in stack.of_type(AZ_PRIVATE_DNS_LINK)
+        )
+    ]
+    if not linked:
+        return f"no {BLOB_PRIVATE_ZONE} zone linked to a virtual network is declared"
+    kept = any(
+        links_to(group, "privateEndpointName", e, ("privateEndpointName", "name"))
+        and any(links_to(group, "privateDnsZoneConfigs", z, ("id",)) for z in linked)
+        for group in stack.of_type(AZ_PRIVATE_DNS_ZONE_GROUP)
+        for e in endpoints
+    )
+    if not kept:
+        return f"its private endpoint has no zone group keeping its record in {BLOB_PRIVATE_ZONE}"
+    return None
+
+
+def _check_storage_mover(
+    stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
+) -> None:
+    """A job definition of this stack writes the account with an agent assigned, the uploads
+    have their private path over the link the plan sized, and a Logic App starts the job often
+    enough for the RPO (the pulls' common check)."""
+    if not _storage_mover_jobs(stack, bucket, d.data_class):
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: no Storage Mover job definition of "
+            "this stack, with an agent assigned, writes a container of it from the source. "
+            "Register the agents on premises and set gpudr:storage_mover_agents (the stack "
+            "declares no job until then), or declare storagemover.JobDefinition with "
+            "target_name = a Blob container endpoint of this account.",
+            bucket.urn,
+        )
+        return
+    if d.agent_mbps is None:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: it does not state one agent's rate "
+            "(tag gpudr:agent-mbps), which bounds each Storage Mover run (a job runs on one "
+            "agent); regenerate the stack with `gpudr generate`.",
+            bucket.urn,
+        )
+        return
+    why = _private_path(stack, bucket)
+    if why is not None:
+        report(
+            f"{describe(bucket)} cannot meet {_target(d)}: {why}, so the Storage Mover agents "
+            "would upload over the internet, not the ExpressRoute link the plan sized. Declare "
+            "the private path (gpudr's components/azure/private_blob.py; regenerate the stack).",
+            bucket.urn,
+        )
+        return
+    _check_pull(stack, bucket, d, report)
+
+
 def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> None:
     d = data_class(bucket)
     if isinstance(d, str):
@@ -422,6 +684,8 @@ def _check(stack: Stack, bucket: PolicyResource, report: ReportViolation) -> Non
         _check_gcs_dual_region(bucket, d, report)
     elif d.mechanism == "azure-or":
         _check_azure_or(stack, bucket, d, report)
+    elif d.mechanism == "storage-mover":
+        _check_storage_mover(stack, bucket, d, report)
     elif d.mechanism in PULLED:
         _check_pull(stack, bucket, d, report)
 

@@ -27,9 +27,13 @@ from gpudr.contract.site import InboundTransfer
 
 GCS_ENDPOINT = "storage.googleapis.com"
 # Enhanced mode tasks log only to this group: DataSync sends their logs nowhere else
-# (CreateTask/UpdateTask `CloudWatchLogGroupArn`).
-ENHANCED_LOG_GROUP = "/aws/datasync"
+# (CreateTask/UpdateTask `CloudWatchLogGroupArn`). Basic mode tasks (on premises, through
+# agents) may log to any group: they log to this one too, the site's one DataSync log group.
+DATASYNC_LOG_GROUP = "/aws/datasync"
 LOG_RETENTION_DAYS = 90
+# The account's resource policy that lets Basic mode tasks write to DATASYNC_LOG_GROUP (at most
+# 10 such policies per account and region; one per site, like the group).
+LOG_POLICY_NAME = "gpudr-datasync-basic-mode-logs"
 
 
 def check_inbound(transfers: Sequence[InboundTransfer]) -> None:
@@ -59,16 +63,21 @@ def schedule_expression(t: InboundTransfer) -> str:
 class DataSyncLogsArgs:
     region: pulumi.Input[str]
     # The site's key (its ARN: CloudWatch Logs takes no alias or id). Its policy must let
-    # CloudWatch Logs of this region use it for ENHANCED_LOG_GROUP (kms.DataKeyArgs.log_groups).
+    # CloudWatch Logs of this region use it for DATASYNC_LOG_GROUP (kms.DataKeyArgs.log_groups).
     key_arn: pulumi.Input[str]
     tags: dict[str, str]
+    # Whether Basic mode tasks log here. Enhanced mode tasks write through DataSync's
+    # service-linked role (AWSServiceRoleForDataSync, `/aws/datasync*` only); Basic mode tasks
+    # write only where a resource policy of CloudWatch Logs lets datasync.amazonaws.com.
+    basic_mode: bool = False
 
 
 class DataSyncLogs(pulumi.ComponentResource):
-    """The site's one log group for Enhanced mode tasks. Declared (rather than left to DataSync
-    to create on first run) so that it has a retention: otherwise transfer logs are kept, and
-    billed, forever; and encrypted with the site's key, like the data whose object names the
-    logs carry. One per site and region, since the name is fixed."""
+    """The site's one log group for DataSync tasks, in either mode. Declared (rather than left
+    to DataSync to create on first run) so that it has a retention: otherwise transfer logs are
+    kept, and billed, forever; and encrypted with the site's key, like the data whose object
+    names the logs carry. One per site and region, since the name is fixed. With Basic mode
+    tasks, also the resource policy that lets them write to it."""
 
     log_group_arn: pulumi.Output[str]
 
@@ -78,13 +87,21 @@ class DataSyncLogs(pulumi.ComponentResource):
         super().__init__("gpudr:transfer:DataSyncLogs", name, None, opts)
         group = aws.cloudwatch.LogGroup(
             f"{name}-group",
-            name=ENHANCED_LOG_GROUP,
+            name=DATASYNC_LOG_GROUP,
             retention_in_days=LOG_RETENTION_DAYS,
             kms_key_id=args.key_arn,
             region=args.region,
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        if args.basic_mode:
+            aws.cloudwatch.LogResourcePolicy(
+                f"{name}-basic-mode",
+                policy_name=LOG_POLICY_NAME,
+                policy_document=group.arn.apply(_logs_write_policy),
+                region=args.region,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
         self.log_group_arn = group.arn
         self.register_outputs({"log_group_arn": self.log_group_arn})
 
@@ -127,33 +144,14 @@ class DataSyncPull(pulumi.ComponentResource):
             )
         hmac_secret: pulumi.Output[str] = pulumi.Output.secret(args.hmac_secret)
 
-        role = aws.iam.Role(
-            f"{name}-role",
-            name=args.role_name,
-            description="gpudr: DataSync writes the pulls from the primary into this bucket",
-            assume_role_policy=pulumi.Output.all(args.region, args.account_id).apply(
-                lambda a: _trust_policy(a[0], a[1])
+        sink, role = s3_sink(
+            self,
+            name,
+            SinkArgs(
+                args.role_name, args.region, args.account_id, args.sink_bucket_arn, args.key_arn
             ),
-            tags=args.tags,
-            opts=child,
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-write",
-            role=role.id,
-            policy=pulumi.Output.all(args.sink_bucket_arn, args.key_arn).apply(
-                lambda a: _write_policy(a[0], a[1])
-            ),
-            opts=child,
-        )
-        # DataSync assumes the role when the location is created: the policy must be there.
-        sink = aws.datasync.S3Location(
-            f"{name}-sink",
-            s3_bucket_arn=args.sink_bucket_arn,
-            subdirectory="/",
-            s3_config=aws.datasync.S3LocationS3ConfigArgs(bucket_access_role_arn=role.arn),
-            region=args.region,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+            "the pulls from the primary",
+            args.tags,
         )
         tasks = []
         for t in args.transfers:
@@ -215,25 +213,41 @@ def _options(t: InboundTransfer) -> aws.datasync.TaskOptionsArgs:
     )
 
 
-def _trust_policy(region: str, account: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "datasync.amazonaws.com"},
-                    "Action": "sts:AssumeRole",
-                    # Only DataSync acting for this account's tasks in this region: another
-                    # account's DataSync cannot be pointed at this role (confused deputy).
-                    "Condition": {
-                        "StringEquals": {"aws:SourceAccount": account},
-                        "ArnLike": {"aws:SourceArn": f"arn:aws:datasync:{region}:{account}:*"},
-                    },
-                }
-            ],
-        }
+def _logs_write_policy(group_arn: str) -> str:
+    """DataSync's Basic mode tasks of the group's account and region may write to the group,
+    and to nothing else (DataSync User Guide, "Allowing DataSync to upload logs to a CloudWatch
+    log group"). The group's ARN has no trailing `:*` in this provider: its streams do."""
+    _, partition, _, region, account = group_arn.split(":", 5)[:5]
+    return _datasync_policy(
+        ["logs:CreateLogStream", "logs:PutLogEvents"],
+        account,
+        f"arn:{partition}:datasync:{region}:{account}:task/*",
+        resource=f"{group_arn}:*",
     )
+
+
+def _trust_policy(region: str, account: str) -> str:
+    return _datasync_policy("sts:AssumeRole", account, f"arn:aws:datasync:{region}:{account}:*")
+
+
+def _datasync_policy(
+    action: str | list[str], account: str, source_arn: str, resource: str | None = None
+) -> str:
+    """One statement: DataSync may do `action`, only when acting for `source_arn` of this
+    account (its tasks, in this region): another account's DataSync cannot be pointed at what
+    the policy guards (confused deputy)."""
+    statement: dict[str, object] = {
+        "Effect": "Allow",
+        "Principal": {"Service": "datasync.amazonaws.com"},
+        "Action": action,
+    }
+    if resource is not None:
+        statement["Resource"] = resource
+    statement["Condition"] = {
+        "StringEquals": {"aws:SourceAccount": account},
+        "ArnLike": {"aws:SourceArn": source_arn},
+    }
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
 def _write_policy(bucket_arn: str, key_arn: str) -> str:
@@ -276,3 +290,52 @@ def _write_policy(bucket_arn: str, key_arn: str) -> str:
             ],
         }
     )
+
+
+@dataclass(frozen=True)
+class SinkArgs:
+    """The replica bucket a DataSync pull writes, and the role DataSync writes it with."""
+
+    role_name: str
+    region: pulumi.Input[str]
+    account_id: pulumi.Input[str]
+    bucket_arn: pulumi.Input[str]
+    key_arn: pulumi.Input[str]
+
+
+def s3_sink(
+    parent: pulumi.Resource, name: str, args: SinkArgs, what: str, tags: dict[str, str]
+) -> tuple[aws.datasync.S3Location, aws.iam.Role]:
+    """The S3 location of a replica bucket and the role DataSync writes it with (trusted by
+    DataSync in this account and region only; write and the key's use on that bucket only),
+    shared by the pulls from another cloud and from on premises."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        f"{name}-role",
+        name=args.role_name,
+        description=f"gpudr: DataSync writes {what} into this bucket",
+        assume_role_policy=pulumi.Output.all(args.region, args.account_id).apply(
+            lambda a: _trust_policy(a[0], a[1])
+        ),
+        tags=tags,
+        opts=child,
+    )
+    policy = aws.iam.RolePolicy(
+        f"{name}-write",
+        role=role.id,
+        policy=pulumi.Output.all(args.bucket_arn, args.key_arn).apply(
+            lambda a: _write_policy(a[0], a[1])
+        ),
+        opts=child,
+    )
+    # DataSync assumes the role when the location is created: the policy must be there.
+    location = aws.datasync.S3Location(
+        f"{name}-sink",
+        s3_bucket_arn=args.bucket_arn,
+        subdirectory="/",
+        s3_config=aws.datasync.S3LocationS3ConfigArgs(bucket_access_role_arn=role.arn),
+        region=args.region,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[policy]),
+    )
+    return location, role

@@ -115,11 +115,14 @@ class DirectConnectLink(pulumi.ComponentResource):
 
     gateway_id: pulumi.Output[str]
     capacity_gbps: pulumi.Output[float]
+    # Per location, what a virtual interface is created on: its LAG, or its one connection.
+    interconnect_ids: pulumi.Output[list[str]]
 
     def __init__(
         self, name: str, args: DirectConnectLinkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:links:DirectConnectLink", name, None, opts)
+        interconnects: list[pulumi.Output[str]] = []
         child = pulumi.ResourceOptions(parent=self)
         link = args.link
         if not link.port_gbps or not link.ports or not link.location:
@@ -158,6 +161,7 @@ class DirectConnectLink(pulumi.ComponentResource):
                     opts=child,
                 )
                 lag_id = lag.id
+                interconnects.append(lag.id)
             for port in range(count):
                 connection = aws.directconnect.Connection(
                     f"{name}-port-{index}-{port}",
@@ -168,6 +172,8 @@ class DirectConnectLink(pulumi.ComponentResource):
                     tags=tags,
                     opts=child,
                 )
+                if port == 0 and lag_id is None:
+                    interconnects.append(connection.id)
                 if lag_id is not None:
                     aws.directconnect.ConnectionAssociation(
                         f"{name}-port-{index}-{port}-lag",
@@ -178,6 +184,7 @@ class DirectConnectLink(pulumi.ComponentResource):
                     )
         self.gateway_id = gateway.id
         self.capacity_gbps = pulumi.Output.from_input(link.capacity_gbps)
+        self.interconnect_ids = pulumi.Output.all(*interconnects)
         self.register_outputs({"gateway_id": self.gateway_id, "capacity_gbps": self.capacity_gbps})
 
 

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from components.aws.bucket import DataBucket, DataBucketArgs
 from components.aws.datasync import (
-    ENHANCED_LOG_GROUP,
+    DATASYNC_LOG_GROUP,
     DataSyncLogs,
     DataSyncLogsArgs,
     DataSyncPull,
@@ -34,6 +34,16 @@ from components.aws.links import (
 )
 from components.aws.logs import SiteLogs, SiteLogsArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
+from components.aws.onprem import (
+    OnPremLinkEnd,
+    OnPremLinkEndArgs,
+    OnPremPull,
+    OnPremPullArgs,
+    agent_arns,
+    missing_agents_message,
+    missing_key_message,
+)
+from components.aws.onprem import check_inbound as check_onprem_inbound
 from components.aws.replication import (
     SiteReplication,
     SiteReplicationArgs,
@@ -52,6 +62,7 @@ from gpudr.contract.naming import (
     writer_name,
     writer_role_name,
 )
+from gpudr.contract.onprem import OBJECT_STORAGE_KINDS
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
@@ -86,6 +97,8 @@ class AwsSite(pulumi.ComponentResource):
     # What a DR site on another cloud needs to pull from this one ({dr site: {config key:
     # value}}). An AWS primary needs none: GCP reads S3 by federation, with no key to hand over.
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
+    # A DR site protecting an on-premises site: its link end's ids and BGP addresses.
+    onprem: pulumi.Output[dict[str, str]] | None = None
     # {data class: ARN of the role its dual writer assumes here}, for the writer's Pod Identity
     # association; empty where nothing is dual-written.
     writer_role_arns: pulumi.Output[dict[str, str]]
@@ -101,7 +114,10 @@ class AwsSite(pulumi.ComponentResource):
         # Before anything is declared: a site never deploys unlogged, nor pulls what it cannot.
         cfg.require_logs()
         for b in inbound:
-            check_inbound(b.inbound)
+            if cfg.onprem is not None:
+                check_onprem_inbound(b.inbound, cfg.onprem)
+            else:
+                check_inbound(b.inbound)
         account_id: pulumi.Input[str] = (
             cfg.account
             or aws.get_caller_identity_output(
@@ -121,7 +137,9 @@ class AwsSite(pulumi.ComponentResource):
         for link in cfg.links:
             self._link(link, network)
         self._sts_readers(key)
-        if inbound:
+        if inbound and cfg.onprem is not None:
+            self._onprem_pulls(args, inbound, buckets, key, account_id)
+        elif inbound:
             self._pulls(args=args, inbound=inbound, buckets=buckets, key=key, account_id=account_id)
         self.buckets = pulumi.Output.all(**{k: v.bucket_name for k, v in buckets.items()})
         # Output.all() of nothing is a list; a site with no standing cluster exports {}.
@@ -195,7 +213,8 @@ class AwsSite(pulumi.ComponentResource):
                 azs=cfg.azs,
                 transit_gateway_name=cfg.transit_gateway_name,
                 transit_gateway_asn=cfg.transit_gateway_asn,
-                peer_cidrs=[p.cidr for p in cfg.peers],
+                # An on-premises source is routed over its link like a peer site.
+                peer_cidrs=[p.cidr for p in cfg.peers] + ([cfg.onprem.cidr] if cfg.onprem else []),
                 dual_write_endpoint=cfg.dual_write_endpoint,
                 tags=site_tags(cfg, "network"),
                 flow_log_bucket=cfg.require_logs().sink,
@@ -327,6 +346,9 @@ class AwsSite(pulumi.ComponentResource):
         the primary's; Direct Connect ports are the DR site's, and the primary attaches to
         them."""
         cfg, name = self._cfg, self._name
+        if link.kind == "wan":
+            self._onprem_link(link, network)
+            return
         peer = next(p for p in cfg.peers if p.site == link.peer_site)
         link_tags = site_tags(cfg, "dr-link", peer=peer.site, link=link.kind)
         if link.kind == "tgw-peering" and cfg.role == "primary":
@@ -371,6 +393,36 @@ class AwsSite(pulumi.ComponentResource):
                 opts=self._child,
             )
 
+    def _onprem_link(self, link: LinkConfig, network: SiteNetwork) -> None:
+        """The DR site's end of an on-premises site's link (components/aws/onprem.py)."""
+        cfg, name = self._cfg, self._name
+        if cfg.onprem is None:
+            raise ValueError(f"{name}: a wan link needs gpudr:site onprem; regenerate the stack")
+        end = OnPremLinkEnd(
+            f"{name}-onprem",
+            OnPremLinkEndArgs(
+                region=cfg.region,
+                system=cfg.system,
+                site=cfg.site,
+                cidr=cfg.cidr,
+                vpc_id=network.vpc_id,
+                subnet_ids=network.private_subnet_ids,
+                transit_gateway_id=network.transit_gateway_id,
+                source=cfg.onprem,
+                link=link,
+                tags=site_tags(cfg, "dr-link", peer=cfg.onprem.site, link=link.kind),
+            ),
+            opts=self._child,
+        )
+        self.onprem = pulumi.Output.all(
+            endpoint_id=end.endpoint_id,
+            subnet_arns=end.subnet_arns,
+            security_group_arn=end.security_group_arn,
+            link_ids=end.link_ids,
+            amazon_address=end.amazon_address,
+            customer_address=end.customer_address,
+        )
+
     def _vpn_to_gcp(
         self, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, tags: dict[str, str]
     ) -> None:
@@ -399,6 +451,63 @@ class AwsSite(pulumi.ComponentResource):
             ),
             opts=self._child,
         )
+
+    def _onprem_pulls(
+        self,
+        args: AwsSiteArgs,
+        inbound: list[BucketConfig],
+        buckets: dict[str, DataBucket],
+        key: DataKey,
+        account_id: pulumi.Input[str],
+    ) -> None:
+        """DataSync pulls from on premises through the agents the operator activated. Until
+        each has its ARN in `gpudr:datasync_agent_arns`, nothing is declared (a location
+        needs its agents) and the stack says what to run."""
+        cfg = args.config
+        source = cfg.onprem
+        assert source is not None
+        creds = args.credentials
+        configured = creds.datasync_agent_arns
+        arns = agent_arns(source, configured)
+        if arns is None:
+            stack = pulumi.get_stack()
+            pulumi.log.warn(missing_agents_message(source, configured, stack), resource=self)
+            return
+        if source.storage_kind in OBJECT_STORAGE_KINDS and not _onprem_keyed(creds):
+            pulumi.log.warn(missing_key_message(source, pulumi.get_stack()), resource=self)
+            return
+        # Every task logs, in either mode: a failed run leaves its errors in the site's group.
+        logs = DataSyncLogs(
+            f"{self._name}-datasync-logs",
+            DataSyncLogsArgs(
+                region=cfg.region,
+                key_arn=key.key_arn,
+                tags=site_tags(cfg, "transfer-logs"),
+                basic_mode=source.task_mode == "BASIC",
+            ),
+            opts=self._child,
+        )
+        for b in inbound:
+            OnPremPull(
+                f"{self._name}-{b.data_class}-onprem",
+                OnPremPullArgs(
+                    region=cfg.region,
+                    account_id=account_id,
+                    role_name=datasync_role_name(cfg.system, cfg.site, b.data_class),
+                    sink_bucket_arn=buckets[b.data_class].bucket_arn,
+                    key_arn=key.key_arn,
+                    transfers=b.inbound,
+                    source=source,
+                    agent_arns=arns,
+                    log_group_arn=logs.log_group_arn,
+                    task_name=datasync_task_prefix(cfg.system, cfg.site, b.data_class),
+                    tags=site_tags(cfg, "transfer", data_class=b.data_class),
+                    access_key=creds.onprem_s3_access_key,
+                    secret_key=creds.onprem_s3_secret_key,
+                    hold_schedules=args.failover,
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[buckets[b.data_class]]),
+            )
 
     def _sts_readers(self, key: DataKey) -> None:
         """The roles Storage Transfer Service at each GCP DR site assumes to read this site."""
@@ -472,7 +581,7 @@ def _key_log_groups(args: AwsSiteArgs, inbound: list[BucketConfig]) -> tuple[str
     cfg = args.config
     groups = [control_plane_log_group(c.eks_name) for c in cfg.clusters]
     if _pulls_declared(args, inbound):
-        groups.insert(0, ENHANCED_LOG_GROUP)
+        groups.insert(0, DATASYNC_LOG_GROUP)
     return tuple(groups)
 
 
@@ -488,11 +597,22 @@ def _drill_log_groups(cfg: SiteConfig) -> tuple[str, ...]:
 
 def _pulls_declared(args: AwsSiteArgs, inbound: list[BucketConfig]) -> bool:
     """Whether `AwsSite._pulls` declares DataSync pulls and their log group: some bucket
-    pulls, and the HMAC key they sign in with is in the stack's config."""
+    pulls, and the HMAC key they sign in with is in the stack's config (from on premises,
+    `_onprem_pulls`: every agent's ARN is, and an object store's read-only key)."""
     creds = args.credentials
+    source = args.config.onprem
+    if source is not None:
+        ready = agent_arns(source, creds.datasync_agent_arns) is not None
+        keyed = source.storage_kind not in OBJECT_STORAGE_KINDS or _onprem_keyed(creds)
+        return bool(inbound) and ready and keyed
     return bool(inbound) and (
         creds.gcs_hmac_access_id is not None and creds.gcs_hmac_secret is not None
     )
+
+
+def _onprem_keyed(creds: TransferCredentials) -> bool:
+    """Whether an S3-compatible store's read-only key is in the stack's config."""
+    return creds.onprem_s3_access_key is not None and creds.onprem_s3_secret_key is not None
 
 
 def _missing_credentials(cfg: SiteConfig, primaries: list[str]) -> str:

@@ -80,21 +80,41 @@ def gateway_subnet_cidr(cidr: str) -> str:
     return str(list(net.subnets(new_prefix=26))[-1])
 
 
-def _rule(
-    name: str, priority: int, source: str, destination: str, description: str, *, allow: bool = True
+def inbound_rule(
+    name: str,
+    priority: int,
+    source: str,
+    destination: str,
+    description: str,
+    *,
+    allow: bool = True,
+    protocol: network.SecurityRuleProtocol = network.SecurityRuleProtocol.ASTERISK,
+    port: str = "*",
 ) -> network.SecurityRuleArgs:
-    """One inbound rule over every protocol and port."""
+    """One inbound rule (every protocol and port unless given)."""
     return network.SecurityRuleArgs(
         name=name,
         priority=priority,
         direction=network.SecurityRuleDirection.INBOUND,
         access=network.SecurityRuleAccess.ALLOW if allow else network.SecurityRuleAccess.DENY,
-        protocol=network.SecurityRuleProtocol.ASTERISK,
+        protocol=protocol,
         source_address_prefix=source,
         source_port_range="*",
         destination_address_prefix=destination,
-        destination_port_range="*",
+        destination_port_range=port,
         description=description,
+    )
+
+
+def deny_internet_rule(what: str) -> network.SecurityRuleArgs:
+    """The last inbound rule of every gpudr subnet NSG: nothing from the internet."""
+    return inbound_rule(
+        "deny-internet-inbound",
+        DENY_INTERNET_PRIORITY,
+        "Internet",
+        "*",
+        f"Nothing from the internet reaches {what}",
+        allow=False,
     )
 
 
@@ -108,28 +128,28 @@ def nodes_security_rules(
     covers. Then Azure's load balancer probes, each DR link's peer, and a deny of the internet."""
     nodes = nodes_subnet_cidr(cidr)
     rules = [
-        _rule(
+        inbound_rule(
             "allow-nodes-to-nodes",
             NODES_PRIORITY,
             nodes,
             nodes,
             "AKS (CNI overlay): node to node, every protocol and port",
         ),
-        _rule(
+        inbound_rule(
             "allow-nodes-to-pods",
             NODES_PRIORITY + 10,
             nodes,
             POD_CIDR,
             "AKS (CNI overlay): node to pod, every port (service routing)",
         ),
-        _rule(
+        inbound_rule(
             "allow-pods-to-pods",
             NODES_PRIORITY + 20,
             POD_CIDR,
             POD_CIDR,
             "AKS (CNI overlay): pod to pod, every port (pod and service traffic, DNS)",
         ),
-        _rule(
+        inbound_rule(
             "allow-azure-load-balancer",
             NODES_PRIORITY + 30,
             "AzureLoadBalancer",
@@ -139,7 +159,7 @@ def nodes_security_rules(
     ]
     for i, (site, peer_cidr) in enumerate(sorted(link_peers)):
         rules.append(
-            _rule(
+            inbound_rule(
                 f"allow-dr-link-{site}",
                 PEER_PRIORITY + 10 * i,
                 peer_cidr,
@@ -147,16 +167,7 @@ def nodes_security_rules(
                 f"DR link: the peer site {site} ({peer_cidr}) to the nodes",
             )
         )
-    rules.append(
-        _rule(
-            "deny-internet-inbound",
-            DENY_INTERNET_PRIORITY,
-            "Internet",
-            "*",
-            "Nothing from the internet reaches the nodes (no public services on GPU clusters)",
-            allow=False,
-        )
-    )
+    rules.append(deny_internet_rule("the nodes (no public services on GPU clusters)"))
     return rules
 
 

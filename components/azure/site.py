@@ -21,14 +21,23 @@ from components.azure.gpu_cluster import AzureGpuCluster, AzureGpuClusterArgs
 from components.azure.key_vault import AzureDataKey, AzureDataKeyArgs
 from components.azure.logs import SiteLogs, SiteLogsArgs
 from components.azure.network import AzureSiteNetwork, AzureSiteNetworkArgs, VnetPeer
+from components.azure.onprem import (
+    ExpressRouteEnd,
+    ExpressRouteEndArgs,
+    ReplicaTarget,
+    StorageMoverPull,
+    StorageMoverPullArgs,
+)
+from components.azure.private_blob import PrivateBlobPath, PrivateBlobPathArgs
 from components.azure.replication import (
     AzureSiteReplication,
     AzureSiteReplicationArgs,
     ReplicationSource,
 )
 from components.azure.writer import DualWriterArgs, dual_writer
+from components.config import TransferCredentials
 from gpudr.contract.grants import needs_write_grant
-from gpudr.contract.naming import writer_name
+from gpudr.contract.naming import storage_mover_name, writer_name
 from gpudr.contract.site import LinkConfig, SiteConfig
 from gpudr.contract.stack import AZURE_STS_CLIENT_ID, AZURE_TENANT_ID
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
@@ -45,6 +54,9 @@ class AzureSiteArgs:
     # unlocks. A real first deployment of a new weights account therefore runs with "Unlocked"
     # and locks on the next update; the offline run shows the steady state.
     immutability_state: str = "Unlocked"
+    # A DR site protecting an on-premises site: the registered Storage Mover agents and whether
+    # the ExpressRoute circuit is provisioned (operator config, components/config.py).
+    credentials: TransferCredentials | None = None
 
 
 def _require(cfg: SiteConfig) -> tuple[str, str]:
@@ -72,6 +84,10 @@ class AzureSite(pulumi.ComponentResource):
     # {dr site: {config key: value}}: what each GCP DR site's transfer jobs sign in with, for
     # its stack's own config (`pulumi config set gpudr:<key> ... -s <dr stack>`).
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
+    # A DR site protecting an on-premises site: the circuit's service key for the provider,
+    # the storage mover the agents register with, and the job definitions declared. Secret as
+    # a whole, the service key being one (`pulumi stack output onprem --show-secrets`).
+    onprem: pulumi.Output[dict[str, object]] | None = None
 
     def __init__(
         self, name: str, args: AzureSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -122,6 +138,8 @@ class AzureSite(pulumi.ComponentResource):
         clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
             self._vpn_to_gcp(link, network)
+        if cfg.onprem is not None:
+            self._onprem(buckets, network, args.credentials or TransferCredentials(), args.failover)
         credentials = self._sts_readers(buckets)
 
         paths = {k: v.path for k, v in buckets.items()}
@@ -270,6 +288,92 @@ class AzureSite(pulumi.ComponentResource):
             out[c.name] = cluster.cluster_name
         return out
 
+    def _onprem(
+        self,
+        buckets: dict[str, AzureDataBucket],
+        network: AzureSiteNetwork,
+        creds: TransferCredentials,
+        failover: bool,
+    ) -> None:
+        """The DR site's end of an on-premises site's replication (components/azure/onprem.py):
+        Storage Mover into the replica containers, and the ExpressRoute link it comes over."""
+        cfg, name = self._cfg, self._name
+        source = cfg.onprem
+        assert source is not None
+        wan = [x for x in cfg.links if x.kind == "wan"]
+        if len(wan) != 1:
+            raise ValueError(f"{name}: an on-premises source needs one wan link; regenerate")
+        mover = storage_mover_name(cfg.system, cfg.site)
+        pull = StorageMoverPull(
+            f"{name}-onprem",
+            StorageMoverPullArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                subscription_id=self._subscription_id,
+                mover_name=mover,
+                source=source,
+                targets=[
+                    ReplicaTarget(
+                        b.data_class,
+                        buckets[b.data_class].account_id,
+                        b.name,
+                        mirror_deletes=any(t.mirror_deletes for t in b.inbound),
+                        every_s=min(t.schedule_s for t in b.inbound),
+                    )
+                    for b in cfg.buckets
+                    if b.inbound
+                ],
+                agents=creds.storage_mover_agents,
+                tags=site_tags(cfg, "transfer"),
+                hold_schedules=failover,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(buckets.values())),
+        )
+        end = ExpressRouteEnd(
+            f"{name}-er",
+            ExpressRouteEndArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                network_name=cfg.network_name,
+                network=network,
+                cidr=cfg.cidr,
+                source=source,
+                site=cfg.site,
+                provider=source.provider or "",
+                link=wan[0],
+                peer_prefixes=(source.peer_prefixes[0], source.peer_prefixes[1]),
+                circuit_provisioned=creds.expressroute_provisioned,
+                tags=site_tags(cfg, "dr-link", peer=source.site, link="expressroute"),
+            ),
+            opts=self._child,
+        )
+        # The uploads' private path: without it they would leave by the internet, not the
+        # circuit the plan sized (components/azure/private_blob.py).
+        path = PrivateBlobPath(
+            f"{name}-uploads",
+            PrivateBlobPathArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                network_name=cfg.network_name,
+                network_id=network.network_id,
+                network=network,
+                cidr=cfg.cidr,
+                onprem_cidr=source.cidr,
+                accounts={
+                    b.data_class: buckets[b.data_class].account_id for b in cfg.buckets if b.inbound
+                },
+                tags=site_tags(cfg, "dr-link", peer=source.site, link="private-endpoints"),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[end]),
+        )
+        self.onprem = pulumi.Output.all(
+            service_key=end.service_key,
+            storage_mover=mover,
+            jobs=pull.job_names,
+            dns_forwarder=path.inbound_address,
+            private_endpoints=path.endpoints,
+        )
+
     def _vpn_to_gcp(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
         """The VPN gateway and tunnels to a GCP DR site, both halves owned by this stack."""
         # Imported here: only a site joined to GCP loads the GCP SDK.
@@ -333,6 +437,9 @@ class AzureSite(pulumi.ComponentResource):
 def _peers(cfg: SiteConfig) -> list[VnetPeer]:
     """This site's half of each VNet peering (VPN links are built by the site itself)."""
     for link in cfg.links:
+        # An on-premises site's WAN (ExpressRoute) is built by the site itself (_onprem).
+        if link.kind == "wan" and cfg.onprem is not None:
+            continue
         if link.kind not in LINK_KINDS:
             raise ValueError(
                 f'site {cfg.site}: link kind "{link.kind}" to {link.peer_site} is not supported '

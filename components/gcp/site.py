@@ -24,6 +24,13 @@ from components.gcp.kms import DataKey, DataKeyArgs
 from components.gcp.links import HaVpnAnchor, HaVpnAnchorArgs, VpcPeering, VpcPeeringArgs
 from components.gcp.logs import SiteLogs, SiteLogsArgs
 from components.gcp.network import SiteNetwork, SiteNetworkArgs
+from components.gcp.onprem import (
+    OnPremAgents,
+    OnPremAgentsArgs,
+    OnPremLinkEnd,
+    OnPremLinkEndArgs,
+)
+from components.gcp.onprem import check_inbound as check_onprem_inbound
 from components.gcp.transfer import SOURCE_ROLES, ScheduledTransfer, ScheduledTransferArgs
 from components.gcp.writer import DualWriterArgs, dual_writer
 from gpudr.contract.grants import needs_write_grant
@@ -71,6 +78,10 @@ class GcpSite(pulumi.ComponentResource):
     # {dr site: {config key: value}}: what each DR site on another cloud needs in its own config
     # to pull from this one (the HMAC key AWS DataSync reads with; its secret stays secret).
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
+    # A DR site protecting an on-premises site: the link's values the runbook's checklist asks
+    # for (attachments, BGP addresses, Partner pairing keys). Over Partner Interconnect it is
+    # secret as a whole, the pairing keys being secrets (`--show-secrets` prints them).
+    onprem: pulumi.Output[dict[str, object]] | None = None
 
     def __init__(
         self, name: str, args: GcpSiteArgs, opts: pulumi.ResourceOptions | None = None
@@ -79,6 +90,7 @@ class GcpSite(pulumi.ComponentResource):
         cfg = args.config
         cfg.require_logs()  # before anything is declared: a site never deploys unlogged
         self._name, self._cfg = name, cfg
+        self._failover = args.failover
         self._child = pulumi.ResourceOptions(parent=self)
         self._project, key_ring = _required(cfg)
         for b in cfg.buckets:
@@ -93,10 +105,11 @@ class GcpSite(pulumi.ComponentResource):
         buckets = self._buckets(keys)
         self._writers(buckets)
         self._sts_readers(buckets)
+        onprem = self._onprem_agents(agents, inbound)
         for b in inbound:
             assert agents.transfer is not None
             key = keys[key_location(cfg, b)]
-            self._transfer(b, buckets[b.data_class], key, agents.transfer, args.credentials)
+            self._transfer(b, buckets[b.data_class], key, agents.transfer, args.credentials, onprem)
         network = SiteNetwork(
             f"{name}-net",
             SiteNetworkArgs(
@@ -262,6 +275,27 @@ class GcpSite(pulumi.ComponentResource):
                     ),
                 )
 
+    def _onprem_agents(self, agents: _Agents, inbound: list[BucketConfig]) -> OnPremAgents | None:
+        """The pool and account of the agents on premises, when a class is pulled from there
+        (components/gcp/onprem.py)."""
+        cfg = self._cfg
+        pulled = [t for b in inbound for t in b.inbound if t.source_cloud == "onprem"]
+        if not pulled:
+            return None
+        check_onprem_inbound(pulled, cfg.onprem)
+        assert cfg.onprem is not None and agents.transfer is not None
+        return OnPremAgents(
+            f"{self._name}-onprem-agents",
+            OnPremAgentsArgs(
+                project=self._project,
+                system=cfg.system,
+                site=cfg.site,
+                source=cfg.onprem,
+                transfer_agent=agents.transfer,
+            ),
+            opts=self._child,
+        )
+
     def _transfer(
         self,
         b: BucketConfig,
@@ -269,8 +303,15 @@ class GcpSite(pulumi.ComponentResource):
         key: DataKey,
         agent: pulumi.Input[str],
         credentials: TransferCredentials,
+        onprem: OnPremAgents | None,
     ) -> None:
         """The scheduled pulls into one replica bucket, held by this (DR) stack."""
+        from_onprem = onprem is not None and any(t.source_cloud == "onprem" for t in b.inbound)
+        agent_grants = (
+            [*onprem.grants, *onprem.grant_sink(f"{self._name}-{b.data_class}", bucket.bucket_name)]
+            if onprem is not None and from_onprem
+            else []
+        )
         ScheduledTransfer(
             f"{self._name}-{b.data_class}-transfer",
             ScheduledTransferArgs(
@@ -282,6 +323,10 @@ class GcpSite(pulumi.ComponentResource):
                 credentials=credentials,
                 system=self._cfg.system,
                 site=self._cfg.site,
+                onprem=self._cfg.onprem if from_onprem else None,
+                agent_pool=onprem.pool_name if onprem is not None and from_onprem else None,
+                agent_grants=agent_grants,
+                hold_schedules=from_onprem and self._failover,
             ),
             opts=self._child,
         )
@@ -344,6 +389,9 @@ class GcpSite(pulumi.ComponentResource):
         cfg, name = self._cfg, self._name
         anchor: HaVpnAnchor | None = None  # a primary's own HA VPN gateway, once
         for link in cfg.links:
+            if link.kind == "wan":
+                self._onprem_link(network)
+                continue
             if link.kind not in LINK_KINDS:
                 raise ValueError(
                     f"link to {link.peer_site}: kind {link.kind} does not exist on GCP; "
@@ -376,6 +424,33 @@ class GcpSite(pulumi.ComponentResource):
                     f"stack declares {peer.network_name}-havpn and {peer.network_name}-router)",
                     resource=self,
                 )
+
+    def _onprem_link(self, network: SiteNetwork) -> None:
+        """The DR site's end of an on-premises site's link (components/gcp/onprem.py)."""
+        cfg = self._cfg
+        if cfg.onprem is None:
+            raise ValueError(f"{self._name}: a wan link needs gpudr:site onprem; regenerate")
+        link = OnPremLinkEnd(
+            f"{self._name}-onprem",
+            OnPremLinkEndArgs(
+                project=self._project,
+                region=cfg.region,
+                network_id=network.network_id,
+                name=cfg.network_name or self._name,
+                cidr=cfg.cidr,
+                source=cfg.onprem,
+                labels=gcp_labels(
+                    site_tags(cfg, "dr-link", peer=cfg.onprem.site, link=cfg.onprem.link_kind)
+                ),
+            ),
+            opts=self._child,
+        )
+        self.onprem = pulumi.Output.all(
+            attachments=link.attachment_names,
+            cloud_router_ip=link.cloud_router_ip,
+            customer_router_ip=link.customer_router_ip,
+            pairing_keys=link.pairing_keys,
+        )
 
     def _anchor(self, network: SiteNetwork, tags: dict[str, str]) -> HaVpnAnchor:
         """This site's HA VPN gateway, on its network."""

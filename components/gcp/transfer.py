@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
 from components.config import TransferCredentials
 from components.gcp.bucket import grant_bucket_roles
+from components.gcp.onprem import check_inbound as check_onprem_inbound
+from components.gcp.onprem import job_source
 from gpudr.contract.grants import GCS_OBJECT_VIEWER
-from gpudr.contract.site import InboundTransfer
+from gpudr.contract.site import InboundTransfer, OnPremSource
 from gpudr.contract.stack import copy_credential_command
 
 # What the transfer service agent needs on the sink bucket: objects (write, overwrite, list)
@@ -63,6 +66,16 @@ class ScheduledTransferArgs:
     # The system and this (DR) site: the names of the stacks a warning tells the user to run.
     system: str = "<system>"
     site: str = "<this site>"
+    # Pulls from on premises (sts-agent): what they read and the pool whose agents read it.
+    onprem: OnPremSource | None = None
+    agent_pool: pulumi.Input[str] | None = None
+    # The agents' grants on the sink (they write it): the jobs wait for them too.
+    agent_grants: Sequence[pulumi.Resource] = ()
+    # In failover mode: leave the schedules as the operator set them (the runbook pauses the
+    # pulls from on premises, whose source is gone and whose return must not overwrite or,
+    # for checkpoints, delete what the DR site now writes). A `pulumi up` during the failover
+    # then never resumes them; the failback's up in standby, with --refresh, does.
+    hold_schedules: bool = False
 
 
 def role_arn(transfer: InboundTransfer) -> str:
@@ -85,6 +98,8 @@ class _Describe:
         t = self.transfer
         if t.source_cloud == "azure":
             source = f"https://{t.source_storage_account}.blob.core.windows.net/{t.source_bucket}"
+        elif t.source_cloud == "onprem":
+            source = f"{t.source_bucket} through the agent pool"
         else:
             source = f"{'s3' if t.source_cloud == 'aws' else 'gs'}://{t.source_bucket}"
         return (
@@ -141,11 +156,19 @@ class ScheduledTransfer(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpudr:storage:ScheduledTransfer", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        check_onprem_inbound(list(args.transfers), args.onprem)
         for t in args.transfers:
+            if t.source_cloud == "onprem":
+                if args.agent_pool is None:
+                    raise ValueError(
+                        f"inbound transfer from {t.source_site}: no agent pool to read it through"
+                    )
+                continue
             if t.service != "sts" or t.source_cloud not in ("aws", "gcp", "azure"):
                 raise ValueError(
                     f"inbound transfer from {t.source_site}: {t.service} from {t.source_cloud} "
                     "is not supported into Cloud Storage; only sts from aws, gcp or azure is"
+                    " (and sts-agent from onprem)"
                 )
             # Fail here, before anything is declared, without what names the source.
             if t.source_cloud == "aws":
@@ -157,7 +180,7 @@ class ScheduledTransfer(pulumi.ComponentResource):
                     "named; regenerate the stack with `gpudr generate`"
                 )
 
-        grants: list[pulumi.Resource] = [args.key_grant]
+        grants: list[pulumi.Resource] = [args.key_grant, *args.agent_grants]
         grants += grant_bucket_roles(
             f"{name}-sts",
             bucket=args.sink_bucket,
@@ -173,12 +196,18 @@ class ScheduledTransfer(pulumi.ComponentResource):
                 # declared, so the next `pulumi up` only adds the job.
                 pulumi.log.warn(missing_azure_identity(t, args.system, args.site), resource=self)
                 continue
+            onprem: dict[str, Any] = (
+                job_source(t, args.onprem, args.agent_pool)
+                if t.source_cloud == "onprem" and args.onprem and args.agent_pool is not None
+                else {}
+            )
             jobs.append(
                 gcp.storage.TransferJob(
                     f"{name}-from-{t.source_site}",
                     project=args.project,
                     description=pulumi.Output.from_input(args.sink_bucket).apply(_Describe(t)),
                     transfer_spec=gcp.storage.TransferJobTransferSpecArgs(
+                        **onprem,
                         aws_s3_data_source=gcp.storage.TransferJobTransferSpecAwsS3DataSourceArgs(
                             bucket_name=t.source_bucket, role_arn=role_arn(t)
                         )
@@ -208,7 +237,11 @@ class ScheduledTransfer(pulumi.ComponentResource):
                     ),
                     status="ENABLED",
                     # Without the grants the first run fails on permissions.
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=grants),
+                    opts=pulumi.ResourceOptions(
+                        parent=self,
+                        depends_on=grants,
+                        ignore_changes=["status"] if args.hold_schedules else [],
+                    ),
                 )
             )
         self.job_names = pulumi.Output.all(*[j.name for j in jobs])

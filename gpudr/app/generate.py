@@ -37,12 +37,24 @@ from gpudr.build.stackconfig import (
     stack_name,
     transfer_credential_keys,
 )
-from gpudr.contract.stack import OPERATOR_KEYS, SECRET_KEYS, SECRETS_PROVIDER_KEYS
+from gpudr.contract.stack import (
+    DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
+    ONPREM_S3_ACCESS_KEY,
+    ONPREM_S3_SECRET_KEY,
+    OPERATOR_KEYS,
+    SECRET_KEYS,
+    SECRETS_PROVIDER_KEYS,
+    STORAGE_MOVER_AGENTS_KEY,
+)
+from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
-from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, WeightsLock
-from gpudr.core.spec import Plan, drill_schedule
+from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, Cloud, StorageKind, WeightsLock
+from gpudr.core.spec import OnPremSite, Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
+from gpudr.docs.onprem_runbook import render_onprem_runbooks
+from gpudr.docs.onprem_runbook import runbook_path as onprem_runbook_path
 from gpudr.docs.runbook import RUNBOOKS_DIR, render_runbooks, var_name
 from gpudr.docs.templating import environment
 
@@ -123,7 +135,11 @@ def render_all(design: Design, plan_path: str, pack_config: str | None = None) -
     organisation's policy pack config the workflow judges the plan under (same form)."""
     command = command_for(plan_path)
     files = render_stack_files(design, command)
-    runbooks = render_runbooks(design, f"<!-- {header_text(command, design.plan.name)} -->")
+    runbook_header = f"<!-- {header_text(command, design.plan.name)} -->"
+    runbooks = {
+        **render_runbooks(design, runbook_header),
+        **render_onprem_runbooks(design, runbook_header),
+    }
     files += [Rendered(p, "runbook", text) for p, text in sorted(runbooks.items())]
     files.append(render_drills(design, plan_path, pack_config))
     files.append(render_workflow(design, plan_path, [f.path for f in files], pack_config))
@@ -148,12 +164,57 @@ def render_stack_files(design: Design, command: str) -> list[Rendered]:
                 {"key": c.key, "secret": c.secret, "command": c.command(name)}
                 for c in transfer_credential_keys(design, site)
             ],
+            **_onprem_context(plan, site, name),
         }
         config = stack_config_values(design, site)
         text = _render_stack(context, {"config": config})
         path = f"{STACKS_DIR}/Pulumi.{name}.yaml"
         files.append(Rendered(path, "stack", text, name, context, config))
     return files
+
+
+def _onprem_context(plan: Plan, site: Site, stack: str) -> dict[str, Any]:
+    """A DR site of an on-premises site: each agent's ARN, set once it is activated, and the
+    runbook whose checklist says how."""
+    onprem = plan.onprem.get(site.protects or "")
+    if onprem is None:
+        return {"agents": [], "mover_agents": [], "runbook": "", "pool_agents": False}
+    runbook = onprem_runbook_path(plan.name, onprem.name, site.name)
+    if site.cloud == Cloud.GCP:
+        # Storage Transfer agents need nothing in this stack: they join its pool on premises.
+        return {"agents": [], "mover_agents": [], "runbook": runbook, "pool_agents": True}
+    if site.cloud == Cloud.AZURE:
+        movers = _mover_commands(onprem, stack)
+        return {"agents": [], "mover_agents": movers, "runbook": runbook, "pool_agents": False}
+    keys = []
+    if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+        keys = [
+            f"pulumi config set {config_key_of(ONPREM_S3_ACCESS_KEY)} <access key> -s {stack}",
+            f"pulumi config set --secret {config_key_of(ONPREM_S3_SECRET_KEY)} -s {stack}",
+        ]
+    return {
+        "agents": [
+            f"pulumi config set --path '{DATASYNC_AGENT_ARNS_KEY}.{a.name}' <its ARN> -s {stack}"
+            for a in onprem.agents
+        ]
+        + keys,
+        "mover_agents": [],
+        "runbook": runbook,
+        "pool_agents": False,
+    }
+
+
+def _mover_commands(onprem: OnPremSite, stack: str) -> list[str]:
+    """An Azure DR stack's: each registered Storage Mover agent's name and Arc identity, and
+    the circuit once provisioned."""
+    key = STORAGE_MOVER_AGENTS_KEY
+    out = []
+    for a in onprem.agents:
+        out += [
+            f"pulumi config set --path '{key}.{a.name}.name' <its agent name> -s {stack}",
+            f"pulumi config set --path '{key}.{a.name}.principal_id' <its Arc identity> -s {stack}",
+        ]
+    return [*out, f"pulumi config set {EXPRESSROUTE_PROVISIONED_KEY} true -s {stack}"]
 
 
 def _render_stack(context: Mapping[str, Any], values: Mapping[str, Any]) -> str:

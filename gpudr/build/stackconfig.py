@@ -20,6 +20,7 @@ from gpudr.contract.site import (
     Lifecycle,
     LinkConfig,
     LogsConfig,
+    OnPremSource,
     PeerConfig,
     PoolConfig,
     ReplicationTarget,
@@ -37,7 +38,15 @@ from gpudr.contract.stack import (
     key,
 )
 from gpudr.core import reference, sizing
-from gpudr.core.design import DataFlow, Design, Pool
+from gpudr.core.design import (
+    DataFlow,
+    Design,
+    Pool,
+    datasync_mode,
+    expressroute_gateway_sku,
+    pull_rate_cap,
+    vpn_connections,
+)
 from gpudr.core.enums import (
     DUAL_REGION,
     PULLED,
@@ -47,12 +56,22 @@ from gpudr.core.enums import (
     DataClass,
     LinkKind,
     Mechanism,
+    OnPremLinkKind,
     Pattern,
     PoolKind,
     SiteRole,
+    StorageKind,
     WeightsLock,
 )
-from gpudr.core.spec import Cluster, Plan, Service, Site, gcs_dual_region
+from gpudr.core.spec import (
+    Cluster,
+    OnPremSite,
+    Plan,
+    Service,
+    Site,
+    gcs_dual_region,
+    parse_endpoint,
+)
 
 KUBERNETES_VERSION = "1.33"
 
@@ -228,10 +247,90 @@ def _inbound(plan: Plan, f: DataFlow, site: Site, primary: Site) -> tuple[Inboun
     return (transfer,)
 
 
+def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
+    """What a DR site's DataSync tasks read on premises, and the link they come over."""
+    onprem = design.plan.onprem.get(site.protects or "")
+    if onprem is None:
+        return None
+    endpoint = parse_endpoint(onprem.storage.kind, onprem.storage.endpoint)
+    link = onprem.link
+    limits = reference.defaults()["links"]["onprem"].get(link.kind, {})
+    return OnPremSource(
+        site=onprem.name,
+        location=onprem.location,
+        cidr=onprem.cidr,
+        storage_kind=onprem.storage.kind,
+        storage_host=endpoint.host,
+        storage_port=endpoint.port,
+        storage_path=endpoint.path,
+        agents=tuple(a.name for a in onprem.agents),
+        # DataSync's TaskMode; Storage Mover has none
+        task_mode=datasync_mode(onprem.storage.kind).upper() if site.cloud == Cloud.AWS else "",
+        link_kind=link.kind,
+        port_gbps=link.port_gbps,
+        ports=link.ports,
+        link_gbps=link.capacity_gbps,
+        vpn_connections=vpn_connections(link.ports) if link.kind == OnPremLinkKind.VPN else 0,
+        link_location=link.location,
+        bgp_asn=link.bgp_asn or 0,
+        vlan=link.vlan,
+        committed_gbps=onprem.wan_committed_gbps,
+        router_address=link.address,
+        cloud_router_asn=int(limits.get("cloud_router_asn", 0)),
+        provider=link.provider,
+        peer_prefixes=link.peering_subnets,
+    )
+
+
+def onprem_class_path(onprem: OnPremSite, data_class: str) -> str:
+    """Where a class lives in the on-premises store: a directory of the export (file systems,
+    HDFS) or a prefix of the bucket (object stores), named after the class."""
+    endpoint = parse_endpoint(onprem.storage.kind, onprem.storage.endpoint)
+    if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+        return f"/{data_class}/"
+    return f"{endpoint.path.rstrip('/')}/{data_class}"
+
+
+def _onprem_inbound(plan: Plan, f: DataFlow, onprem: OnPremSite) -> tuple[InboundTransfer, ...]:
+    if f.schedule is None:
+        return ()
+    return (
+        InboundTransfer(
+            service=f.mechanism,
+            source_cloud="onprem",
+            source_site=onprem.name,
+            source_region=onprem.location,
+            source_bucket=onprem_class_path(onprem, f.data_class),
+            source_account=None,
+            source_project=None,
+            schedule_s=f.schedule.interval_s,
+            role_name="",
+            mirror_deletes=f.data_class == DataClass.CHECKPOINTS,
+        ),
+    )
+
+
+def _onprem_replica_buckets(design: Design, site: Site, onprem: OnPremSite) -> list[BucketConfig]:
+    plan = design.plan
+    out = []
+    for f in design.flows:
+        if f.dr != site.name:
+            continue
+        fields = _bucket_fields(plan, f.data_class, BucketRole.REPLICA, f, site)
+        # The rate the pull asserts is the WAN path's, which the pack judges the need against;
+        # and, where a job runs on one agent, that agent's rate, which bounds each run.
+        fields["quota_gbps"] = design.paths[f.path].capacity_gbps
+        fields["agent_gbps"] = pull_rate_cap(design.plan, onprem, f.mechanism)
+        out.append(BucketConfig(**fields, inbound=_onprem_inbound(plan, f, onprem)))
+    return out
+
+
 def _replica_buckets(design: Design, site: Site) -> list[BucketConfig]:
     """A DR site's copies: replicas (and the dual-region buckets it owns), with the pulls it
     runs into them and who may replicate into them."""
     plan = design.plan
+    if site.protects in plan.onprem:
+        return _onprem_replica_buckets(design, site, plan.onprem[site.protects or ""])
     primary = plan.sites[site.protects or ""]
     out = []
     for f in design.flows:
@@ -307,6 +406,7 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
             sink=naming.log_sink_name(site.cloud, plan.name, site.name, site.region),
             retention_days=plan.logging.retention_days,
         ),
+        onprem=_onprem_source(design, site),
     )
 
 
@@ -457,6 +557,8 @@ def _peers_and_links(
     plan = design.plan
     peers: list[PeerConfig] = []
     links: list[LinkConfig] = []
+    if site.protects in plan.onprem:
+        return (), tuple(_wan_links(design, site))
     others = (
         [plan.sites[site.protects]]
         if site.role == SiteRole.DR and site.protects
@@ -503,6 +605,35 @@ def _peers_and_links(
                 )
             )
     return tuple(peers), tuple(links)
+
+
+def _wan_links(design: Design, site: Site) -> list[LinkConfig]:
+    """A DR site's end of an on-premises site's link: its capacity is the WAN path's (the
+    least of the committed bandwidth, the ports and the agents), what the pack judges."""
+    onprem = design.plan.onprem[site.protects or ""]
+    out = []
+    for path in design.paths.values():
+        if path.dr != site.name or path.kind != LinkKind.WAN:
+            continue
+        link = onprem.link
+        vpn = link.kind == OnPremLinkKind.VPN
+        out.append(
+            LinkConfig(
+                kind=path.kind,
+                peer_site=onprem.name,
+                capacity_gbps=path.capacity_gbps,
+                required_gbps=path.required_gbps,
+                headroom=path.headroom,
+                location=link.location,
+                port_gbps=None if vpn else int(link.port_gbps),
+                ports=None if vpn else link.ports,
+                tunnels=link.ports if vpn else None,
+                gateway_sku=expressroute_gateway_sku(path.capacity_gbps)
+                if link.kind == OnPremLinkKind.EXPRESSROUTE
+                else None,
+            )
+        )
+    return out
 
 
 def stack_config_values(design: Design, site: Site) -> dict[str, Any]:

@@ -5,7 +5,7 @@ and the runbooks, the drills and the policy pack look resources up by them. Each
 function of the plan's own identifiers (system, site, region, data class), never of another
 stack's state, so that a DR stack can be previewed and updated with the primary gone.
 
-Standard library only: the Pulumi program reads this module.
+Standard library and core's enums only: the Pulumi program reads this module.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import re
 
-# Private ASNs: transit gateways from 64600 up, one per site; Direct Connect gateways use 64512.
-TGW_ASN_BASE = 64600
-DX_GATEWAY_ASN = 64512
+# Re-exported: the ASNs are the spec's too (it refuses a router ASN equal to one of them).
+from gpudr.core.enums import DX_GATEWAY_ASN as DX_GATEWAY_ASN
+from gpudr.core.enums import transit_gateway_asn as transit_gateway_asn
 
 # Every GPU node carries the pool label (a pool's node selector) and the GPU taint (everything
 # without a matching toleration stays off): components/*/gpu_cluster.py.
@@ -59,11 +59,6 @@ def replication_role_name(system: str, site: str) -> str:
 
 def transit_gateway_name(system: str, site: str) -> str:
     return f"gpudr-{system}-{site}"
-
-
-def transit_gateway_asn(site_index: int) -> int:
-    """Unique per site (its position in the plan): also the BGP ASN of GCP Cloud Routers."""
-    return TGW_ASN_BASE + site_index
 
 
 def network_name(system: str, site: str) -> str:
@@ -182,6 +177,17 @@ def datasync_role_name(system: str, site: str, data_class: str) -> str:
     return f"gpudr-{system}-{site}-{data_class}-datasync"[:64]
 
 
+def storage_mover_name(system: str, site: str) -> str:
+    """The Azure storage mover an Azure DR site's on-premises agents register with (its
+    project is named after the on-premises site, its job definitions after the data classes)."""
+    return f"gpudr-{system}-{site}"
+
+
+def expressroute_circuit_name(site: str) -> str:
+    """The ExpressRoute circuit an Azure DR site orders for its on-premises site's link."""
+    return f"{site}-er-circuit"
+
+
 def datasync_task_prefix(system: str, site: str, data_class: str) -> str:
     """What the names of one replica bucket's DataSync tasks start with."""
     return f"gpudr-{system}-{site}-{data_class}"
@@ -195,3 +201,21 @@ def datasync_task_name(prefix: str, source_site: str) -> str:
 def replication_rule_id(data_class: str, dr_site: str) -> str:
     """The id of a push replication rule (S3) from a source bucket to one DR site."""
     return f"{data_class}-to-{dr_site}"
+
+
+def sts_agent_pool_name(system: str, dr_site: str, onprem: str) -> str:
+    """The Storage Transfer agent pool at a GCP DR site that on-premises agents join (lower
+    case, digits and dashes; the runbook's `gcloud transfer agents install --pool` names it)."""
+    return f"{system}-{dr_site}-from-{onprem}"
+
+
+def sts_agent_account_id(onprem: str) -> str:
+    """The service account the on-premises Storage Transfer agents run as (6-30 characters)."""
+    return f"sts-agents-{onprem}"[:30].rstrip("-")
+
+
+def sts_pool_limit_mbps(committed_gbps: float) -> int:
+    """The agent pool's bandwidth limit in megabytes per second (the API's unit), shared by all
+    its agents: the WAN bandwidth committed to DR, rounded down, so the transfers never take
+    more of the link than the network team committed (the plan's RPOs are sized on that rate)."""
+    return max(1, int(committed_gbps * 1000 // 8))

@@ -60,11 +60,11 @@ class InboundTransfer:
     """A scheduled pull into this (replica) bucket, owned by the DR stack: the DR site holds
     the job and the identity it uses, so it can run and change them with the primary gone."""
 
-    service: str  # sts (into GCS) | datasync (into S3)
-    source_cloud: str  # aws | gcp | azure
+    service: str  # sts (into GCS) | datasync (into S3) | datasync-agent (into S3, on premises)
+    source_cloud: str  # aws | gcp | azure | onprem
     source_site: str
     source_region: str
-    source_bucket: str  # S3/GCS bucket, or the Azure container
+    source_bucket: str  # S3/GCS bucket, the Azure container, or the on-premises class path
     source_account: str | None  # AWS account owning the source bucket (sts from S3)
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
@@ -111,6 +111,9 @@ class BucketConfig:
     interval_s: float = 0.0
     publish_window_s: float | None = None
     quota_gbps: float | None = None
+    # What one run may use whatever the path carries, when a job runs on one agent of its own
+    # (Storage Mover from on premises): the per-agent rate the plan sized the class with.
+    agent_gbps: float | None = None
     # With object_lock_days: how the copy is write-once (`WeightsLock`). compliance: S3 Object
     # Lock COMPLIANCE, a locked GCS retention policy, Azure immutability that gpudr:lock_weights
     # may lock; governance (a trial): S3 GOVERNANCE, the GCS policy unlocked, Azure never locked.
@@ -224,6 +227,51 @@ class AzureStsReader:
 
 
 @dataclass(frozen=True)
+class OnPremSource:
+    """On a DR site protecting an on-premises site: what its scheduled pulls read there and the
+    link they come over, whichever the DR cloud: AWS DataSync tasks over Direct Connect or a
+    Site-to-Site VPN, GCP Storage Transfer jobs through an agent pool over Dedicated or Partner
+    Interconnect, Azure Storage Mover job definitions over ExpressRoute. Nothing is deployed on
+    premises: the agents are VMs or containers the operator runs and activates or registers
+    (what the stack needs of them reaches it as config: `gpudr:datasync_agent_arns`, the
+    registered `gpudr:storage_mover_agents`; GCP's need nothing there: they join its agent
+    pool), and the router and firewall settings are the runbook's checklist."""
+
+    site: str
+    location: str
+    cidr: str  # the on-premises prefix the link routes to the DR site
+    storage_kind: str  # nfs | lustre | s3-compatible | hdfs
+    storage_host: str
+    storage_port: int | None  # s3-compatible, hdfs
+    storage_path: str  # the export, the bucket, or the HDFS directory
+    agents: tuple[str, ...]  # agent names, as the operator's config maps them (ARNs, Arc ids)
+    task_mode: str  # ENHANCED | BASIC (DataSync's TaskMode; AWS only)
+    # direct-connect | vpn (AWS), interconnect-dedicated | interconnect-partner (GCP),
+    # expressroute (Azure)
+    link_kind: str
+    port_gbps: float  # per port, circuit or attachment (per tunnel for a VPN)
+    # Direct Connect ports, VPN tunnels (two per connection), Dedicated Interconnect circuits,
+    # Partner Interconnect attachments; 1 for an ExpressRoute circuit
+    ports: int
+    # The Direct Connect location, the Interconnect location (Dedicated), or the ExpressRoute
+    # peering location; None where the provider's (Partner) or none (VPN)
+    link_location: str | None
+    bgp_asn: int
+    vlan: int | None
+    committed_gbps: float
+    # The planner's, computed once: the link's capacity with every port (tunnel) up, port_gbps
+    # x ports, before the committed WAN and the agents bound it; and over a vpn, the AWS
+    # Site-to-Site VPN connections that carry its tunnels (two each). 0: not given (a stack file
+    # older than them; regenerate it).
+    link_gbps: float = 0.0
+    vpn_connections: int = 0
+    router_address: str | None = None  # vpn: the on-premises router's public IPv4 address
+    cloud_router_asn: int = 0  # interconnect-*: the GCP Cloud Router's (defaults.yaml)
+    provider: str | None = None  # expressroute: the connectivity provider
+    peer_prefixes: tuple[str, ...] = ()  # expressroute: the private peering's two /30s
+
+
+@dataclass(frozen=True)
 class LogsConfig:
     """Where a site's access, flow and control-plane logs go, and for how long (the plan's
     `logging.retention`). One sink per site, owned by the site's stack, encrypted with the
@@ -265,12 +313,15 @@ class SiteConfig:
     # None only in a config built by hand; `from_dict` requires it, and every site component
     # refuses to build without it (`require_logs`): a site never deploys unlogged.
     logs: LogsConfig | None = None
+    onprem: OnPremSource | None = None  # a DR site protecting an on-premises site
 
     def to_dict(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = _clean(asdict(self))
         for cluster in cleaned["clusters"]:
             if cluster["system_pool"] is None:  # only AKS clusters have one
                 del cluster["system_pool"]
+        if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
+            del cleaned["onprem"]
         return cleaned
 
     @staticmethod
@@ -314,6 +365,17 @@ class SiteConfig:
             AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
             for x in d.get("azure_sts_readers", ())
         )
+        if d.get("onprem") is not None:
+            src = _ints(
+                d["onprem"], ("storage_port", "ports", "bgp_asn", "vlan", "vpn_connections")
+            )
+            d["onprem"] = OnPremSource(
+                **{
+                    **src,
+                    "agents": tuple(src["agents"]),
+                    "peer_prefixes": tuple(src.get("peer_prefixes", ())),
+                }
+            )
         if "logs" not in d:
             raise KeyError("logs (the site's log sink; regenerate the stack files)")
         d["logs"] = LogsConfig(**_ints(d["logs"], ("retention_days",)))

@@ -41,6 +41,25 @@ AZURE_TENANT_ID = "azure_tenant_id"
 DATASYNC_CREDENTIALS = ((GCS_HMAC_ACCESS_ID, False), (GCS_HMAC_SECRET, True))
 AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
 
+# A DR stack pulling from on premises: {agent name: agent ARN}, set by the operator once each
+# agent VM is activated (`pulumi config set --path 'gpudr:datasync_agent_arns.<name>' <arn>`).
+DATASYNC_AGENT_ARNS = "datasync_agent_arns"
+DATASYNC_AGENT_ARNS_KEY = key(DATASYNC_AGENT_ARNS)
+# ... and from an S3-compatible store there: the read-only access key its agents sign in with,
+# which the operator creates on the store (the secret as a secret, never a plain value).
+ONPREM_S3_ACCESS_KEY = "onprem_s3_access_key"
+ONPREM_S3_SECRET_KEY = "onprem_s3_secret_key"
+ONPREM_S3_CREDENTIALS = ((ONPREM_S3_ACCESS_KEY, False), (ONPREM_S3_SECRET_KEY, True))
+
+# An Azure DR stack pulling from on premises: {agent name: {name, principal_id}} of the Storage
+# Mover agents the operator registered with Azure Arc (the agent resource's name and the Arc
+# machine's identity), and whether the provider has provisioned the ExpressRoute circuit (the
+# private peering and the connection deploy only then).
+STORAGE_MOVER_AGENTS = "storage_mover_agents"
+STORAGE_MOVER_AGENTS_KEY = key(STORAGE_MOVER_AGENTS)
+EXPRESSROUTE_PROVISIONED = "expressroute_provisioned"
+EXPRESSROUTE_PROVISIONED_KEY = key(EXPRESSROUTE_PROVISIONED)
+
 # `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
 # values when it rewrites the file and `--check` does not count them as drift: regenerating during
 # a failover must not switch the DR stack back to standby, and a credential copied from the
@@ -48,12 +67,20 @@ AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
 OPERATOR_KEYS = (
     MODE_KEY,
     LOCK_WEIGHTS_KEY,
-    *(key(name) for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS)),
+    DATASYNC_AGENT_ARNS_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
+    *(
+        key(name)
+        for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS, *ONPREM_S3_CREDENTIALS)
+    ),
 )
 # The operator keys whose value is a secret: a stack file may hold them only as the secrets
 # provider's ciphertext (`{secure: ...}`); `gpudr generate --check` refuses a plain value.
 SECRET_KEYS = tuple(
-    key(name) for name, secret in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS) if secret
+    key(name)
+    for name, secret in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS, *ONPREM_S3_CREDENTIALS)
+    if secret
 )
 # Top-level keys the Pulumi CLI writes for the stack's secrets provider (`pulumi stack init`).
 SECRETS_PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")

@@ -49,6 +49,8 @@ class Tag(StrEnum):
     INTERVAL_S = "interval-s"
     PUBLISH_WINDOW_S = "publish-window-s"
     QUOTA_MBPS = "quota-mbps"
+    # what one run may use whatever the path carries: its job runs on one agent (Storage Mover)
+    AGENT_MBPS = "agent-mbps"
     # a write-once (weights) copy: compliance, or governance for a trial the pack must approve
     LOCK = "lock"
     # GPU pools
@@ -157,6 +159,8 @@ def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
         extra["publish_window_s"] = _number(bucket.publish_window_s)
     if bucket.quota_gbps is not None:
         extra["quota_mbps"] = _number(round(bucket.quota_gbps * 1000, 3))
+    if bucket.agent_gbps is not None:
+        extra["agent_mbps"] = _number(round(bucket.agent_gbps * 1000, 3))
     if bucket.object_lock_days is not None:
         extra["lock"] = bucket.object_lock_mode
     return site_tags(site, data_role(bucket.role), **extra)
@@ -244,6 +248,7 @@ class BucketTags:
     steady_mbps: float
     publish_window_s: float | None
     quota_mbps: float | None
+    agent_mbps: float | None = None
 
 
 REQUIRED_BUCKET_TAGS = (Tag.DATA_CLASS, Tag.MECHANISM, Tag.RPO_S, Tag.BURST_BYTES, Tag.STEADY_KBPS)
@@ -270,4 +275,5 @@ def read_bucket_tags(cloud: str, tags: Mapping[str, Any]) -> BucketTags:
         steady_mbps=(num(Tag.STEADY_KBPS) or 0.0) / 1000,
         publish_window_s=num(Tag.PUBLISH_WINDOW_S),
         quota_mbps=num(Tag.QUOTA_MBPS),
+        agent_mbps=num(Tag.AGENT_MBPS),
     )

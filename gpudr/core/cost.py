@@ -39,7 +39,7 @@ class Rule:
 RULES: dict[str, Rule] = {
     # Every site
     # A public IPv4 address billed by the hour: a NAT's (AWS Elastic IP, GCP NAT IP), a VPN's
-    # tunnel endpoints (AWS) or gateway instances (Azure).
+    # tunnel endpoints (AWS) or gateway instances (Azure), an ExpressRoute gateway's (Azure).
     "public-ipv4": Rule(
         "network",
         "IP-hour",
@@ -137,6 +137,29 @@ RULES: dict[str, Rule] = {
     "datasync-fee": Rule(
         "replication", "GB", {Cloud.AWS: ("datasync_gb", "enhanced")}, "{data_class} datasync fee"
     ),
+    # From on premises through agents: Enhanced mode for NFS, Basic for object stores and HDFS
+    # (design.datasync_mode).
+    "datasync-agent-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.AWS: ("datasync_gb", "{mode}")},
+        "{data_class} DataSync fee ({mode} mode, agents on premises)",
+    ),
+    # From on premises through a Storage Transfer agent pool (agentless transfers are free).
+    "sts-agent-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.GCP: ("storage_transfer_agent_gb",)},
+        "{data_class} Storage Transfer fee (agents on premises)",
+    ),
+    # Azure Storage Mover from on premises: free of charge (its billing page); the Blob write
+    # transactions its jobs make on the replica account are not priced (prices.yaml missing).
+    "storage-mover-fee": Rule(
+        "replication",
+        "GB",
+        {Cloud.AZURE: ("storage_mover_gb",)},
+        "{data_class} Storage Mover fee (agents on premises; its Blob writes not priced)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -184,6 +207,23 @@ RULES: dict[str, Rule] = {
         {Cloud.AWS: ("vpce_interface_az_hour",)},
         "S3 interface endpoint for dual writes ({azs} AZs)",
     ),
+    # The DataSync interface endpoint on-premises agents reach over the private link.
+    "datasync-endpoint-hours": Rule(
+        "network",
+        "endpoint-AZ-hour",
+        {Cloud.AWS: ("vpce_interface_az_hour",)},
+        "DataSync interface endpoint for the on-premises agents ({azs} AZs)",
+    ),
+    # The endpoint carries only the agents' control traffic: the data goes to the task's
+    # network interfaces in the DR VPC (DataSync, "Network interfaces for transfers" and its
+    # Direct Connect architectures), so it is billed where it enters the VPC: the transit
+    # gateway the Direct Connect gateway or the VPN is attached to processes every GB.
+    "tgw-processing-onprem": Rule(
+        "network",
+        "GB",
+        {Cloud.AWS: ("tgw_processed_gb",)},
+        "{data_class} from on premises into the transit gateway over {link}",
+    ),
     # Links
     "tgw-attachments": Rule(
         "network",
@@ -196,6 +236,70 @@ RULES: dict[str, Rule] = {
         "port-hour",
         {Cloud.AWS: ("dx_port_hour", "{port_gbps}Gbps")},
         "Direct Connect {ports} x {port_gbps} Gbps ports",
+    ),
+    # An on-premises site's Dedicated Interconnect circuits (the DR stack orders them) and the
+    # VLAN attachments on them or on a partner's (unpriced: prices.yaml missing).
+    "interconnect-circuits": Rule(
+        "network",
+        "circuit-hour",
+        {Cloud.GCP: ("interconnect_attachment_hour", "{port_gbps}G")},
+        "Dedicated Interconnect {ports} x {port_gbps} Gbps circuits",
+    ),
+    "interconnect-vlan-attachments": Rule(
+        "network",
+        "attachment-hour",
+        {Cloud.GCP: ("interconnect_vlan_attachment_hour",)},
+        "Interconnect VLAN attachments ({attachments} x {bandwidth})",
+    ),
+    # An on-premises site's ExpressRoute into Azure: the metered circuit per month at its
+    # bandwidth, and the gateway per hour (prices.yaml `missing` says why both are unpriced).
+    "expressroute-circuit": Rule(
+        "network",
+        "circuit-month",
+        {Cloud.AZURE: ("expressroute_circuit_month", "{mbps}Mbps")},
+        "ExpressRoute circuit, {mbps} Mbps metered",
+    ),
+    "expressroute-gateway-hours": Rule(
+        "network",
+        "gateway-hour",
+        {Cloud.AZURE: ("expressroute_gateway_hour", "{sku}")},
+        "ExpressRoute gateway {sku}",
+    ),
+    # The private path of an on-premises site's uploads into Azure (components/azure/
+    # private_blob.py): endpoint-hours, the GB they carry, the zone answering for them, the
+    # resolver on-premises DNS asks, and the Logic Apps that start the jobs (the last three
+    # unpriced: prices.yaml missing).
+    "private-endpoint-hours": Rule(
+        "network",
+        "endpoint-hour",
+        {Cloud.AZURE: ("private_endpoint_hour",)},
+        "Blob private endpoints ({endpoints})",
+    ),
+    "private-endpoint-gb": Rule(
+        "network",
+        "GB",
+        {Cloud.AZURE: ("private_endpoint_gb",)},
+        "{data_class} uploads through its private endpoint",
+    ),
+    # The privatelink zone the private endpoints' records live in, per zone-month, with the
+    # queries it answers (unpriced: prices.yaml missing).
+    "private-dns-zone": Rule(
+        "network",
+        "zone-month",
+        {Cloud.AZURE: ("private_dns_zone_month",)},
+        "Blob private DNS zone and the queries it answers",
+    ),
+    "dns-resolver-inbound-hours": Rule(
+        "network",
+        "endpoint-hour",
+        {Cloud.AZURE: ("dns_resolver_inbound_endpoint_hour",)},
+        "DNS Private Resolver inbound endpoint (on-premises DNS forwards to it)",
+    ),
+    "mover-schedule-actions": Rule(
+        "replication",
+        "action",
+        {Cloud.AZURE: ("logic_app_action",)},
+        "{data_class} job starts (Logic App, every {every})",
     ),
     "ha-vpn-tunnels": Rule(
         "network", "tunnel-hour", {Cloud.GCP: ("ha_vpn_tunnel_hour",)}, "HA VPN tunnels ({tunnels})"

@@ -13,25 +13,38 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from gpudr.core import cost, reference, sizing
+from gpudr.core import cost, hardware, reference, sizing
 from gpudr.core.cost import HOURS_PER_MONTH, SECONDS_PER_MONTH, Usage
 from gpudr.core.enums import (
     DATA_CLASSES,
     DR_PATTERNS,
     DUAL_REGION,
+    NFS_STORAGE_KINDS,
     PULLED,
     Cloud,
     DataClass,
     LinkKind,
     Mechanism,
+    OnPremLinkKind,
     Pattern,
     PoolKind,
     ServicePath,
     SiteRole,
+    StorageKind,
     WeightsLock,
     WorkloadKind,
 )
-from gpudr.core.spec import PAIRS, Cluster, Plan, Service, Site, gcs_dual_region
+from gpudr.core.spec import (
+    ONPREM_PAIRS,
+    PAIRS,
+    Cluster,
+    OnPremLink,
+    OnPremSite,
+    Plan,
+    Service,
+    Site,
+    gcs_dual_region,
+)
 from gpudr.core.units import fmt_duration, fmt_gbps, fmt_size, transfer_seconds
 
 __all__ = ["SECONDS_PER_MONTH", "DataFlow", "Design", "Path", "Pool", "Workload", "design"]
@@ -228,13 +241,16 @@ def standing_clusters(pools: Iterable[Pool]) -> list[tuple[str, str]]:
 
 
 def choose_mechanism(
-    requested: Mechanism | None, rpo_s: float | None, primary: Site, dr: Site
+    requested: Mechanism | None, rpo_s: float | None, primary: Site | OnPremSite, dr: Site
 ) -> Mechanism:
     """`auto` (None): dual write for RPO 0; otherwise the pair's managed mechanism with a time
     bound where there is one (S3 RTC; GCS turbo on a same-continent dual-region), else the pair's
     scheduled or best-effort mechanism, whose RPO the plan then computes or reports as unmet."""
     if requested is not None:
         return requested
+    if isinstance(primary, OnPremSite):
+        # (an RPO of 0 from on premises is refused by the spec: nothing deployed there writes)
+        return ONPREM_PAIRS[dr.cloud][0][0]
     if rpo_s == 0:
         return Mechanism.DUAL_WRITE
     pair = (primary.cloud, dr.cloud)
@@ -251,8 +267,11 @@ def choose_mechanism(
     return Mechanism.STS  # aws -> gcp, azure -> gcp
 
 
-def link_kind(primary: Site, dr: Site) -> LinkKind:
-    """The DR link between two sites: the one the spec names, else the pair's default."""
+def link_kind(primary: Site | OnPremSite, dr: Site) -> LinkKind:
+    """The DR link between two sites: the one the spec names, else the pair's default; from
+    on premises, the site's WAN (its committed bandwidth over the link it names)."""
+    if isinstance(primary, OnPremSite):
+        return LinkKind.WAN
     if dr.link is not None and dr.link.kind is not None:
         return dr.link.kind
     return PAIRS[(primary.cloud, dr.cloud)][1][0]
@@ -270,7 +289,10 @@ SERVICE_PATHS: dict[str, ServicePath] = {
 }
 
 
-def _path_kind(mechanism: Mechanism, primary: Site, dr: Site) -> str:
+def _path_kind(mechanism: Mechanism, primary: Site | OnPremSite, dr: Site) -> str:
+    # From on premises every transfer shares the site's WAN, whatever the service.
+    if isinstance(primary, OnPremSite):
+        return LinkKind.WAN
     return SERVICE_PATHS.get(mechanism) or link_kind(primary, dr)
 
 
@@ -288,7 +310,7 @@ def _monthly_bytes(plan: Plan, data_class: DataClass) -> float:
 
 
 def _flows_for_pair(
-    plan: Plan, primary: Site, dr: Site
+    plan: Plan, primary: Site | OnPremSite, dr: Site
 ) -> list[tuple[DataClass, Mechanism, sizing.Flow]]:
     out: list[tuple[DataClass, Mechanism, sizing.Flow]] = []
     c, w, d = plan.checkpoints, plan.weights, plan.datasets
@@ -394,6 +416,87 @@ def _link_capacity(
     )
 
 
+# The quota that bounds one agent on premises, per DR cloud (its service's agents).
+AGENT_QUOTAS: dict[Cloud, str] = {
+    Cloud.AWS: "datasync_agent_gbps",
+    Cloud.GCP: "sts_agent_gbps",
+    Cloud.AZURE: "storage_mover_agent_gbps",
+}
+
+
+def onprem_dr_cloud(plan: Plan, site: OnPremSite) -> Cloud:
+    """The cloud protecting an on-premises site (its agents are that cloud's service's)."""
+    return next(s.cloud for s in plan.sites.values() if s.protects == site.name)
+
+
+def _agent_quota(plan: Plan, site: OnPremSite) -> tuple[str, float]:
+    """The `quotas:` key bounding one of the site's agents, and its value."""
+    quota = AGENT_QUOTAS[onprem_dr_cloud(plan, site)]
+    return quota, float(getattr(plan.quotas, quota))
+
+
+def wan_capacity(plan: Plan, site: OnPremSite) -> tuple[float, str, sizing.PortPlan | None]:
+    """What an on-premises site's transfers get: the least of the WAN bandwidth committed to
+    DR, what its link's ports carry, and what its agents move (`sizing.onprem_path_gbps`),
+    the agents being the DR cloud's (DataSync agents into AWS, Storage Mover agents into
+    Azure, each at its `quotas:` rate)."""
+    link = site.link
+    quota, per_agent = _agent_quota(plan, site)
+    capacity, bound = sizing.onprem_path_gbps(
+        site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
+    )
+    agent_src = _quota_source(plan, quota, f"quotas.{quota} default (assumption)")
+    what = {
+        sizing.WAN_COMMITTED: f"sites.{site.name}.wan_committed_gbps",
+        sizing.WAN_LINK: f"{link.ports} x {link.port_gbps:g} Gbps {link.kind} "
+        f"(sites.{site.name}.link)",
+        sizing.WAN_AGENTS: f"{len(site.agents)} agent(s) x {per_agent:g} Gbps ({agent_src})",
+    }[bound]
+    source = (
+        f"{what}: the least of {site.wan_committed_gbps:g} Gbps committed, "
+        f"{link.capacity_gbps:g} Gbps of link, {len(site.agents) * per_agent:g} Gbps of agents"
+    )
+    ports = None
+    if link.kind == OnPremLinkKind.DIRECT_CONNECT:
+        speed = int(link.port_gbps)
+        usd = reference.price("aws", "dx_port_hour", f"{speed}Gbps").usd
+        # The ports are yours (the spec's), at one location: nothing survives its loss.
+        ports = sizing.PortPlan(speed, link.ports, link.capacity_gbps, usd * link.ports, 1, 0.0)
+    return capacity, source, ports
+
+
+def wan_fix(plan: Plan, site: OnPremSite) -> str:
+    """What gives an on-premises site's transfers more: the bound that holds (every bound
+    tied with it: raising one alone would not help), each with the field that raises it."""
+    link = site.link
+    quota, per_agent = _agent_quota(plan, site)
+    capacity, _ = sizing.onprem_path_gbps(
+        site.wan_committed_gbps, link.capacity_gbps, len(site.agents), per_agent
+    )
+    most = int(reference.defaults()["links"]["onprem"]["max_agents"]["value"])
+    vpn = link.kind == OnPremLinkKind.VPN
+    more = "add tunnels (two per VPN connection)" if vpn else "add ports"
+    fixes = []
+    if site.wan_committed_gbps <= capacity:
+        fixes.append(
+            f"commit more WAN bandwidth to DR (sites.{site.name}.wan_committed_gbps, "
+            f"{site.wan_committed_gbps:g} Gbps)"
+        )
+    if link.capacity_gbps <= capacity:
+        fixes.append(
+            f"{more} or faster ones (sites.{site.name}.link, {link.ports} x "
+            f"{link.port_gbps:g} Gbps)"
+        )
+    if len(site.agents) * per_agent <= capacity:
+        add = f"add agents (sites.{site.name}.agents, {len(site.agents)} of at most {most}) or, "
+        fixes.append(
+            (add if len(site.agents) < most else "")
+            + f"with a measured rate, raise quotas.{quota} ({per_agent:g} Gbps "
+            "per agent)"
+        )
+    return " and ".join(fixes)
+
+
 def _dx_locations(dr: Site) -> int:
     """The Direct Connect locations the DR site's link names (components/aws/links.py spreads
     the ports over them)."""
@@ -401,7 +504,7 @@ def _dx_locations(dr: Site) -> int:
 
 
 def _group_flows(
-    plan: Plan, primary: Site, dr: Site
+    plan: Plan, primary: Site | OnPremSite, dr: Site
 ) -> dict[str, list[tuple[DataClass, Mechanism, sizing.Flow]]]:
     """The pair's flows by the path they travel; GPU sites are linked for control traffic and
     failback even without data on the link."""
@@ -413,12 +516,17 @@ def _group_flows(
     return grouped
 
 
-def _path(plan: Plan, primary: Site, dr: Site, kind: str, flows: Iterable[sizing.Flow]) -> Path:
+def _path(
+    plan: Plan, primary: Site | OnPremSite, dr: Site, kind: str, flows: Iterable[sizing.Flow]
+) -> Path:
     members = list(flows)
     required = sum(sizing.path_load_gbps(f) for f in members)
-    capacity, source, ports = _path_capacity(
-        plan, kind, required * plan.headroom, _dx_locations(dr)
-    )
+    if isinstance(primary, OnPremSite):
+        capacity, source, ports = wan_capacity(plan, primary)
+    else:
+        capacity, source, ports = _path_capacity(
+            plan, kind, required * plan.headroom, _dx_locations(dr)
+        )
     return Path(
         key=f"{primary.name}->{dr.name}:{kind}",
         primary=primary.name,
@@ -439,8 +547,23 @@ def _path(plan: Plan, primary: Site, dr: Site, kind: str, flows: Iterable[sizing
 # --- data flows -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PullLimits:
+    """What bounds one run of a pull beyond its path: the most one run can use (a Storage
+    Mover job runs on its one agent) and how long it may queue behind the other classes' runs
+    (a DataSync agent runs one task at a time, and every task uses every agent)."""
+
+    rate_cap_gbps: float | None = None
+    wait_s: float = 0.0
+
+
 def _estimate(
-    plan: Plan, cls: DataClass, flow: sizing.Flow, path: Path, others: float
+    plan: Plan,
+    cls: DataClass,
+    flow: sizing.Flow,
+    path: Path,
+    others: float,
+    limits: PullLimits = PullLimits(),
 ) -> tuple[sizing.RpoEstimate, sizing.Schedule | None]:
     """The class's worst-case RPO on its path, and the schedule of a scheduled pull."""
     mech = flow.mechanism
@@ -457,27 +580,79 @@ def _estimate(
         others,
         min_interval_s=sizing.min_pull_interval_s(mech),
         headroom=plan.headroom,
+        rate_cap_gbps=limits.rate_cap_gbps,
+        wait_s=limits.wait_s,
+    )
+    queued = (
+        f" after waiting up to {fmt_duration(schedule.wait_s)} for the other classes' runs on "
+        "the same agents"
+        if schedule.wait_s
+        else ""
+    )
+    capped = (
+        f", at most {limits.rate_cap_gbps:g} Gbps: one agent runs the job"
+        if limits.rate_cap_gbps is not None and limits.rate_cap_gbps < path.capacity_gbps - others
+        else ""
     )
     est = sizing.RpoEstimate(
         schedule.estimated_rpo_s,
-        schedule.interval_s + schedule.transfer_s,
+        schedule.interval_s + schedule.wait_s + schedule.transfer_s,
         schedule.transfer_s,
         False,
         f"scheduled every {fmt_duration(schedule.interval_s)}: the interval plus one run's "
-        f"transfer ({fmt_duration(schedule.transfer_s)}); no SLA on transfer speed",
+        f"transfer ({fmt_duration(schedule.transfer_s)}){capped}{queued}; no SLA on transfer "
+        "speed",
     )
     return est, schedule
 
 
-def _pair_design(plan: Plan, primary: Site, dr: Site) -> tuple[list[DataFlow], list[Path]]:
+def pull_rate_cap(plan: Plan, onprem: OnPremSite, mechanism: str) -> float | None:
+    """What one run of a pull from on premises may use whatever the path carries: the
+    per-agent rate where a job runs on one agent (Storage Mover), else None."""
+    if mechanism != Mechanism.STORAGE_MOVER:
+        return None
+    return _agent_quota(plan, onprem)[1]
+
+
+def _pull_limits(
+    plan: Plan,
+    primary: Site | OnPremSite,
+    path: Path,
+    members: list[tuple[DataClass, Mechanism, sizing.Flow]],
+) -> dict[str, PullLimits]:
+    """Per class, what bounds its runs besides the path (see PullLimits). Only pulls from on
+    premises have such bounds today. DataSync: the wait is every other class's run at the
+    interval it would have with no wait (the longest, so the largest run: an upper bound)."""
+    if not isinstance(primary, OnPremSite):
+        return {}
+    mechs = {m for _, m, _ in members}
+    if Mechanism.STORAGE_MOVER in mechs:
+        return {c: PullLimits(rate_cap_gbps=pull_rate_cap(plan, primary, m)) for c, m, _ in members}
+    if Mechanism.DATASYNC_AGENT not in mechs:
+        return {}
+    runs = {}
+    for cls, _, flow in members:
+        others = sum(f.steady_gbps for c, _, f in members if c != cls)
+        _, schedule = _estimate(plan, cls, flow, path, others)
+        runs[cls] = schedule.transfer_s if schedule else 0.0
+    return {
+        c: PullLimits(wait_s=sum(t for other, t in runs.items() if other != c))
+        for c, _, _ in members
+    }
+
+
+def _pair_design(
+    plan: Plan, primary: Site | OnPremSite, dr: Site
+) -> tuple[list[DataFlow], list[Path]]:
     flows: list[DataFlow] = []
     paths: list[Path] = []
     for kind, members in _group_flows(plan, primary, dr).items():
         path = _path(plan, primary, dr, kind, (f for _, _, f in members))
         paths.append(path)
+        limits = _pull_limits(plan, primary, path, members)
         for cls, mech, flow in members:
             others = sum(f.steady_gbps for c, _, f in members if c != cls)
-            est, schedule = _estimate(plan, cls, flow, path, others)
+            est, schedule = _estimate(plan, cls, flow, path, others, limits.get(cls, PullLimits()))
             flows.append(
                 _data_flow(plan, FlowFacts(primary, dr, cls, mech, path.key, flow, est, schedule))
             )
@@ -488,7 +663,7 @@ def _pair_design(plan: Plan, primary: Site, dr: Site) -> tuple[list[DataFlow], l
 class FlowFacts:
     """What one class's data flow is made of, before its notes and verdict."""
 
-    primary: Site
+    primary: Site | OnPremSite
     dr: Site
     data_class: DataClass
     mechanism: Mechanism
@@ -600,6 +775,8 @@ def _dual_write_notes(plan: Plan, x: FlowFacts) -> Iterator[str]:
             f"{nodes} training node(s) at {c.site}"
         )
     kind = _path_kind(x.mechanism, x.primary, x.dr)
+    if isinstance(x.primary, OnPremSite):
+        return
     if kind == LinkKind.DIRECT_CONNECT and x.primary.cloud == x.dr.cloud == Cloud.AWS:
         yield DX_HAIRPIN_NOTE
 
@@ -676,14 +853,22 @@ def _schedule_notes(plan: Plan, x: FlowFacts, rpo_s: float | None) -> Iterator[s
             "even the shortest schedule the service allows "
             f"({fmt_duration(schedule.interval_s)}) "
             + ("meets the RPO only without the headroom factor" if within else "misses the RPO")
-            + ": relax it, or use dual-write for this class"
+            + (
+                # No dual write from on premises (the spec refuses it): a run must be shorter.
+                f": {wan_fix(plan, x.primary)}, or relax the RPO"
+                if isinstance(x.primary, OnPremSite)
+                else ": relax it, or use dual-write for this class"
+            )
         )
     if x.mechanism in PULLED and x.data_class in (DataClass.DATASETS, DataClass.WEIGHTS):
         d = plan.datasets
         size = d.size_b if x.data_class == DataClass.DATASETS and d else x.flow.burst_bytes
-        capacity = (
-            plan.quotas.sts_gbps if x.mechanism == Mechanism.STS else plan.quotas.datasync_gbps
-        )
+        if isinstance(x.primary, OnPremSite):
+            capacity = wan_capacity(plan, x.primary)[0]
+        elif x.mechanism == Mechanism.STS:
+            capacity = plan.quotas.sts_gbps
+        else:
+            capacity = plan.quotas.datasync_gbps
         first_run = fmt_duration(transfer_seconds(size, capacity))
         yield (
             "the first run copies everything already in the source: "
@@ -782,7 +967,7 @@ def _finishes(plan: Plan, checks: Checks, pools: Sequence[sizing.PoolTiming]) ->
 class PoolSpec:
     """One DR pool to plan: which workload, where, and what its cluster already has standing."""
 
-    primary: Site
+    primary: Site | OnPremSite
     dr: Site
     name: str
     kind: PoolKind
@@ -881,6 +1066,13 @@ def _capacity_offer(
     )
 
 
+# Why a DR pool for an on-premises cluster may not find its GPUs (no regional crowd there).
+ONPREM_CROWD = {
+    Cloud.AWS: "and on-demand GPU capacity is never promised (AWS notes that short-term "
+    "capacity for P-type GPU instances is often limited)",
+}
+
+
 def _capacity_note(
     plan: Plan, p: PoolSpec, instance_type: str, chosen: PatternOption, offer: CapacityOffer
 ) -> str:
@@ -888,11 +1080,16 @@ def _capacity_note(
     missing = w.nodes - sizing.standing_nodes(chosen.pattern, w.nodes, dr.warm_fraction)
     wait = fmt_duration(plan.recovery.gpu_capacity_wait_s)
     verdict = f"RTO {CONDITIONAL}" if chosen.meets else "RTO not met, nor its GPUs certain"
+    crowd = (
+        ONPREM_CROWD.get(dr.cloud, "and on-demand GPU capacity is never promised")
+        if isinstance(p.primary, OnPremSite)
+        else f"and in a regional outage every tenant of the failed region ({p.primary.region}) "
+        "looks for capacity at once"
+    )
     head = (
         f"{verdict}: {missing} of {w.nodes} {instance_type} nodes are neither standing nor "
-        f"reserved, and in a regional outage every tenant of the failed region "
-        f"({p.primary.region}) looks for capacity at once; the estimate assumes {dr.region} has "
-        f"them within recovery.gpu_capacity_wait ({wait})"
+        f"reserved, {crowd}; the estimate assumes {dr.region} has them within "
+        f"recovery.gpu_capacity_wait ({wait})"
     )
     extra = f"${offer.monthly_usd - chosen.monthly_usd:,.0f} more than {chosen.pattern} now"
     rto = fmt_duration(offer.estimated_rto_s) + ("" if offer.meets else ", above the target")
@@ -955,6 +1152,8 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
             "recovery.reservations): reserve_capacity reserves, bills and makes certain nothing "
             "here; keep the nodes standing (warm-standby or active-active) instead"
         )
+    if isinstance(p.primary, OnPremSite) and isinstance(w, Cluster):
+        notes += _hardware_notes(p.primary, w, dr, gpu)
     if isinstance(w, Service) and (plan.weights is None or plan.weights.site != w.site):
         notes.append(
             f"RPO not applicable: the plan replicates no model weights from {w.site}, so gpudr "
@@ -986,8 +1185,18 @@ def _plan_pool(plan: Plan, p: PoolSpec) -> Pool:
     )
 
 
+def _hardware_notes(site: OnPremSite, w: Cluster, dr: Site, gpu: reference.GpuOffer) -> list[str]:
+    """How the cluster's training runs on its DR pool against on premises."""
+    d = hardware.difference(site.gpus, w.nodes, dr.cloud, w.gpu, gpu.gpus_per_node)
+    one = cost.gpu_usage(
+        dr.cloud, dr.name, pool=w.name, instance_type=gpu.instance_type, nodes=1, what="", dr=True
+    )
+    hourly = cost.total([one]) / HOURS_PER_MONTH
+    return hardware.notes(d, gpu.instance_type, hourly, w.nodes)
+
+
 def _plan_pools(
-    plan: Plan, primary: Site, dr: Site, weights_rpo: float | None, checks: Checks
+    plan: Plan, primary: Site | OnPremSite, dr: Site, weights_rpo: float | None, checks: Checks
 ) -> list[Pool]:
     """Pools per DR cluster, in two passes: each pool chooses alone; if any pool keeps the
     cluster's control plane up, the others choose again knowing it is standing. Then each is
@@ -1042,7 +1251,8 @@ def design(plan: Plan) -> Design:
     flows: list[DataFlow] = []
     paths: dict[str, Path] = {}
     pools: list[Pool] = []
-    for primary, dr in plan.pairs():
+    everything: list[tuple[Site | OnPremSite, Site]] = [*plan.pairs(), *plan.onprem_pairs()]
+    for primary, dr in everything:
         pair_flows, pair_paths = _pair_design(plan, primary, dr)
         flows += pair_flows
         paths.update((p.key, p) for p in pair_paths)
@@ -1060,19 +1270,23 @@ def design(plan: Plan) -> Design:
         tuple(flows),
         paths,
         tuple(pools),
-        tuple(_workloads(flows, paths, pools)),
+        tuple(_workloads(plan, flows, paths, pools)),
         cost.report(usages),
         _alternatives(plan, pools, flows),
         usages,
     )
 
 
-def _workloads(flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]) -> list[Workload]:
-    return [_data_workload(f, paths[f.path]) for f in flows] + [_pool_workload(p) for p in pools]
+def _workloads(
+    plan: Plan, flows: list[DataFlow], paths: dict[str, Path], pools: list[Pool]
+) -> list[Workload]:
+    return [_data_workload(plan, f, paths[f.path]) for f in flows] + [
+        _pool_workload(p) for p in pools
+    ]
 
 
-def _data_workload(f: DataFlow, path: Path) -> Workload:
-    notes = [*f.notes, *_shortfall_notes(path)]
+def _data_workload(plan: Plan, f: DataFlow, path: Path) -> Workload:
+    notes = [*f.notes, *_shortfall_notes(plan, path)]
     if not path.ok and f.estimate.guaranteed:
         notes.append("the mechanism's guarantee does not hold while the path is over capacity")
     meets = _meets(f.rpo_s, f.estimate.estimated_s) and _meets(f.rto_s, f.estimated_rto_s)
@@ -1093,11 +1307,20 @@ def _data_workload(f: DataFlow, path: Path) -> Workload:
     )
 
 
-def _shortfall_notes(path: Path) -> Iterator[str]:
-    """Why a path cannot carry its flows, and by how much."""
+def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
+    """Why a path cannot carry its flows, by how much, and (on premises) what raises it."""
     if path.ok:
         return
     has = f"has {path.capacity_gbps:,.6g} Gbps"
+    onprem = plan.onprem.get(path.primary)
+    if onprem is not None:
+        # The ports are the user's own, not a plan gpudr picks: name the bound and its fix.
+        short = path.needed_gbps - path.capacity_gbps
+        yield (
+            f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has} "
+            f"({path.capacity_source}): {short:,.2f} Gbps short; {wan_fix(plan, onprem)}"
+        )
+        return
     if path.ports is not None:
         # Direct Connect is sized to the need: short only beyond the largest plan.
         has = (
@@ -1253,7 +1476,55 @@ def _primary_storage(plan: Plan, site: Site, flows: list[DataFlow]) -> list[Usag
     return out
 
 
+def datasync_mode(kind: StorageKind) -> str:
+    """The DataSync task mode an on-premises store is read in: Enhanced for NFS file servers
+    (an Lustre export too), which Enhanced-mode agents read; Basic for object stores and HDFS,
+    which only Basic mode reads through an agent (shared/reference/dr-facts-2.md 3, "Choosing a
+    task mode"). Basic mode copies at most 50 million files, objects or directories a run."""
+    return "enhanced" if kind in NFS_STORAGE_KINDS else "basic"
+
+
+def _onprem_flow_usages(plan: Plan, f: DataFlow, site: OnPremSite) -> Iterator[Usage]:
+    """What the DR cloud bills for a class pulled from on premises. No transfer line: data
+    into AWS, GCP or Azure is free, and what leaves the data centre is billed by your own
+    carrier, not here."""
+    dr = plan.sites[f.dr]
+    gb = f.monthly_bytes / cost.GB
+    stored_gb = replica_bytes(plan, f.data_class) / cost.GB
+    what = f"{f.data_class} replica"
+    yield _usage("storage", dr, stored_gb, True, what=what, storage_class=f.replica_class)
+    if f.mechanism == Mechanism.STS_AGENT:
+        # Per GiB through the agents; no per-run fee and no endpoint (the agents reach
+        # Google's APIs over the link or the internet, runbook).
+        yield _usage("sts-agent-fee", dr, gb, True, data_class=f.data_class)
+        return
+    if f.mechanism == Mechanism.STORAGE_MOVER:
+        # Storage Mover's own fee: no source read in this pass gives one (listed as unpriced,
+        # never assumed to be zero). The uploads cross the replica's private endpoint, which
+        # bills per GB; the Logic App starting the job bills per action (two per start).
+        yield _usage("storage-mover-fee", dr, gb, True, data_class=f.data_class)
+        yield _usage("private-endpoint-gb", dr, gb, True, data_class=f.data_class)
+        if f.schedule is not None:
+            starts = SECONDS_PER_MONTH / f.schedule.interval_s
+            every = fmt_duration(f.schedule.interval_s)
+            actions = 2 * starts
+            yield _usage(
+                "mover-schedule-actions", dr, actions, True, data_class=f.data_class, every=every
+            )
+        return
+    mode = datasync_mode(site.storage.kind)
+    yield _usage("datasync-agent-fee", dr, gb, True, data_class=f.data_class, mode=mode)
+    if mode == "enhanced" and f.schedule is not None:
+        runs = SECONDS_PER_MONTH / f.schedule.interval_s
+        every = fmt_duration(f.schedule.interval_s)
+        yield _usage("datasync-executions", dr, runs, True, data_class=f.data_class, every=every)
+    link = "Direct Connect" if site.link.kind == OnPremLinkKind.DIRECT_CONNECT else "the VPN"
+    yield _usage("tgw-processing-onprem", dr, gb, True, data_class=f.data_class, link=link)
+
+
 def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
+    if f.primary in plan.onprem:
+        return list(_onprem_flow_usages(plan, f, plan.onprem[f.primary]))
     primary, dr = plan.sites[f.primary], plan.sites[f.dr]
     gb = f.monthly_bytes / cost.GB
     stored_gb = replica_bytes(plan, f.data_class) / cost.GB
@@ -1336,7 +1607,88 @@ def _endpoint_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:
         yield _usage("endpoint-hours", site, azs * HOURS_PER_MONTH, True, azs=azs)
 
 
+def vpn_connections(tunnels: int) -> int:
+    """AWS Site-to-Site VPN connections for an on-premises link of `tunnels` (two each)."""
+    return max(1, math.ceil(tunnels / 2))
+
+
+def _wan_usages(plan: Plan, path: Path) -> Iterator[Usage]:
+    """An on-premises site's link, as its DR cloud bills it: the Direct Connect ports (the DR
+    stack declares the connections) or the VPN connection; and the interface endpoint the
+    agents reach DataSync through."""
+    site, dr = plan.onprem[path.primary], plan.sites[path.dr]
+    link = site.link
+    if dr.cloud == Cloud.GCP:
+        yield from _interconnect_usages(site, dr)
+        return
+    if link.kind == OnPremLinkKind.EXPRESSROUTE:
+        yield from _expressroute_usages(dr, link, path)
+        return
+    if link.kind == OnPremLinkKind.DIRECT_CONNECT:
+        ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
+        yield _usage("dx-ports", dr, link.ports * HOURS_PER_MONTH, True, **ports)
+    elif link.kind == OnPremLinkKind.VPN:
+        connections = vpn_connections(link.ports)
+        hours = connections * HOURS_PER_MONTH
+        yield _usage("aws-vpn-connections", dr, hours, True, connections=connections)
+    azs = len(dr.azs)
+    yield _usage("datasync-endpoint-hours", dr, azs * HOURS_PER_MONTH, True, azs=azs)
+
+
+def _interconnect_usages(site: OnPremSite, dr: Site) -> Iterator[Usage]:
+    """A GCP DR site's end of the on-premises link: over Dedicated Interconnect, the circuits
+    (the DR stack orders them) and the VLAN attachment on them; over Partner Interconnect, the
+    attachments (the provider bills its part of the path)."""
+    link = site.link
+    if link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
+        ports = {"ports": link.ports, "port_gbps": int(link.port_gbps)}
+        yield _usage("interconnect-circuits", dr, link.ports * HOURS_PER_MONTH, True, **ports)
+    # Dedicated: one attachment over the bundle of circuits; Partner: one per port, each of
+    # the port's capacity (components/gcp/onprem.py).
+    dedicated = link.kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+    count = 1 if dedicated else link.ports
+    gbps = link.capacity_gbps if dedicated else link.port_gbps
+    what = {"attachments": count, "bandwidth": f"{gbps:g} Gbps"}
+    yield _usage("interconnect-vlan-attachments", dr, count * HOURS_PER_MONTH, True, **what)
+
+
+def expressroute_gateway_sku(capacity_gbps: float) -> str:
+    """The ExpressRoute gateway the Azure DR stack declares for a WAN path (the smallest that
+    carries it; components/azure/onprem.py builds it from the same table)."""
+    table = reference.defaults()["links"]["onprem"]["expressroute_gateways"]
+    for sku, gbps in table["gbps"].items():
+        if capacity_gbps <= float(gbps):
+            return str(sku)
+    # Never the largest in silence: it would not carry the path (the spec refuses such a link).
+    sku, gbps = list(table["gbps"].items())[-1]
+    raise ValueError(
+        f"a {capacity_gbps:g} Gbps path is more than the largest ExpressRoute gateway "
+        f"({sku}, {gbps:g} Gbps) carries"
+    )
+
+
+def _expressroute_usages(dr: Site, link: OnPremLink, path: Path) -> Iterator[Usage]:
+    """The metered circuit at its bandwidth (per month) and the gateway (per hour), neither
+    priced in prices.yaml yet (listed as unpriced), and the gateway's Standard public IP; and
+    the uploads' private path: a Blob private endpoint per replica account (one per class,
+    each in its own account), the privatelink zone answering for them and the resolver's
+    inbound endpoint (both unpriced)."""
+    mbps = round(link.port_gbps * 1000)
+    yield _usage("expressroute-circuit", dr, 1, True, mbps=mbps)
+    sku = expressroute_gateway_sku(path.capacity_gbps)
+    yield _usage("expressroute-gateway-hours", dr, HOURS_PER_MONTH, True, sku=sku)
+    yield _usage("public-ipv4", dr, HOURS_PER_MONTH, True, what="ExpressRoute gateway")
+    endpoints = len(path.flows)
+    hours = endpoints * HOURS_PER_MONTH
+    yield _usage("private-endpoint-hours", dr, hours, True, endpoints=endpoints)
+    yield _usage("private-dns-zone", dr, 1, True)
+    yield _usage("dns-resolver-inbound-hours", dr, HOURS_PER_MONTH, True)
+
+
 def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:
+    if path.kind == LinkKind.WAN:
+        yield from _wan_usages(plan, path)
+        return
     if path.kind == LinkKind.DIRECT_CONNECT and path.ports:
         ports = path.ports
         yield _usage(
@@ -1398,6 +1750,12 @@ def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage
                 parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.kind)
             elif path.kind == LinkKind.DIRECT_CONNECT:
                 parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
+            elif path.kind == LinkKind.WAN:
+                link = plan.onprem[path.primary].link
+                if link.kind == OnPremLinkKind.DIRECT_CONNECT:
+                    parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
+                else:
+                    parts["VPN"] = parts.get("VPN", 0) + vpn_connections(link.ports)
         what = " + ".join(k if n == 1 else f"{n} {k}" for k, n in parts.items())
         count = sum(parts.values())
         yield _usage("tgw-attachments", site, count * HOURS_PER_MONTH, True, what=what)

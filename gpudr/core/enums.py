@@ -20,6 +20,12 @@ class Cloud(StrEnum):
     AZURE = "azure"
 
 
+# `cloud: onprem` in the plan spec: a primary site in your own data centre. Not a `Cloud` (a
+# provider, keying every price, catalog and SDK table): on-prem sites are held apart
+# (spec.Plan.onprem), get no stack and no list prices, and their side is a checklist.
+ONPREM = "onprem"
+
+
 class SiteRole(StrEnum):
     PRIMARY = "primary"
     DR = "dr"
@@ -36,12 +42,29 @@ class Mechanism(StrEnum):
     STS = "sts"  # Storage Transfer Service jobs pulling into GCS on a schedule
     AZURE_OR = "azure-or"  # Azure object replication (standard mode)
     DATASYNC = "datasync"  # DataSync tasks pulling into S3 on a schedule
+    # DataSync tasks at the AWS DR site reading an on-premises store through agents there
+    DATASYNC_AGENT = "datasync-agent"
+    # Storage Transfer Service jobs at the GCP DR site reading an on-premises store through an
+    # agent pool there
+    STS_AGENT = "sts-agent"
+    # Azure Storage Mover job definitions at the Azure DR site reading an on-premises NFS
+    # export through its Arc-registered agents there
+    STORAGE_MOVER = "storage-mover"
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 
 
 # Mechanisms the DR site runs on a schedule: its stack holds the job (sizing.scheduled_transfer).
-PULLED = (Mechanism.STS, Mechanism.DATASYNC)
+PULLED = (
+    Mechanism.STS,
+    Mechanism.DATASYNC,
+    Mechanism.DATASYNC_AGENT,
+    Mechanism.STS_AGENT,
+    Mechanism.STORAGE_MOVER,
+)
+# Pulls from an on-premises site through agents there, bound by the WAN bandwidth committed to DR
+# (and the agents' own limits), not a vendor quota.
+FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT, Mechanism.STORAGE_MOVER)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.
@@ -122,6 +145,41 @@ class LinkKind(StrEnum):
     VNET_PEERING = "vnet-peering"
     HA_VPN = "ha-vpn"  # GCP HA VPN to AWS VPN connections
     VPN = "vpn"  # Azure VPN gateway to GCP HA VPN
+    # An on-premises site's WAN into its DR cloud: the bandwidth committed to DR over its link
+    WAN = "wan"
+
+
+class OnPremLinkKind(StrEnum):
+    """How an on-premises site reaches its DR cloud (`sites.<onprem>.link.kind`)."""
+
+    DIRECT_CONNECT = "direct-connect"  # AWS Direct Connect dedicated connections
+    INTERCONNECT_DEDICATED = "interconnect-dedicated"  # GCP Dedicated Interconnect
+    INTERCONNECT_PARTNER = "interconnect-partner"  # GCP Partner Interconnect VLAN attachments
+    EXPRESSROUTE = "expressroute"  # Azure ExpressRoute circuit
+    VPN = "vpn"  # a site-to-site IPsec VPN over the internet
+
+
+class StorageKind(StrEnum):
+    """What an on-premises site keeps its data in (`sites.<onprem>.storage.kind`)."""
+
+    S3_COMPATIBLE = "s3-compatible"  # MinIO, Ceph RGW, ...
+    NFS = "nfs"
+    LUSTRE = "lustre"  # read through an NFS export of the file system
+    HDFS = "hdfs"
+
+
+# The stores read over NFS (a Lustre file system through an NFS export of it, docs/onprem.md),
+# and those read over an S3 API. The contract re-exports both (`gpudr.contract.onprem`).
+NFS_STORAGE_KINDS: tuple[StorageKind, ...] = (StorageKind.NFS, StorageKind.LUSTRE)
+OBJECT_STORAGE_KINDS: tuple[StorageKind, ...] = (StorageKind.S3_COMPATIBLE,)
+
+
+class GpuInterconnect(StrEnum):
+    """The fabric between an on-premises cluster's GPU nodes."""
+
+    INFINIBAND = "infiniband"
+    ROCE = "roce"
+    ETHERNET = "ethernet"
 
 
 class ServicePath(StrEnum):
@@ -177,6 +235,22 @@ def cloudwatch_retention_days(days: int) -> int:
         f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
         f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
     )
+
+
+# Private ASNs on gpudr's side of BGP: transit gateways from 64600 up, one per site (its
+# position in the plan); Direct Connect gateways use 64512. Here, not in the contract, because
+# the spec refuses an on-premises router ASN equal to either (the session would not come up).
+TGW_ASN_BASE = 64600
+DX_GATEWAY_ASN = 64512
+# Microsoft's end of an ExpressRoute private peering; the private ASNs Azure reserves
+# (65515-65520) are refused on the router too.
+MICROSOFT_ASN = 12076
+AZURE_RESERVED_ASNS = range(65515, 65521)
+
+
+def transit_gateway_asn(site_index: int) -> int:
+    """Unique per site (its position in the plan): also the BGP ASN of GCP Cloud Routers."""
+    return TGW_ASN_BASE + site_index
 
 
 # How an infinite time or rate is shown, in reports and in `gpudr:required-mbps`: no finite

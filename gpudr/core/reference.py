@@ -181,3 +181,31 @@ def gpu_types(cloud: str) -> list[str]:
 
 def regions(cloud: str) -> frozenset[str]:
     return frozenset(str(r) for r in catalog().get(cloud, {}).get("regions", []))
+
+
+def hardware() -> dict[str, Any]:
+    """GPU models and their relative training throughput (data/hardware.yaml)."""
+    return _load("hardware.yaml")
+
+
+def gpu_models() -> list[str]:
+    """The GPU models an on-premises inventory may name."""
+    return sorted(hardware()["models"])
+
+
+def cloud_gpu_model(gpu: str) -> str | None:
+    """The model a catalog GPU key is (`h100` -> `h100-sxm`), or None if gpudr does not know."""
+    model = hardware()["cloud_gpus"].get(gpu)
+    return None if model is None else str(model)
+
+
+def relative_training(model: str) -> float | None:
+    """Training throughput per GPU relative to an H100 SXM (1.0); None where unmeasured."""
+    value = hardware()["models"].get(model, {}).get("relative_training")
+    return None if value is None else float(value)
+
+
+def cloud_interconnect(cloud: str, gpu: str) -> str:
+    """How `cloud` joins a training pool's `gpu` nodes."""
+    entry = hardware()["cloud_interconnect"][cloud]
+    return str(entry.get(gpu, entry["default"]) if isinstance(entry, dict) else entry)

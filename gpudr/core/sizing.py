@@ -364,8 +364,9 @@ class Schedule:
     interval_s: int  # the repeat interval
     run_bytes: float  # bytes one run copies, at worst
     transfer_s: float  # time one run takes at the available capacity
-    estimated_rpo_s: float  # base + interval + transfer
+    estimated_rpo_s: float  # base + interval + wait + transfer
     fits: bool  # the RPO holds with the headroom factor on the transfer
+    wait_s: float = 0.0  # how long a run may queue behind other classes' runs
 
 
 def run_bytes(flow: Flow, interval_s: float) -> float:
@@ -395,22 +396,31 @@ def pull_at(
     other_steady_gbps: float,
     headroom: float,
     rpo_s: float | None,
+    rate_cap_gbps: float | None = None,
+    wait_s: float = 0.0,
 ) -> Schedule:
     """A pull every `interval_s` on a path of `capacity_gbps` shared with other flows.
 
-    transfer = run bytes / (capacity - other flows' steady load)
-    RPO      = base + interval + transfer   (written just after a run starts, it waits a whole
-                                             interval, then one run's transfer)
+    transfer = run bytes / min(capacity - other flows' steady load, rate cap)
+    RPO      = base + interval + wait + transfer   (written just after a run starts, it waits
+                                                    a whole interval, then for the runs ahead
+                                                    of it, then one run's transfer)
 
-    It fits when base + interval + transfer x headroom meets the RPO: the same margin every
-    other path keeps.
+    `rate_cap_gbps`: what one run can use whatever the path carries (a Storage Mover job runs
+    on one agent). `wait_s`: how long a run may queue behind other classes' runs on the same
+    workers (a DataSync agent runs one task at a time, and every task uses every agent).
+    It fits when base + interval + wait + transfer x headroom meets the RPO: the same margin
+    every other path keeps.
     """
     available = capacity_gbps - other_steady_gbps
+    if rate_cap_gbps is not None:
+        available = min(available, rate_cap_gbps)
     run = run_bytes(flow, interval_s)
     transfer = transfer_seconds(run, available) if available > 0 else math.inf
-    rpo = flow.base_rpo_s + interval_s + transfer
-    margin = flow.base_rpo_s + interval_s + transfer * headroom
-    return Schedule(interval_s, run, transfer, rpo, rpo_s is None or margin <= rpo_s + 1e-6)
+    rpo = flow.base_rpo_s + interval_s + wait_s + transfer
+    margin = flow.base_rpo_s + interval_s + wait_s + transfer * headroom
+    fits = rpo_s is None or margin <= rpo_s + 1e-6
+    return Schedule(interval_s, run, transfer, rpo, fits, wait_s)
 
 
 def scheduled_transfer(
@@ -423,6 +433,8 @@ def scheduled_transfer(
     max_interval_s: int = 86400,
     step_s: int = 3600,
     headroom: float = 1.0,
+    rate_cap_gbps: float | None = None,
+    wait_s: float = 0.0,
 ) -> Schedule:
     """The longest whole-step repeat interval whose worst case still meets the RPO (fewer,
     larger runs). With no RPO target the interval is the maximum (a daily copy). When even the
@@ -436,6 +448,8 @@ def scheduled_transfer(
             other_steady_gbps=other_steady_gbps,
             headroom=headroom,
             rpo_s=rpo_s,
+            rate_cap_gbps=rate_cap_gbps,
+            wait_s=wait_s,
         )
 
     if rpo_s is None:
@@ -769,6 +783,30 @@ def critical_path(steps: Sequence[TimedStep], end: str) -> tuple[tuple[str, floa
             chain.append((key, step.seconds))
         key = last(step.after)
     return tuple(reversed(chain))
+
+
+# --- an on-premises site's WAN ---------------------------------------------------------------
+
+WAN_COMMITTED = "committed"
+WAN_LINK = "link"
+WAN_AGENTS = "agents"
+
+
+def onprem_path_gbps(
+    committed_gbps: float, link_gbps: float, agents: int, per_agent_gbps: float
+) -> tuple[float, str]:
+    """What transfers from on premises get, and which bound it is: the least of the WAN
+    bandwidth committed to DR, what the link's ports carry, and what the agents move.
+
+    capacity = min(committed, ports x port speed, agents x per-agent rate)
+    """
+    bounds = {
+        WAN_COMMITTED: committed_gbps,
+        WAN_LINK: link_gbps,
+        WAN_AGENTS: agents * per_agent_gbps,
+    }
+    which = min(bounds, key=lambda k: bounds[k])
+    return bounds[which], which
 
 
 # --- dedicated links ------------------------------------------------------------------------

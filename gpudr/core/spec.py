@@ -23,16 +23,25 @@ from gpudr.core import reference, yamlsafe
 from gpudr.core.cost import SECONDS_PER_MONTH
 from gpudr.core.cron import parse_schedule
 from gpudr.core.enums import (
+    AZURE_RESERVED_ASNS,
     DR_PATTERNS,
     DRILL_MAX_TTL_S,
     DUAL_REGION,
+    DX_GATEWAY_ASN,
+    MICROSOFT_ASN,
+    NFS_STORAGE_KINDS,
+    ONPREM,
     Cloud,
     DataClass,
+    GpuInterconnect,
     LinkKind,
     Mechanism,
+    OnPremLinkKind,
     Pattern,
     SiteRole,
+    StorageKind,
     WeightsLock,
+    transit_gateway_asn,
 )
 from gpudr.core.units import (
     UnitError,
@@ -46,6 +55,7 @@ from gpudr.core.units import (
 # `auto` in the spec: the planner chooses (a pattern, a mechanism); parsed to None.
 AUTO = "auto"
 SUPPORTED_CLOUDS = tuple(Cloud)
+SITE_KINDS = (*SUPPORTED_CLOUDS, ONPREM)  # what a site's `cloud:` may say
 REPLICATION_CHOICES = (AUTO, *(m for m in Mechanism if m is not Mechanism.NONE))
 PATTERN_CHOICES = (AUTO, *DR_PATTERNS)
 # (primary cloud, DR cloud) -> the managed mechanisms that can replicate between them, and the
@@ -129,6 +139,70 @@ class Site:
     link: LinkSpec | None
     api_public_cidrs: tuple[str, ...]
     project: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuInventory:
+    """`gpus:` of an on-premises site: what the cluster runs on, as it is."""
+
+    model: str  # a model of gpudr/core/data/hardware.yaml (h100-sxm, a100-sxm-80gb, ...)
+    nodes: int
+    gpus_per_node: int
+    bare_metal: bool
+    interconnect: GpuInterconnect
+
+
+@dataclass(frozen=True)
+class OnPremStorage:
+    kind: StorageKind
+    endpoint: str  # nfs: host:/export; s3-compatible: https URL; hdfs: host:port
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A host on premises that will run a transfer agent (a VM the operator deploys)."""
+
+    name: str
+    address: str | None  # None: not given yet (`agents: N`); the checklist asks for it
+
+
+@dataclass(frozen=True)
+class OnPremLink:
+    kind: OnPremLinkKind
+    port_gbps: float  # per port (per tunnel for a VPN)
+    ports: int
+    location: str | None  # the provider's location code (Direct Connect: EqFA5)
+    bgp_asn: int | None  # your router's ASN
+    vlan: int | None  # the 802.1Q tag of the virtual interface
+    address: str | None = None  # vpn: your router's public IPv4 address
+    provider: str | None = None  # expressroute: the connectivity provider (e.g. Equinix)
+    # expressroute: your two /30s for the private peering's primary and secondary BGP sessions
+    peering_subnets: tuple[str, ...] = ()
+
+    @property
+    def capacity_gbps(self) -> float:
+        return self.port_gbps * self.ports
+
+
+@dataclass(frozen=True)
+class OnPremSite:
+    """A primary site in your own data centre (`cloud: onprem`). gpudr deploys nothing there:
+    it has no stack; its side of replication and of the link is the runbook's checklist."""
+
+    name: str
+    location: str
+    gpus: GpuInventory
+    storage: OnPremStorage
+    agents: tuple[Agent, ...]
+    link: OnPremLink
+    wan_committed_gbps: float
+    cidr: str
+    role: SiteRole = SiteRole.PRIMARY
+
+    @property
+    def region(self) -> str:
+        """Where it is, as notes about "the failed region" name it."""
+        return self.location
 
 
 @dataclass(frozen=True)
@@ -245,6 +319,9 @@ class Quotas:
     gcs_turbo_gbps: float
     gcs_dual_region_gbps: float
     overridden: frozenset[str] = frozenset()
+    datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
+    sts_agent_gbps: float = 10.0  # per Storage Transfer agent on premises (the same)
+    storage_mover_agent_gbps: float = 1.0  # per Azure Storage Mover agent (an assumption)
 
 
 @dataclass(frozen=True)
@@ -339,6 +416,8 @@ class Plan:
     data_site_names: tuple[str, ...] = field(default=())
     drill: DrillSpec = field(default_factory=default_drill)
     logging: Logging = field(default_factory=default_logging)
+    # Primary sites on premises; never in `sites` (they have no stack, no cloud, no list price).
+    onprem: dict[str, OnPremSite] = field(default_factory=dict)
 
     def primaries(self) -> list[Site]:
         return [s for s in self.sites.values() if s.role == SiteRole.PRIMARY]
@@ -355,12 +434,24 @@ class Plan:
         }[DataClass(data_class)]
 
     def pairs(self) -> list[tuple[Site, Site]]:
-        """(primary, dr) for every DR site, in spec order."""
+        """(primary, dr) for every DR site protecting a cloud site, in spec order."""
         return [
             (self.sites[s.protects], s)
             for s in self.sites.values()
-            if s.role == SiteRole.DR and s.protects is not None
+            if s.role == SiteRole.DR and s.protects in self.sites
         ]
+
+    def onprem_pairs(self) -> list[tuple[OnPremSite, Site]]:
+        """(on-premises primary, dr) for every DR site protecting an on-premises site."""
+        return [
+            (self.onprem[s.protects], s)
+            for s in self.sites.values()
+            if s.role == SiteRole.DR and s.protects in self.onprem
+        ]
+
+    def primary_of(self, name: str) -> Site | OnPremSite:
+        """A primary site by name, in the cloud or on premises."""
+        return self.onprem.get(name) or self.sites[name]
 
 
 T = TypeVar("T")
@@ -386,6 +477,8 @@ class _Reader:
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
+        # On-premises primaries, once parsed: workloads and DR sites may name them.
+        self.onprem: dict[str, OnPremSite] = {}
 
     def error(self, path: str, message: str) -> None:
         self.errors.append(FieldError(path.lstrip("."), message))
@@ -606,6 +699,8 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
     drill = _parse_drill(r, top.get("drill"), clusters, services)
     logging = _parse_logging(r, top.get("logging"))
 
+    _check_onprem_data(r, (checkpoints, weights, datasets))
+    _check_one_agent_per_job(r, sites, (checkpoints, weights, datasets))
     _check_mechanisms(
         r,
         sites,
@@ -636,6 +731,7 @@ def parse_plan(raw: Any, source: str = "") -> Plan:
         data_site_names=data_sites,
         drill=drill,
         logging=logging,
+        onprem=dict(r.onprem),
     )
 
 
@@ -703,13 +799,22 @@ def _parse_sites(r: _Reader, raw: Any) -> dict[str, Site]:
         except ValueError as exc:
             r.error(f"sites.{_key(site_name)}", str(exc))
             continue
+        if isinstance(site_raw, dict) and site_raw.get("cloud") == ONPREM:
+            r.onprem[site_name] = _parse_onprem(r, site_name, site_raw)
+            continue
         site = _parse_site(r, site_name, site_raw, index)
         _check_cidr(r, site, used_cidrs)
         sites[site_name] = site
     for site in list(sites.values()):
-        if site.role == SiteRole.DR and site.protects is not None:
+        if site.role == SiteRole.DR and site.protects in r.onprem:
+            _check_onprem_pair(r, r.onprem[site.protects], site)
+            _check_onprem_asn(r, r.onprem[site.protects], list(sites).index(site.name))
+        elif site.role == SiteRole.DR and site.protects is not None:
             _check_pair(r, sites, site)
-    if sites and not any(s.role == SiteRole.PRIMARY for s in sites.values()):
+    for onprem in r.onprem.values():
+        _check_onprem_cidr(r, onprem, sites)
+    has_primary = any(s.role == SiteRole.PRIMARY for s in sites.values()) or r.onprem
+    if sites and not has_primary:
         r.error("sites", "has no primary site; mark the site you protect with role: primary")
     if sites and not any(s.role == SiteRole.DR for s in sites.values()):
         r.error("sites", "has no dr site; add one with role: dr and protects: <primary>")
@@ -720,7 +825,8 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
     """One site's own fields; what depends on the other sites is checked afterwards."""
     path = f"sites.{site_name}"
     s = r.mapping(site_raw, path, _SITE_FIELDS)
-    cloud = r.choice(s, "cloud", path, SUPPORTED_CLOUDS, Cloud.AWS)
+    # (`onprem` never reaches here: _parse_sites hands those sites to _parse_onprem)
+    cloud = Cloud(r.choice(s, "cloud", path, SITE_KINDS, Cloud.AWS))
     region = _region(r, s, path, cloud)
     role = r.choice(s, "role", path, tuple(SiteRole), SiteRole.PRIMARY)
     if "role" not in s:
@@ -772,6 +878,482 @@ def _parse_site(r: _Reader, site_name: str, site_raw: Any, index: int) -> Site:
         link=link,
         api_public_cidrs=tuple(public),
     )
+
+
+# --- on-premises sites ------------------------------------------------------------------------
+
+# DR cloud -> what replicates from on premises into it, and the links that reach it. Clouds not
+# listed cannot protect an on-premises site yet (docs/onprem.md, "Extension points").
+ONPREM_PAIRS: dict[Cloud, tuple[tuple[Mechanism, ...], tuple[OnPremLinkKind, ...]]] = {
+    Cloud.AWS: ((Mechanism.DATASYNC_AGENT,), (OnPremLinkKind.DIRECT_CONNECT, OnPremLinkKind.VPN)),
+    # (HA VPN from on premises is not declared yet: an external VPN gateway with the router's
+    # interfaces and four tunnels' shared secrets; docs/onprem.md, Not done yet)
+    Cloud.GCP: (
+        (Mechanism.STS_AGENT,),
+        (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER),
+    ),
+    # Over ExpressRoute only: a VPN into Azure would need a VPN gateway and local network
+    # gateway the Azure DR stack does not declare for an on-premises peer (docs/onprem.md).
+    Cloud.AZURE: ((Mechanism.STORAGE_MOVER,), (OnPremLinkKind.EXPRESSROUTE,)),
+}
+# The on-premises stores each DR cloud's stack reads today (docs/onprem.md, "Not done yet":
+# HDFS needs its user or Kerberos principal).
+ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
+    Cloud.AWS: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
+    # POSIX (an NFS mount on the agent hosts) and S3-compatible sources, both through the pool
+    Cloud.GCP: (StorageKind.NFS, StorageKind.LUSTRE, StorageKind.S3_COMPATIBLE),
+    # Storage Mover reads NFS (and SMB) shares, not object stores or HDFS (dr-facts-2.md 3).
+    Cloud.AZURE: (StorageKind.NFS, StorageKind.LUSTRE),
+}
+# Why a DR cloud refuses a store or a link it does not take (the fix is the list it does take).
+ONPREM_REFUSALS: dict[tuple[Cloud, str], str] = {
+    (Cloud.AZURE, StorageKind.S3_COMPATIBLE): "Azure Storage Mover reads NFS and SMB shares, "
+    "not object stores",
+    (Cloud.AZURE, StorageKind.HDFS): "Azure Storage Mover reads NFS and SMB shares, not HDFS",
+    (Cloud.AZURE, OnPremLinkKind.VPN): "the Azure DR stack declares no VPN gateway for an "
+    "on-premises router yet",
+}
+_ONPREM_FIELDS = (
+    "cloud",
+    "role",
+    "location",
+    "gpus",
+    "storage",
+    "agents",
+    "link",
+    "wan_committed_gbps",
+    "cidr",
+)
+# Free text that reaches runbooks and tags: letters, digits, spaces and plain punctuation.
+PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,.()-]{0,63}")
+HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+EXPORT_RE = re.compile(r"/(?!/)[A-Za-z0-9._/-]{0,1023}")
+BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+ENDPOINT_HINT = {
+    StorageKind.NFS: "host:/export (e.g. 10.20.0.5:/exports/ml)",
+    StorageKind.LUSTRE: "the NFS export of the file system, host:/export (e.g. 10.20.0.6:/lustre)",
+    StorageKind.S3_COMPATIBLE: "https://host[:port]/bucket (e.g. https://minio.dc1.lan:9000/ml-data)",
+    StorageKind.HDFS: "hdfs://namenode:port/path (e.g. hdfs://nn1.dc1.lan:8020/ml)",
+}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An on-premises store's endpoint, split as DataSync's locations take it."""
+
+    host: str
+    port: int | None
+    path: str  # the export, the bucket, or the HDFS directory
+
+
+def parse_endpoint(kind: StorageKind, value: str) -> Endpoint:
+    """Split and check an endpoint; ValueError naming the form expected."""
+    text = value if isinstance(value, str) else ""
+    bad = ValueError(f"{_show(value)} is not a {kind} endpoint; use {ENDPOINT_HINT[kind]}")
+    if kind in NFS_STORAGE_KINDS:
+        host, _, export = text.partition(":")
+        if not HOST_RE.fullmatch(host) or not EXPORT_RE.fullmatch(export):
+            raise bad
+        return Endpoint(host, None, export)
+    scheme = "https://" if kind == StorageKind.S3_COMPATIBLE else "hdfs://"
+    if not text.startswith(scheme):
+        raise bad
+    authority, _, rest = text[len(scheme) :].partition("/")
+    host, _, port_text = authority.partition(":")
+    port = int(port_text) if port_text.isascii() and port_text.isdigit() else None
+    if not HOST_RE.fullmatch(host) or (port_text and not (port and 0 < port < 65536)):
+        raise bad
+    if kind == StorageKind.S3_COMPATIBLE:
+        if not BUCKET_RE.fullmatch(rest):
+            raise bad
+        return Endpoint(host, port or 443, rest)
+    if not EXPORT_RE.fullmatch("/" + rest):
+        raise bad
+    return Endpoint(host, port or 8020, "/" + rest)
+
+
+def _place(value: Any) -> str:
+    if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not a location; name the data centre in at most 64 letters, "
+            "digits, spaces and , . ( ) - (e.g. Frankfurt DC1)"
+        )
+    return value
+
+
+def _parse_onprem(r: _Reader, name: str, raw: dict[str, Any]) -> OnPremSite:
+    path = f"sites.{name}"
+    s = r.mapping(raw, path, _ONPREM_FIELDS)
+    if s.get("role", SiteRole.PRIMARY) != SiteRole.PRIMARY:
+        r.error(
+            f"{path}.role",
+            "an on-premises site is a primary only; protect it from a cloud site with role: dr",
+        )
+    location = r.convert(s, "location", path, _place, required=True) or ""
+    cidr = r.convert(s, "cidr", path, _cidr, required=True) or ""
+    link = _parse_onprem_link(r, s.get("link"), f"{path}.link")
+    wan = r.convert(s, "wan_committed_gbps", path, _positive_rate, required=True) or 0.0
+    if link is not None and wan > link.capacity_gbps:
+        r.error(
+            f"{path}.wan_committed_gbps",
+            f"{wan:g} Gbps is more than the link carries ({link.ports} x {link.port_gbps:g} "
+            f"Gbps); commit at most {link.capacity_gbps:g} Gbps or add ports",
+        )
+    agents = _parse_agents(r, s.get("agents"), f"{path}.agents", cidr)
+    return OnPremSite(
+        name=name,
+        location=location,
+        gpus=_parse_inventory(r, s.get("gpus"), f"{path}.gpus"),
+        storage=_parse_storage(r, s.get("storage"), f"{path}.storage"),
+        agents=agents,
+        link=link or OnPremLink(OnPremLinkKind.VPN, 0.0, 1, None, None, None),
+        wan_committed_gbps=wan,
+        cidr=cidr,
+    )
+
+
+def _parse_inventory(r: _Reader, raw: Any, path: str) -> GpuInventory:
+    if raw is None:
+        r.error(
+            path, "is required; describe the cluster: {model, nodes, gpus_per_node, bare_metal}"
+        )
+    s = r.mapping(raw, path, ["model", "nodes", "gpus_per_node", "bare_metal", "interconnect"])
+    models = reference.gpu_models()
+    model = r.choice(s, "model", path, models, models[0]) if "model" in s else ""
+    if raw is not None and "model" not in s:
+        r.error(f"{path}.model", f"is required; use one of {', '.join(models)}")
+    bare = r.convert(s, "bare_metal", path, _bool, required=raw is not None)
+    return GpuInventory(
+        model=model,
+        nodes=r.convert(s, "nodes", path, _positive_int, required=raw is not None) or 1,
+        gpus_per_node=r.convert(s, "gpus_per_node", path, _positive_int, 8) or 8,
+        bare_metal=True if bare is None else bare,
+        interconnect=r.choice(
+            s, "interconnect", path, tuple(GpuInterconnect), GpuInterconnect.INFINIBAND
+        ),
+    )
+
+
+def _parse_storage(r: _Reader, raw: Any, path: str) -> OnPremStorage:
+    if raw is None:
+        r.error(path, "is required; e.g. {kind: nfs, endpoint: 10.20.0.5:/exports/ml}")
+    s = r.mapping(raw, path, ["kind", "endpoint"])
+    kind = r.choice(s, "kind", path, tuple(StorageKind), StorageKind.NFS)
+    if raw is not None and "kind" not in s:
+        r.error(f"{path}.kind", f"is required; use one of {', '.join(StorageKind)}")
+    endpoint = r.convert(s, "endpoint", path, str, required=raw is not None) or ""
+    if endpoint:
+        try:
+            parse_endpoint(kind, endpoint)
+        except ValueError as exc:
+            r.error(f"{path}.endpoint", str(exc))
+    return OnPremStorage(kind, endpoint)
+
+
+def _parse_agents(r: _Reader, raw: Any, path: str, cidr: str) -> tuple[Agent, ...]:
+    """`agents: N` (named agent-1..N, addresses to be given) or a list of {name, address}."""
+    most = int(reference.defaults()["links"]["onprem"]["max_agents"]["value"])
+    hint = f"a count (1 to {most}) or a list of {{name, address}}"
+    if raw is None:
+        r.error(path, f"is required; the hosts that run the transfer agents: {hint}")
+        return ()
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if not 1 <= raw <= most:
+            r.error(path, f"{raw} is not 1 to {most}: gpudr plans at most {most} agents a site")
+            return ()
+        return tuple(Agent(f"agent-{i}", None) for i in range(1, raw + 1))
+    if not isinstance(raw, list) or not 1 <= len(raw) <= most:
+        r.error(path, f"{_show(raw)} is not {hint}")
+        return ()
+    agents: list[Agent] = []
+    net = ipaddress.ip_network(cidr) if cidr else None  # (a missing cidr is reported once)
+    for i, item in enumerate(raw):
+        at = f"{path}[{i}]"
+        a = r.mapping(item, at, ["name", "address"])
+        agent_name = r.convert(a, "name", at, _name, required=True) or f"agent-{i + 1}"
+        address = r.convert(a, "address", at, _ip)
+        if address is not None and net is not None and ipaddress.ip_address(address) not in net:
+            r.error(f"{at}.address", f'"{address}" is outside the site\'s cidr {cidr}')
+        if any(x.name == agent_name for x in agents):
+            r.error(f"{at}.name", f'"{agent_name}" is used twice; name each agent once')
+        agents.append(Agent(agent_name, address))
+    return tuple(agents)
+
+
+def _ip(value: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(value if isinstance(value, str) else ""))
+    except ValueError:
+        raise ValueError(f"{_show(value)} is not an IP address") from None
+
+
+def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
+    if raw is None:
+        r.error(path, f"is required; kind is one of {', '.join(OnPremLinkKind)}")
+        return None
+    s = r.mapping(
+        raw,
+        path,
+        [
+            "kind",
+            "port_gbps",
+            "ports",
+            "location",
+            "bgp_asn",
+            "vlan",
+            "address",
+            "provider",
+            "peering_subnets",
+        ],
+    )
+    if "kind" not in s:
+        r.error(f"{path}.kind", f"is required; use one of {', '.join(OnPremLinkKind)}")
+        return None
+    kind = r.choice(s, "kind", path, tuple(OnPremLinkKind), OnPremLinkKind.VPN)
+    limits = reference.defaults()["links"]["onprem"]
+    ports = r.convert(s, "ports", path, _positive_int, 2 if kind == OnPremLinkKind.VPN else 1)
+    asn = r.convert(s, "bgp_asn", path, _asn, required=True)
+    tagged = kind in (
+        OnPremLinkKind.DIRECT_CONNECT,
+        OnPremLinkKind.INTERCONNECT_DEDICATED,
+        OnPremLinkKind.EXPRESSROUTE,
+    )
+    vlan = r.convert(s, "vlan", path, _vlan, required=tagged)
+    if kind == OnPremLinkKind.EXPRESSROUTE:
+        return _expressroute(r, s, path, asn, vlan, ports)
+    location = r.convert(s, "location", path, _location) if kind not in INTERCONNECTS else None
+    speed = r.convert(s, "port_gbps", path, _positive_rate)
+    if kind == OnPremLinkKind.DIRECT_CONNECT:
+        speeds = [float(x) for x in limits["direct-connect"]["port_gbps"]]
+        if location is None and "location" not in s:
+            r.error(f"{path}.location", "is required for direct-connect (e.g. EqFA5)")
+        if speed is None and "port_gbps" not in s:
+            r.error(f"{path}.port_gbps", f"is required; a dedicated port is {speeds} Gbps")
+        elif speed is not None and speed not in speeds:
+            r.error(f"{path}.port_gbps", f"{speed:g} is not a dedicated port speed; use {speeds}")
+    if kind in INTERCONNECTS:
+        location, speed = _interconnect_fields(
+            r, s, path, OnPremLinkKind(kind), location, speed, ports
+        )
+    address = r.convert(s, "address", path, _public_ipv4, required=kind == OnPremLinkKind.VPN)
+    if kind == OnPremLinkKind.VPN:
+        tunnel = float(limits["vpn"]["tunnel_gbps"])
+        if speed is not None and speed > tunnel:
+            r.error(f"{path}.port_gbps", f"{speed:g} is above a VPN tunnel's {tunnel:g} Gbps")
+        speed = tunnel if speed is None else speed
+        if ports is not None and ports % 2:
+            r.error(
+                f"{path}.ports",
+                f"{ports} tunnels: a Site-to-Site VPN connection has two; use an even number",
+            )
+    return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan, address)
+
+
+INTERCONNECTS = (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER)
+GCP_LOCATION_RE = re.compile(r"[a-z]{3}-zone[12]-[0-9]{1,6}")
+
+
+def _interconnect_fields(
+    r: _Reader,
+    s: dict[str, Any],
+    path: str,
+    kind: OnPremLinkKind,
+    location: str | None,
+    speed: float | None,
+    ports: int | None,
+) -> tuple[str | None, float | None]:
+    """Dedicated: the colocation facility's Interconnect location and the circuit speed
+    (`ports` circuits, whose total one VLAN attachment must carry at a capacity the API
+    takes); Partner: the VLAN attachment's capacity (`ports` attachments, one per edge
+    availability domain), the location being the provider's."""
+    limits = reference.defaults()["links"]["onprem"][kind]
+    speeds = [float(x) for x in limits["port_gbps"]]
+    what = (
+        "circuit speed"
+        if kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+        else "VLAN attachment capacity"
+    )
+    if kind == OnPremLinkKind.INTERCONNECT_DEDICATED:
+        location = r.convert(s, "location", path, _gcp_location, required=True)
+    elif "location" in s:
+        r.error(f"{path}.location", "is the provider's for a Partner Interconnect; remove it")
+    if speed is None and "port_gbps" not in s:
+        r.error(f"{path}.port_gbps", f"is required; a {what} is one of {speeds} Gbps")
+    elif speed is not None and speed not in speeds:
+        r.error(f"{path}.port_gbps", f"{speed:g} is not a {what}; use one of {speeds}")
+    elif kind == OnPremLinkKind.INTERCONNECT_DEDICATED and ports is not None and speed:
+        totals = [float(x) for x in limits["attachment_gbps"] if float(x) % speed == 0]
+        if ports * speed not in totals:
+            r.error(
+                f"{path}.ports",
+                f"{ports} x {speed:g} Gbps is {ports * speed:g} Gbps, not a VLAN attachment "
+                f"capacity; bundle circuits to one of {', '.join(f'{t:g}' for t in totals)} Gbps",
+            )
+    return location, speed
+
+
+def _gcp_location(value: Any) -> str:
+    if not isinstance(value, str) or not GCP_LOCATION_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not an Interconnect location; use the name Google lists for the "
+            "colocation facility (e.g. fra-zone1-4)"
+        )
+    return value
+
+
+def _expressroute(
+    r: _Reader, s: dict[str, Any], path: str, asn: int | None, vlan: int | None, ports: int | None
+) -> OnPremLink:
+    """An ExpressRoute provider circuit: its peering location, provider and bandwidth, and the
+    private peering's VLAN, your ASN and your two /30s."""
+    limits = reference.defaults()["links"]["onprem"]
+    speeds = [float(x) for x in limits["expressroute"]["port_gbps"]]
+    location = r.convert(s, "location", path, _place, required=True)
+    provider = r.convert(s, "provider", path, _place, required=True)
+    speed = r.convert(s, "port_gbps", path, _positive_rate, required=True)
+    # The DR stack's gateway carries the circuit: none larger than the largest SKU is built.
+    sku, most = list(limits["expressroute_gateways"]["gbps"].items())[-1]
+    if speed is not None and speed not in speeds:
+        r.error(f"{path}.port_gbps", f"{speed:g} is not a circuit bandwidth; use {speeds}")
+    elif speed is not None and speed > float(most):
+        r.error(
+            f"{path}.port_gbps",
+            f"{speed:g} Gbps is more than the largest ExpressRoute gateway ({sku}) carries, "
+            f"{float(most):g} Gbps; use a circuit of at most that",
+        )
+    if ports not in (None, 1):
+        r.error(f"{path}.ports", f"{ports}: one circuit (its two links are one); use 1")
+    subnets = r.convert(s, "peering_subnets", path, _peering_subnets, required=True)
+    return OnPremLink(
+        OnPremLinkKind.EXPRESSROUTE,
+        speed or 0.0,
+        1,
+        location,
+        asn,
+        vlan,
+        provider=provider,
+        peering_subnets=subnets or (),
+    )
+
+
+def _peering_subnets(value: Any) -> tuple[str, ...]:
+    hint = "two /30s of your own for the primary and secondary BGP sessions"
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(f"{_show(value)} is not {hint} (e.g. [192.168.40.0/30, 192.168.40.4/30])")
+    out = []
+    for item in value:
+        try:
+            net = ipaddress.ip_network(item if isinstance(item, str) else "")
+        except ValueError:
+            raise ValueError(f"{_show(item)} is not a /30 ({hint})") from None
+        if net.version != 4 or net.prefixlen != 30:
+            raise ValueError(f"{_show(item)} is not an IPv4 /30 ({hint})")
+        out.append(str(net))
+    if out[0] == out[1]:
+        raise ValueError(f"{out[0]} is given twice; {hint}")
+    return tuple(out)
+
+
+def _public_ipv4(value: Any) -> str:
+    """A router's address on the internet, where the VPN tunnels end on premises."""
+    text = _ip(value)
+    ip = ipaddress.ip_address(text)
+    if ip.version != 4 or not ip.is_global:
+        raise ValueError(f"{_show(value)} is not a public IPv4 address (the router's, for IPsec)")
+    return text
+
+
+def _asn(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4294967294:
+        raise ValueError(
+            f"{_show(value)} is not a BGP ASN (1 to 4294967294; private 64512-65534 or "
+            "4200000000-4294967294)"
+        )
+    return value
+
+
+def _vlan(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4094:
+        raise ValueError(f"{_show(value)} is not a VLAN id (1 to 4094)")
+    return value
+
+
+def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
+    """A DR site protecting an on-premises site: a cloud that can pull from there, over the
+    link the on-premises site names (the link is declared there, not on the DR site)."""
+    if dr.link is not None:
+        r.error(
+            f"sites.{dr.name}.link",
+            "the link to an on-premises site is declared on it: move it to "
+            f"sites.{onprem.name}.link",
+        )
+    if dr.cloud not in ONPREM_PAIRS:
+        clouds = ", ".join(ONPREM_PAIRS)
+        r.error(
+            f"sites.{dr.name}.cloud",
+            f"{dr.cloud} cannot protect an on-premises site yet; use {clouds}",
+        )
+        return
+    stores = ONPREM_STORAGE[dr.cloud]
+    if onprem.storage.endpoint and onprem.storage.kind not in stores:
+        r.error(
+            f"sites.{onprem.name}.storage.kind",
+            f'"{onprem.storage.kind}" is not read into {dr.cloud} yet'
+            + _because(dr.cloud, onprem.storage.kind)
+            + f"; serve the data over {' or '.join(stores)} (docs/onprem.md, Not done yet)",
+        )
+    links = ONPREM_PAIRS[dr.cloud][1]
+    if onprem.link.port_gbps and onprem.link.kind not in links:
+        r.error(
+            f"sites.{onprem.name}.link.kind",
+            f'"{onprem.link.kind}" does not reach {dr.cloud} (site {dr.name})'
+            + _because(dr.cloud, onprem.link.kind)
+            + "; use "
+            + " or ".join(links),
+        )
+
+
+def _because(cloud: Cloud, what: str) -> str:
+    reason = ONPREM_REFUSALS.get((cloud, what))
+    return f": {reason}" if reason else ""
+
+
+def _check_onprem_asn(r: _Reader, onprem: OnPremSite, dr_index: int) -> None:
+    """The router peers with the Direct Connect gateway (or the DR site's transit gateway over
+    a VPN): with the same ASN on both ends, BGP drops the routes as its own."""
+    ours = {
+        DX_GATEWAY_ASN: "the Direct Connect gateway's",
+        transit_gateway_asn(dr_index): "the DR site's transit gateway's",
+    }
+    if onprem.link.kind in INTERCONNECTS:
+        # Into GCP the router peers with the link's own Cloud Router (defaults.yaml).
+        limits = reference.defaults()["links"]["onprem"][onprem.link.kind]
+        ours = {int(limits["cloud_router_asn"]): "the Cloud Router's"}
+    elif onprem.link.kind == OnPremLinkKind.EXPRESSROUTE:
+        ours = {MICROSOFT_ASN: "Microsoft's"} | {
+            n: "an Azure-reserved" for n in AZURE_RESERVED_ASNS
+        }
+    asn = onprem.link.bgp_asn
+    if asn in ours:
+        r.error(
+            f"sites.{onprem.name}.link.bgp_asn",
+            f"{asn} is {ours[asn]} ASN; use another private ASN (64512-65534 or "
+            "4200000000-4294967294)",
+        )
+
+
+def _check_onprem_cidr(r: _Reader, onprem: OnPremSite, sites: dict[str, Site]) -> None:
+    """Routed over the link, the on-premises prefix must not overlap a cloud site's."""
+    if not onprem.cidr:
+        return
+    net = ipaddress.ip_network(onprem.cidr)
+    for other in sites.values():
+        if net.overlaps(ipaddress.ip_network(other.cidr)):
+            r.error(
+                f"sites.{onprem.name}.cidr",
+                f'"{onprem.cidr}" overlaps sites.{other.name}.cidr ({other.cidr}); routed '
+                "sites need distinct address space",
+            )
 
 
 def _region(r: _Reader, s: dict[str, Any], path: str, cloud: Cloud) -> str:
@@ -881,6 +1463,9 @@ def _check_mechanisms(
     for cls, spec in classes.items():
         if spec is None or spec.replication in (None, Mechanism.DUAL_WRITE):
             continue
+        if spec.site in r.onprem:
+            _check_onprem_mechanism(r, sites, cls, spec.site, spec.replication)
+            continue
         primary = sites.get(spec.site)
         if primary is None:
             continue
@@ -903,6 +1488,21 @@ def _check_mechanisms(
                     f"{dr.region} are not on one continent; use sts, or a DR region on the same "
                     "continent",
                 )
+
+
+def _check_onprem_mechanism(
+    r: _Reader, sites: dict[str, Site], cls: str, onprem: str, mechanism: Mechanism | None
+) -> None:
+    for dr in sites.values():
+        if dr.protects != onprem or dr.cloud not in ONPREM_PAIRS:
+            continue
+        allowed = ONPREM_PAIRS[dr.cloud][0]
+        if mechanism not in allowed:
+            r.error(
+                f"data.{cls}.replication",
+                f'"{mechanism}" cannot replicate on premises to {dr.cloud} (site {dr.name}); '
+                f"use {', '.join((*allowed, AUTO))}",
+            )
 
 
 def _default_zones(cloud: Cloud, region: str) -> tuple[str, ...]:
@@ -974,12 +1574,14 @@ def _gpu_fields(
     r: _Reader,
     s: dict[str, Any],
     path: str,
-    site: Site | None,
+    site: Site | OnPremSite | None,
     dr_sites: list[Site],
 ) -> tuple[str, str, int, int]:
     """Check the GPU type against the catalog in the site and every DR site protecting it."""
     gpu = r.convert(s, "gpu", path, str, required=True) or ""
     gpus_per_node = r.convert(s, "gpus_per_node", path, _positive_int)
+    if isinstance(site, OnPremSite):
+        return _onprem_gpu_fields(r, s, path, site, dr_sites, gpu)
     if site is None or not gpu:
         return gpu, "", gpus_per_node or 8, 0
     offer = reference.gpu_offer(site.cloud, gpu)
@@ -1031,8 +1633,91 @@ def _gpu_fields(
     return gpu, offer.instance_type, offer.gpus_per_node, offer.efa_interfaces
 
 
-def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]) -> Site | None:
-    primaries = [x for x in sites.values() if x.role == SiteRole.PRIMARY]
+def _onprem_gpu_fields(
+    r: _Reader,
+    s: dict[str, Any],
+    path: str,
+    site: OnPremSite,
+    dr_sites: list[Site],
+    gpu: str,
+) -> tuple[str, str, int, int]:
+    """A workload on premises: `gpu` is what its DR sites run it on (a catalog GPU, which may
+    differ from the site's own model: the plan reports the difference); its nodes come from
+    the site's inventory. No instance type: the primary runs on your own machines."""
+    inv = site.gpus
+    if "gpus_per_node" in s and s["gpus_per_node"] != inv.gpus_per_node:
+        r.error(
+            f"{path}.gpus_per_node",
+            f"{_show(s['gpus_per_node'])} is not the {inv.gpus_per_node} of "
+            f"sites.{site.name}.gpus; remove the field",
+        )
+    nodes = s.get("nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > inv.nodes:
+        r.error(
+            f"{path}.nodes",
+            f"{nodes} is more than sites.{site.name}.gpus has ({inv.nodes}); use at most that",
+        )
+    for dr in dr_sites:
+        offer = reference.gpu_offer(dr.cloud, gpu)
+        if gpu and offer is None:
+            r.error(
+                f"{path}.gpu",
+                f"{_show(gpu)} is not a GPU type gpudr knows on {dr.cloud} (site {dr.name}), "
+                f"where it runs at failover; use one of {', '.join(reference.gpu_types(dr.cloud))}",
+            )
+        elif offer is not None and offer.regions and dr.region not in offer.regions:
+            r.error(
+                f"{path}.gpu",
+                f'"{gpu}" ({offer.instance_type}) is not offered in {dr.region} (site {dr.name}) '
+                f"as far as gpudr's catalog knows; regions that offer it: "
+                f"{', '.join(sorted(offer.regions))}",
+            )
+    return gpu, "", inv.gpus_per_node, 0
+
+
+def _check_onprem_data(
+    r: _Reader, specs: Iterable[Checkpoints | Weights | Datasets | None]
+) -> None:
+    """From on premises, only the DR cloud's scheduled pull replicates: gpudr deploys no writer
+    there, so an RPO of 0 (dual write) cannot be met and is refused with the fix."""
+    for spec in specs:
+        if spec is None or spec.site not in r.onprem:
+            continue
+        cls = {Checkpoints: "checkpoints", Weights: "weights", Datasets: "datasets"}[type(spec)]
+        if spec.rpo_s == 0 or spec.replication == Mechanism.DUAL_WRITE:
+            r.error(
+                f"data.{cls}.rpo",
+                f"0 needs dual write, which gpudr cannot deploy on premises (site {spec.site}); "
+                "the DR cloud's scheduled pulls run at most hourly: set rpo to 2h or more",
+            )
+
+
+# DR clouds whose transfer service runs each class's job on one agent of its own (Azure Storage
+# Mover: a job definition names one agent): the plan sizes each class's run at one agent's
+# rate, which holds only if no two classes share an agent.
+ONE_AGENT_PER_JOB = (Cloud.AZURE,)
+
+
+def _check_one_agent_per_job(
+    r: _Reader, sites: dict[str, Site], specs: Iterable[Checkpoints | Weights | Datasets | None]
+) -> None:
+    for onprem in r.onprem.values():
+        classes = sum(1 for spec in specs if spec is not None and spec.site == onprem.name)
+        dr = next((d for d in sites.values() if d.protects == onprem.name), None)
+        if dr is None or dr.cloud not in ONE_AGENT_PER_JOB or len(onprem.agents) >= classes:
+            continue
+        r.error(
+            f"sites.{onprem.name}.agents",
+            f"{len(onprem.agents)} for {classes} data classes: {dr.cloud} (site {dr.name}) runs "
+            f"each class's job on one agent of its own; give at least {classes} agents",
+        )
+
+
+def _primary_site(
+    r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Site]
+) -> Site | OnPremSite | None:
+    primaries: list[Site | OnPremSite] = [x for x in sites.values() if x.role == SiteRole.PRIMARY]
+    primaries += r.onprem.values()
     name = s.get("site")
     if name is None:
         if len(primaries) == 1:
@@ -1040,6 +1725,8 @@ def _primary_site(r: _Reader, s: dict[str, Any], path: str, sites: dict[str, Sit
         if primaries:
             r.error(f"{path}.site", "is required when the plan has several primary sites")
         return None
+    if str(name) in r.onprem:
+        return r.onprem[str(name)]
     site = sites.get(str(name))
     if site is None:
         r.error(f"{path}.site", f"{_show(name)} is not a site in this plan")
@@ -1532,6 +2219,9 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "datasync_gbps",
         "gcs_turbo_gbps",
         "gcs_dual_region_gbps",
+        "datasync_agent_gbps",
+        "sts_agent_gbps",
+        "storage_mover_agent_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}

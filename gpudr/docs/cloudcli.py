@@ -320,7 +320,7 @@ def az_resource_group(resource_group: str) -> Argv:
     return _cmd(line, g=resource_group)
 
 
-# --- scheduled pulls: Storage Transfer jobs (into GCS) and DataSync tasks (into S3) ---------------
+# --- scheduled pulls: Storage Transfer jobs (GCS), DataSync tasks (S3), Storage Mover jobs (Blob) -
 
 
 def sts_jobs(project: str, sink: BucketConfig) -> Argv:
@@ -347,6 +347,25 @@ def sts_runs(job: str, limit: int) -> Argv:
 
 def sts_run(job: str, project: str) -> Argv:
     return _cmd("gcloud transfer jobs run {j} --project {p}", j=job, p=project)
+
+
+def mover_job(group: str, mover: str, project: str, job: str, verb: str) -> Argv:
+    """A Storage Mover job definition: `show` it (its agent and latest run), `start-job` it
+    now, or list its `job-run`s."""
+    where = "-g {g} --storage-mover-name {m} --project-name {p}"
+    if verb == "job-run":
+        line = "az storage-mover job-run list " + where + " --job-definition-name {j} -o table"
+    else:
+        line = "az storage-mover job-definition " + verb + " " + where + " --name {j}"
+    return _cmd(line, g=group, m=mover, p=project, j=job)
+
+
+def logic_workflow(group: str, name: str, *, state: str | None = None) -> Argv:
+    """`state` None: show a Logic App's state; else set it (Enabled, Disabled)."""
+    if state is None:
+        line = "az logic workflow show -g {g} --name {n} --query state -o tsv"
+        return _cmd(line, g=group, n=name)
+    return _cmd("az logic workflow update -g {g} --name {n} --state {s}", g=group, n=name, s=state)
 
 
 def datasync_tasks(region: str, name: str) -> Argv:

@@ -205,3 +205,50 @@ def test_require_site_roles_refuses_a_stack_the_organisation_did_not_name() -> N
     check(found, bucket, "no site_roles entry")
     found, bucket = judged(CHECKPOINTS, {**strict, "site_roles": {"test": "primary"}})
     check(found, bucket, None)
+
+
+# A replica pulled from on premises asserts the WAN bandwidth committed to DR: nothing but the
+# pack config's approval bounds it (no vendor publishes it, nothing registered shows it).
+WAN_APPROVED = {
+    "mechanism": "datasync-agent",
+    "mbps": 8000,
+    "reason": "8 Gbps of the DC1 Direct Connect ports committed to DR by the network team",
+}
+ONPREM_REPLICA = {
+    **CHECKPOINTS,
+    "site-role": "dr",
+    "dr-role": "data-replica",
+    "mechanism": "datasync-agent",
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "changes", "expected"),
+    [
+        pytest.param({"approved_quotas": [WAN_APPROVED]}, {"quota_mbps": "8000"}, None, id="ok"),
+        pytest.param(
+            {"approved_quotas": [WAN_APPROVED]},
+            {"quota_mbps": "9000"},
+            "asserts 9.00 Gbps of WAN bandwidth committed to DR, but the pack config's "
+            "approved_quotas approves 8.00 Gbps",
+            id="above-the-approval",
+        ),
+        pytest.param(
+            {"approved_quotas": []},
+            {"quota_mbps": "8000"},
+            "approves none for mechanism datasync-agent",
+            id="no-approval",
+        ),
+        pytest.param(
+            {"approved_quotas": [WAN_APPROVED]},
+            {"quota_mbps": None},
+            "states no WAN rate",
+            id="no-rate",
+        ),
+    ],
+)
+def test_an_onprem_wan_rate_is_bounded_by_the_pack_config(
+    config: dict[str, Any], changes: dict[str, str | None], expected: str | None
+) -> None:
+    found, bucket = judged(ONPREM_REPLICA, config, **changes)
+    check(found, bucket, expected)

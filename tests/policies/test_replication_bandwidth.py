@@ -243,3 +243,27 @@ def test_dual_written_classes_add_up_on_the_link() -> None:
     found = run_stack(replication_bandwidth, [ckpt, heavy, *gateway])
     assert {u for _, u in found} == {ckpt.urn, heavy.urn}
     assert all("need 1.23 Gbps" in m and "(VpnGw2AZ): 1.25 Gbps" in m for m, _ in found), found
+
+
+# A pull from on premises asserts the WAN rate committed to DR (gpudr:quota-mbps): 790 Mbps of
+# checkpoints, 988 Mbps with headroom, against it; no vendor default stands in when it is absent.
+ONPREM = {"dr-role": "data-replica", "mechanism": "datasync-agent"}
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        pytest.param({"quota-mbps": "8000"}, None, id="wan-8-gbps-carries-it"),
+        pytest.param({"quota-mbps": "1000"}, None, id="wan-1-gbps-just-carries-it"),
+        pytest.param(
+            {"quota-mbps": "500"},
+            "above the 500 Mbps rate asserted for datasync-agent. Raise the bound that holds",
+            id="wan-undersized",
+        ),
+        pytest.param({"quota-mbps": None}, "above the 0 Mbps rate", id="wan-rate-absent"),
+    ],
+)
+def test_wan_bound(facts: dict[str, str | None], expected: str | None) -> None:
+    merged = {k: v for k, v in {**CHECKPOINTS, **ONPREM, **facts}.items() if v is not None}
+    b = bucket(merged)
+    check(run_stack(replication_bandwidth, [b], None), b, expected)

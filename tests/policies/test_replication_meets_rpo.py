@@ -7,8 +7,23 @@ from typing import Any
 
 import pytest
 
+from gpudr.contract.azure_onprem import (
+    BLOB_PRIVATE_ZONE,
+    START_JOB_ACTIONS,
+    schedule_definition,
+    started_jobs,
+)
 from policies.common import (
+    AZ_LOGIC_WORKFLOW,
+    AZ_MOVER_ENDPOINT,
+    AZ_MOVER_JOB,
     AZ_OBJECT_REPLICATION,
+    AZ_PRIVATE_DNS_LINK,
+    AZ_PRIVATE_DNS_ZONE,
+    AZ_PRIVATE_DNS_ZONE_GROUP,
+    AZ_PRIVATE_ENDPOINT,
+    AZ_ROLE_ASSIGNMENT,
+    AZ_ROLE_DEFINITION,
     DATASYNC_S3_LOCATION,
     DATASYNC_TASK,
     GCS_TRANSFER_JOB,
@@ -18,6 +33,7 @@ from tests.policies.builders import (
     AZURE_CHECKPOINTS,
     CHECKPOINTS,
     DATASETS,
+    SUBSCRIPTION,
     WEIGHTS,
     azure,
     gcs,
@@ -352,6 +368,60 @@ def test_datasync_pull(build: Callable[[], dict[str, Res]], expected: str | None
     check(run_stack(replication_meets_rpo, list(r.values())), r["bucket"], expected)
 
 
+def onprem_datasync(name: str, facts: dict[str, str], expression: str) -> dict[str, Res]:
+    """An S3 replica pulled from on premises by DataSync agents (examples/onprem-to-aws.yaml),
+    its keys prefixed by the class so that two classes can share a stack."""
+    r = s3(name, {**facts, "mechanism": "datasync-agent"})
+    bucket = r["bucket"]
+    location = Res(
+        DATASYNC_S3_LOCATION,
+        f"{name}-sink",
+        {"s3BucketArn": f"arn:aws:s3:::{bucket.inputs['bucket']}", "subdirectory": "/"},
+    ).link("s3BucketArn", bucket)
+    task = Res(
+        DATASYNC_TASK,
+        f"{name}-from-fra1",
+        {
+            "taskMode": "ENHANCED",
+            "schedule": {"scheduleExpression": expression, "status": "ENABLED"},
+        },
+    ).link("destinationLocationArn", location)
+    r.update(location=location, task=task)
+    return {f"{name}-{k}": v for k, v in r.items()}
+
+
+# A 6 TB dataset refresh: at the asserted 10 Gbps its run takes 4,800 s.
+BIG_DATASETS = {
+    **DATASETS,
+    "dr-role": "data-replica",
+    "rpo-s": "none",
+    "burst-bytes": "6000000000000",
+    "steady-kbps": "0",
+    "interval-s": "86400",
+    "quota-mbps": "10000",
+}
+
+
+@pytest.mark.parametrize(
+    ("with_datasets", "expected"),
+    [
+        pytest.param(False, None, id="alone"),
+        # 2h + 4,800 s behind the datasets run + 213 s + the 45 min checkpoint interval > 4h
+        pytest.param(True, "behind the other classes' runs", id="queued-behind-datasets"),
+    ],
+)
+def test_a_datasync_run_from_on_premises_waits_for_the_other_classes_runs(
+    with_datasets: bool, expected: str | None
+) -> None:
+    """An agent runs one task at a time and every task uses every agent: a class's run may
+    queue behind every other class's run."""
+    r = onprem_datasync("checkpoints", PULLED_CHECKPOINTS, "rate(2 hours)")
+    if with_datasets:
+        r.update(onprem_datasync("datasets", BIG_DATASETS, "rate(2 hours)"))
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    check(found, r["checkpoints-bucket"], expected)
+
+
 # --- Azure object replication has no SLA -----------------------------------------------------
 
 
@@ -430,3 +500,318 @@ def test_a_pull_source_without_a_read_grant_is_refused(
     assert run_stack(replication_meets_rpo, list(r.values())) == []
     r.pop("reader")
     check(run_stack(replication_meets_rpo, list(r.values())), r[target], "lets no identity read")
+
+
+# --- Storage Mover from on premises, checked on the Azure replica ----------------------------
+
+
+MOVER_PATH = "/providers/Microsoft.StorageMover/storageMovers/gpudr-iad-training-eus"
+
+
+def storage_mover(**job: Any) -> dict[str, Res]:
+    """An Azure replica written by a Storage Mover job definition (components/azure/onprem.py):
+    the Blob container target endpoint of its account and the job, with an agent assigned; the
+    Logic App starting it every 2 h; and the uploads' private path (components/azure/
+    private_blob.py): the account's Blob private endpoint, the privatelink zone linked to the
+    network and the zone group keeping the endpoint's record there. The WAN path is asserted at
+    2 Gbps (quota-mbps), and so is the job's one agent (agent-mbps), as the plan tags them."""
+    r = azure("checkpoints", AZURE_CHECKPOINTS)
+    retag(
+        r,
+        "account",
+        mechanism="storage-mover",
+        dr_role="data-replica",
+        quota_mbps="2000",
+        agent_mbps="2000",
+    )
+    account = r["account"].inputs["accountName"]
+    target = Res(
+        AZ_MOVER_ENDPOINT,
+        "checkpoints-target",
+        {
+            "endpointName": "checkpoints-replica",
+            "properties": {
+                "endpointType": "AzureStorageBlobContainer",
+                "storageAccountResourceId": "/subscriptions/s/resourceGroups/g/providers/"
+                f"Microsoft.Storage/storageAccounts/{account}",
+                "blobContainerName": "checkpoints",
+            },
+        },
+    )
+    source = Res(
+        AZ_MOVER_ENDPOINT,
+        "iad1-nfs",
+        {
+            "endpointName": "iad1-nfs",
+            "properties": {"endpointType": "NfsMount", "host": "10.50.8.10", "export": "/ml"},
+        },
+    )
+    inputs = {
+        "jobDefinitionName": "checkpoints",
+        "resourceGroupName": "rg-dr",
+        "storageMoverName": "gpudr-iad-training-eus",
+        "projectName": "iad1",
+        "targetName": "checkpoints-replica",
+        "sourceName": "iad1-nfs",
+        "sourceSubpath": "checkpoints",
+        "agentName": "iad1-sma-1",
+        **job,
+    }
+    uri = (
+        f"https://management.azure.com/subscriptions/{SUBSCRIPTION}/resourceGroups/rg-dr"
+        f"{MOVER_PATH}/projects/iad1/jobDefinitions/checkpoints/startJob?api-version=2024-07-01"
+    )
+    schedule = Res(
+        AZ_LOGIC_WORKFLOW,
+        "checkpoints-schedule",
+        {
+            "workflowName": "gpudr-iad-training-eus-checkpoints-every",
+            "state": "Enabled",
+            "identity": {"type": "SystemAssigned"},
+            "definition": schedule_definition(uri, 7200),
+        },
+    )
+    endpoint = Res(
+        AZ_PRIVATE_ENDPOINT,
+        "checkpoints-endpoint",
+        {
+            "privateLinkServiceConnections": [
+                {"name": "checkpoints-blob", "privateLinkServiceId": "", "groupIds": ["blob"]}
+            ]
+        },
+    ).link("privateLinkServiceConnections", r["account"])
+    zone = Res(AZ_PRIVATE_DNS_ZONE, "zone", {"privateZoneName": BLOB_PRIVATE_ZONE})
+    link = Res(AZ_PRIVATE_DNS_LINK, "zone-link", {"registrationEnabled": False})
+    link.link("privateZoneName", zone)
+    group = Res(AZ_PRIVATE_DNS_ZONE_GROUP, "checkpoints-dns", {})
+    group.link("privateEndpointName", endpoint).link("privateDnsZoneConfigs", zone)
+    job_res = Res(AZ_MOVER_JOB, "checkpoints-job", inputs)
+    starter = Res(
+        AZ_ROLE_DEFINITION,
+        "job-starter",
+        {"permissions": [{"actions": list(START_JOB_ACTIONS)}]},
+    )
+    start = Res(AZ_ROLE_ASSIGNMENT, "checkpoints-schedule-start", {})
+    start.link("scope", job_res).link("principalId", schedule).link("roleDefinitionId", starter)
+    r.update(
+        source=source,
+        target=target,
+        job=job_res,
+        starter=starter,
+        start=start,
+        schedule=schedule,
+        endpoint=endpoint,
+        zone=zone,
+        link=link,
+        group=group,
+    )
+    return r
+
+
+def without(*keys: str, **job: Any) -> dict[str, Res]:
+    return {k: v for k, v in storage_mover(**job).items() if k not in keys}
+
+
+def mover_changed(key: str, change: Callable[[Res], object]) -> dict[str, Res]:
+    r = storage_mover()
+    change(r[key])
+    return r
+
+
+def every(hours: int) -> Callable[[Res], object]:
+    def change(flow: Res) -> object:
+        uri = started_jobs(flow.inputs["definition"])[0]
+        flow.inputs["definition"] = schedule_definition(uri, hours * 3600)
+        return flow
+
+    return change
+
+
+def _unlinked_endpoint(e: Res) -> None:
+    e.property_dependencies.clear()  # an endpoint of some other account
+    e.dependencies.clear()
+
+
+def _file_endpoint(e: Res) -> None:
+    e.inputs["privateLinkServiceConnections"][0]["groupIds"] = ["file"]
+
+
+def _basic_auth(flow: Res) -> None:
+    action = flow.inputs["definition"]["actions"]["start_job"]
+    action["inputs"]["authentication"] = {"type": "Basic", "username": "u", "password": "p"}
+
+
+def _other_job(flow: Res) -> None:
+    action = flow.inputs["definition"]["actions"]["start_job"]
+    action["inputs"]["uri"] = action["inputs"]["uri"].replace("/checkpoints/", "/weights/")
+
+
+def _recurrence(**extra: str) -> Callable[[Res], object]:
+    def change(flow: Res) -> object:
+        flow.inputs["definition"]["triggers"]["every_interval"]["recurrence"].update(extra)
+        return flow
+
+    return change
+
+
+def _never_fires(flow: Res) -> None:
+    trigger = flow.inputs["definition"]["triggers"]["every_interval"]
+    trigger["conditions"] = [{"expression": "@equals(1, 2)"}]
+
+
+def _after_failure(flow: Res) -> None:
+    flow.inputs["definition"]["actions"]["start_job"]["runAfter"] = {"x": ["Failed"]}
+
+
+def _names_another_account(e: Res) -> None:
+    e.inputs["privateLinkServiceConnections"][0]["privateLinkServiceId"] = (
+        "/subscriptions/x/resourceGroups/y/providers/Microsoft.Storage/storageAccounts/other"
+    )
+
+
+def _untag_agent(account: Res) -> None:
+    account.inputs["tags"].pop("gpudr:agent-mbps")
+
+
+def _slow_agent(account: Res) -> None:
+    account.inputs["tags"]["gpudr:agent-mbps"] = "1000"  # a 1h47m run: 2h + 1h47m + 45m > 4h
+
+
+def _daily_trigger(flow: Res) -> None:
+    trigger = flow.inputs["definition"]["triggers"]["every_interval"]
+    trigger["type"] = "Request"  # started by an HTTP call: no interval anyone can read
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        pytest.param(lambda: storage_mover(), None, id="job-with-agent"),
+        pytest.param(
+            lambda: {k: v for k, v in storage_mover().items() if k != "job"},
+            "no Storage Mover job definition",
+            id="no-job",
+        ),
+        pytest.param(
+            lambda: storage_mover(agentName=None),
+            "no Storage Mover job definition",
+            id="no-agent",
+        ),
+        pytest.param(
+            lambda: storage_mover(targetName="other-replica"),
+            "no Storage Mover job definition",
+            id="another-target",
+        ),
+        pytest.param(
+            lambda: storage_mover(targetSubpath="part"),
+            "no Storage Mover job definition",
+            id="part-of-the-container",
+        ),
+        # how often the job is started: a Logic App the pack can read, or the RPO is not shown
+        pytest.param(
+            lambda: without("schedule"), "no enabled Storage Mover schedule", id="no-schedule"
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", lambda f: f.inputs.update(state="Disabled")),
+            "no enabled Storage Mover schedule",
+            id="schedule-disabled",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _other_job),
+            "no enabled Storage Mover schedule",
+            id="other-job",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _basic_auth),
+            "no enabled Storage Mover schedule",
+            id="not-its-managed-identity",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _daily_trigger),
+            "no repeating schedule gpudr can read",
+            id="not-a-recurrence",
+        ),
+        # 2 h (the builder's) + a 1h11m run at 2 Gbps + the 45 min checkpoint interval: 3h56m
+        pytest.param(lambda: mover_changed("schedule", every(1)), None, id="every-1h"),
+        pytest.param(
+            lambda: mover_changed("schedule", every(3)), "runs every 3h", id="every-3h-too-slow"
+        ),
+        # a schedule that may not fire, or not start the job, is no schedule
+        pytest.param(
+            lambda: mover_changed("schedule", _recurrence(endTime="2020-01-01T00:00:00Z")),
+            "no repeating schedule gpudr can read",
+            id="ended",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _recurrence(startTime="2099-01-01T00:00:00Z")),
+            "no repeating schedule gpudr can read",
+            id="starts-in-2099",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _never_fires),
+            "no repeating schedule gpudr can read",
+            id="trigger-condition",
+        ),
+        pytest.param(
+            lambda: mover_changed("schedule", _after_failure),
+            "no enabled Storage Mover schedule",
+            id="runs-after-a-failure",
+        ),
+        pytest.param(
+            lambda: without("start"), "no enabled Storage Mover schedule", id="may-not-start-it"
+        ),
+        pytest.param(
+            lambda: mover_changed("starter", lambda s: s.inputs.update(permissions=[])),
+            "no enabled Storage Mover schedule",
+            id="role-without-start-job",
+        ),
+        # the job must read the class's directory of an NFS source
+        pytest.param(
+            lambda: storage_mover(sourceSubpath="empty-dir"),
+            "no Storage Mover job definition",
+            id="another-directory",
+        ),
+        pytest.param(
+            lambda: storage_mover(sourceName="elsewhere"),
+            "no Storage Mover job definition",
+            id="another-source",
+        ),
+        # one agent runs a job: its rate bounds each run, and the replica must state it
+        pytest.param(
+            lambda: mover_changed("account", _untag_agent),
+            "does not state one agent's rate",
+            id="no-agent-rate",
+        ),
+        pytest.param(
+            lambda: mover_changed("account", _slow_agent), "runs every 2h", id="slow-agent"
+        ),
+        # the private path the WAN sizing assumes
+        pytest.param(
+            lambda: without("endpoint"), "no Blob private endpoint", id="no-private-endpoint"
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _unlinked_endpoint),
+            "no Blob private endpoint",
+            id="endpoint-of-another-account",
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _names_another_account),
+            "no Blob private endpoint",
+            id="endpoint-names-another-account",
+        ),
+        pytest.param(
+            lambda: mover_changed("endpoint", _file_endpoint),
+            "no Blob private endpoint",
+            id="endpoint-not-blob",
+        ),
+        pytest.param(lambda: without("link"), "zone linked to a virtual network", id="no-link"),
+        pytest.param(
+            lambda: mover_changed("zone", lambda z: z.inputs.update(privateZoneName="x.local")),
+            "zone linked to a virtual network",
+            id="another-zone",
+        ),
+        pytest.param(lambda: without("group"), "no zone group", id="no-zone-group"),
+    ],
+)
+def test_storage_mover_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:
+    r = build()
+    check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)

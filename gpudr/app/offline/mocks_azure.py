@@ -22,6 +22,7 @@ _NAMESPACE = uuid.UUID("6f66666c-696e-6567-7075-64722d617a75")  # "offline-gpudr
 _ARM: dict[str, tuple[str, str]] = {
     "resources:ResourceGroup": ("resourceGroupName", ""),
     "authorization:RoleAssignment": ("roleAssignmentName", ""),
+    "authorization:RoleDefinition": ("roleDefinitionId", ""),
     "managedidentity:UserAssignedIdentity": (
         "resourceName",
         "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
@@ -100,6 +101,39 @@ _ARM: dict[str, tuple[str, str]] = {
         "dataCollectionRuleName",
         "Microsoft.Insights/dataCollectionRules/{name}",
     ),
+    "network:PrivateEndpoint": ("privateEndpointName", "Microsoft.Network/privateEndpoints/{name}"),
+    "network:PrivateDnsZoneGroup": (
+        "privateDnsZoneGroupName",
+        "Microsoft.Network/privateEndpoints/{privateEndpointName}/privateDnsZoneGroups/{name}",
+    ),
+    "privatedns:PrivateZone": ("privateZoneName", "Microsoft.Network/privateDnsZones/{name}"),
+    "privatedns:VirtualNetworkLink": (
+        "virtualNetworkLinkName",
+        "Microsoft.Network/privateDnsZones/{privateZoneName}/virtualNetworkLinks/{name}",
+    ),
+    "dnsresolver:DnsResolver": ("dnsResolverName", "Microsoft.Network/dnsResolvers/{name}"),
+    "dnsresolver:InboundEndpoint": (
+        "inboundEndpointName",
+        "Microsoft.Network/dnsResolvers/{dnsResolverName}/inboundEndpoints/{name}",
+    ),
+    "logic:Workflow": ("workflowName", "Microsoft.Logic/workflows/{name}"),
+    "storagemover:StorageMover": (
+        "storageMoverName",
+        "Microsoft.StorageMover/storageMovers/{name}",
+    ),
+    "storagemover:Project": (
+        "projectName",
+        "Microsoft.StorageMover/storageMovers/{storageMoverName}/projects/{name}",
+    ),
+    "storagemover:Endpoint": (
+        "endpointName",
+        "Microsoft.StorageMover/storageMovers/{storageMoverName}/endpoints/{name}",
+    ),
+    "storagemover:JobDefinition": (
+        "jobDefinitionName",
+        "Microsoft.StorageMover/storageMovers/{storageMoverName}/projects/{projectName}"
+        "/jobDefinitions/{name}",
+    ),
     # Extension resources: their id is under the resource they attach to (`resourceUri`).
     "monitor:DiagnosticSetting": ("name", "Microsoft.Insights/diagnosticSettings/{name}"),
     "monitor:DataCollectionRuleAssociation": (
@@ -122,9 +156,10 @@ def _arm_id(kind: str, name: str, azure_name: str, inputs: dict[str, Any]) -> st
     rg = str(inputs.get("resourceGroupName") or "offline-rg")
     if kind == "resources:ResourceGroup":
         return _group_id(azure_name)
-    if kind == "authorization:RoleAssignment":
+    if kind in ("authorization:RoleAssignment", "authorization:RoleDefinition"):
         scope = str(inputs.get("scope") or f"/subscriptions/{OFFLINE_SUBSCRIPTION}")
-        return f"{scope}/providers/Microsoft.Authorization/roleAssignments/{azure_name}"
+        leaf = "roleAssignments" if kind.endswith("Assignment") else "roleDefinitions"
+        return f"{scope}/providers/Microsoft.Authorization/{leaf}/{azure_name}"
     template = _ARM.get(kind, ("", ""))[1]
     if kind in _EXTENSIONS and isinstance(inputs.get("resourceUri"), str):
         return f"{inputs['resourceUri']}/providers/{template.format(name=azure_name)}"
@@ -161,6 +196,13 @@ def answer(typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
                 }
                 for i in identity["userAssignedIdentities"]
             },
+        }
+    if isinstance(identity, dict) and identity.get("type") == "SystemAssigned":
+        # Azure creates the identity with the resource: its object id is known only then.
+        state["identity"] = {
+            **identity,
+            "principalId": _guid("principal", rid),
+            "tenantId": OFFLINE_TENANT,
         }
     if kind == "managedidentity:UserAssignedIdentity":
         state.update(

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gpudr.app.offline.mocks import GpudrMocks
+from gpudr.app.offline.mocks_aws import OFFLINE_ACCOUNT as MOCK_ACCOUNT
 from gpudr.app.offline.run import StackRun, run_stack, unwrap_secret
 from gpudr.build.stackconfig import stack_config_values, stack_name
-from gpudr.contract.stack import CONFIG_NAMESPACE
+from gpudr.contract.stack import (
+    CONFIG_NAMESPACE,
+    DATASYNC_AGENT_ARNS_KEY,
+    EXPRESSROUTE_PROVISIONED_KEY,
+    ONPREM_S3_ACCESS_KEY,
+    ONPREM_S3_SECRET_KEY,
+    STORAGE_MOVER_AGENTS_KEY,
+)
+from gpudr.contract.stack import key as config_key
 from gpudr.core.design import Design
+from gpudr.core.enums import StorageKind
+from gpudr.core.spec import OnPremSite
+
+# What the operator sets on a DR stack reading an S3-compatible store on premises, offline.
+OFFLINE_S3_KEY = {
+    config_key(ONPREM_S3_ACCESS_KEY): "OFFLINEACCESSKEY",
+    config_key(ONPREM_S3_SECRET_KEY): "offline-not-a-real-secret",
+}
 
 
 class ProgramError(RuntimeError):
@@ -34,6 +53,34 @@ def credential_config(outputs: Mapping[str, Any], dr_site: str) -> tuple[dict[st
         if secret or site_secret or all_secret:
             secret_keys.append(full)
     return config, secret_keys
+
+
+def activated_agents(onprem: OnPremSite, region: str) -> dict[str, Any]:
+    """The config an operator sets on a DR stack once the on-premises agents are activated
+    (`gpudr:datasync_agent_arns`): ARNs in the offline account, derived from the agent's name
+    so that every run registers the same ones. Nothing is activated; the runbook's checklist
+    says how."""
+    arns = {
+        a.name: f"arn:aws:datasync:{region}:{MOCK_ACCOUNT}:agent/agent-"
+        + hashlib.sha256(a.name.encode()).hexdigest()[:17]
+        for a in onprem.agents
+    }
+    return {DATASYNC_AGENT_ARNS_KEY: arns}
+
+
+def registered_agents(onprem: OnPremSite) -> dict[str, Any]:
+    """The config an operator sets on an Azure DR stack once the Storage Mover agents are
+    registered on premises and the provider has provisioned the ExpressRoute circuit: agent
+    names and Arc identities derived from each agent's name, so that every run registers the
+    same ones. Nothing is registered; the runbook's checklist says how."""
+    agents = {
+        a.name: {
+            "name": f"{onprem.name}-{a.name}",
+            "principal_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpudr-offline/{a.name}")),
+        }
+        for a in onprem.agents
+    }
+    return {STORAGE_MOVER_AGENTS_KEY: agents, EXPRESSROUTE_PROVISIONED_KEY: True}
 
 
 def run_design(
@@ -68,6 +115,16 @@ def run_design(
         if site.role == "dr" and site.protects in exported:
             copied, secret_keys = credential_config(exported[site.protects], site.name)
             config.update(copied)
+        if site.protects in plan.onprem:
+            onprem = plan.onprem[site.protects]
+            if site.cloud == "azure":
+                config.update(registered_agents(onprem))
+            else:
+                config.update(activated_agents(onprem, site.region))
+            if onprem.storage.kind == StorageKind.S3_COMPATIBLE:
+                # The read-only key the operator creates on the store: an offline stand-in.
+                config.update(OFFLINE_S3_KEY)
+                secret_keys.append(config_key(ONPREM_S3_SECRET_KEY))
         try:
             run = run_stack(
                 stack, config, GpudrMocks(default_region=site.region), secret_keys=secret_keys

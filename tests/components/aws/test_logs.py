@@ -17,7 +17,7 @@ import pulumi
 import pytest
 
 from components.aws.bucket import tls_only_statements
-from components.aws.datasync import ENHANCED_LOG_GROUP
+from components.aws.datasync import DATASYNC_LOG_GROUP
 from components.aws.drill import AwsDrill, AwsDrillArgs, drill_cluster_pattern
 from components.aws.gpu_cluster import CONTROL_PLANE_LOG_TYPES
 from components.aws.logs import SiteLogs, SiteLogsArgs
@@ -294,7 +294,7 @@ def test_each_sites_key_admits_exactly_its_clusters_groups_and_its_drills(
     prefix = f"arn:aws:logs:{cfg.region}:{account(cfg)}:log-group:"
     expected = [f"{prefix}/aws/eks/{c.eks_name}/cluster" for c in cfg.clusters]
     if any(b.inbound for b in cfg.buckets):
-        expected.insert(0, f"{prefix}{ENHANCED_LOG_GROUP}")
+        expected.insert(0, f"{prefix}{DATASYNC_LOG_GROUP}")
     if cfg.role == "dr":
         expected.append(f"{prefix}/aws/eks/drill-{cfg.site}-????????t??????z-*/cluster")
     assert logs["Condition"] == {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": expected}}

@@ -1530,3 +1530,19 @@ def test_a_plan_with_two_dr_sites_drills_each_in_its_own_jobs(tmp_path: Path) ->
     linted = tmp_path / "two-drills.yml"
     linted.write_text(_at_major(wf.content))
     assert _actionlint(linted) == []
+
+
+def test_the_agents_arns_an_operator_sets_survive_regeneration(tmp_path: Path) -> None:
+    """A DR stack of an on-premises site gets its agents' ARNs by `pulumi config set --path`
+    (its header lists the commands); regenerating keeps them and --check counts no drift."""
+    plan = "examples/onprem-to-aws.yaml"
+    assert generate(tmp_path, plan=plan).exit_code == 0
+    stack = tmp_path / "stacks" / "Pulumi.fra-training-euc1.yaml"
+    text = stack.read_text()
+    assert "pulumi config set --path 'gpudr:datasync_agent_arns.dsa-2' <its ARN>" in text
+    arn = "arn:aws:datasync:eu-central-1:123456789012:agent/agent-0123456789abcdef0"
+    stack.write_text(text + f"  gpudr:datasync_agent_arns:\n    dsa-1: {arn}\n")
+    assert generate(tmp_path, "--check", plan=plan).exit_code == 0
+    assert generate(tmp_path, plan=plan).exit_code == 0
+    config = yaml.safe_load(stack.read_text())["config"]
+    assert config["gpudr:datasync_agent_arns"] == {"dsa-1": arn}

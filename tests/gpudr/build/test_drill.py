@@ -13,6 +13,7 @@ from gpudr.contract import drill as cd
 from gpudr.core.design import design
 from gpudr.core.enums import DRILL_MAX_TTL_S
 from gpudr.core.spec import PlanError, load_plan, parse_plan
+from gpudr.docs.onprem_runbook import build_onprem_runbook
 from gpudr.docs.runbook import build_runbook
 from tests.conftest import EXAMPLE, ROOT
 from tests.gpudr.drills import NOW, example_design, setup
@@ -101,7 +102,11 @@ def test_stage_step_numbers_and_titles_are_the_runbooks(example: Any) -> None:
     d = design(load_plan(example))
     for site in (s for s in d.plan.sites.values() if s.role == "dr"):
         s = bd.build_drill(d, site.name, NOW)
-        rb = build_runbook(d, s.primary, site.name)
+        rb: Any = (
+            build_onprem_runbook(d, d.plan.onprem[s.primary], site)
+            if s.primary in d.plan.onprem
+            else build_runbook(d, s.primary, site.name)
+        )
         numbers = {x.key: x.number for x in rb.steps}
         assert s.stage("checkpoint").runbook_step == numbers.get("data:checkpoints")
         assert s.stage("capacity").runbook_step == numbers.get("capacity")

@@ -48,7 +48,9 @@ def _golden(name: str, found: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("example", ["aws-two-region", "azure-two-region"])
+@pytest.mark.parametrize(
+    "example", ["aws-two-region", "azure-two-region", "onprem-to-aws", "onprem-to-gcp"]
+)
 def test_the_examples_plan_cost_lines(example: str) -> None:
     report = design(load_plan(ROOT / "examples" / f"{example}.yaml")).cost
     _golden(f"{example}-plan", {"lines": _lines(report.lines), "unpriced": report.unpriced})
@@ -126,6 +128,7 @@ def test_every_rule_is_priced_on_some_cloud_and_named() -> None:
         "vm_size": "Standard_ND96isr_H100_v5",
         "port_gbps": 10,
         "sku": "VpnGw2",
+        "mode": "basic",
     }
     for name, rule in RULES.items():
         priced = False

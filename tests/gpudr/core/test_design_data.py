@@ -100,6 +100,9 @@ def test_weights_lock_reaches_the_bucket_config_and_its_tag(
 # What each example's stacks make irreversible, by its first words (every site holds weights).
 KINDS = {
     "aws-two-region": ["S3 Object Lock, COMPLIANCE"] * 2,
+    "onprem-to-aws": ["S3 Object Lock, COMPLIANCE"],  # the DR copy: nothing is deployed on premises
+    "onprem-to-gcp": ["Bucket Lock", "Cloud KMS key rings"],  # the DR site's only
+    "onprem-to-azure": ["version-level immutability", "Key Vault purge protection"],
     "gcp-two-region": ["Bucket Lock", "Cloud KMS key rings"] * 2,
     "azure-two-region": ["version-level immutability", "Key Vault purge protection"] * 2,
     "aws-to-gcp": ["S3 Object Lock, COMPLIANCE", "Bucket Lock", "Cloud KMS key rings"],

@@ -476,3 +476,39 @@ def test_scheduled_transfer_edges() -> None:
     # weights have no steady load: one run carries one publish
     w = sizing.weights_flow("sts", 150e9, 6 * 3600, 3600)
     assert sizing.scheduled_transfer(w, 6 * 3600, 10.0, 0.0).run_bytes == 150e9
+
+
+# A class writing 1 TB an hour (a steady 2.22 Gbps): an hourly pull copies 1e12 B, which takes
+# 8e12 bits / the available rate.
+PULLED = sizing.flow(
+    "pulled", "datasync-agent", burst_bytes=0, steady_gbps=8e12 / 3600 / 1e9, rpo_s=None
+)
+
+
+@pytest.mark.parametrize(
+    ("capacity", "others", "cap", "wait", "transfer", "rpo"),
+    [
+        (10.0, 0.0, None, 0.0, 800.0, 3600 + 800.0),  # the path's whole 10 Gbps
+        (10.0, 2.0, None, 0.0, 1000.0, 3600 + 1000.0),  # less the others' steady 2 Gbps
+        (10.0, 2.0, 1.0, 0.0, 8000.0, 3600 + 8000.0),  # one agent's 1 Gbps binds
+        (10.0, 9.5, 1.0, 0.0, 16000.0, 3600 + 16000.0),  # what the path leaves binds
+        (10.0, 0.0, None, 600.0, 800.0, 3600 + 600.0 + 800.0),  # queued 600 s first
+    ],
+)
+def test_a_pull_run_is_bounded_by_its_agent_and_waits_its_turn(
+    capacity: float, others: float, cap: float | None, wait: float, transfer: float, rpo: float
+) -> None:
+    s = sizing.pull_at(
+        PULLED,
+        3600,
+        capacity_gbps=capacity,
+        other_steady_gbps=others,
+        headroom=1.0,
+        rpo_s=None,
+        rate_cap_gbps=cap,
+        wait_s=wait,
+    )
+    assert s.run_bytes == pytest.approx(1e12)
+    assert s.transfer_s == pytest.approx(transfer)
+    assert s.estimated_rpo_s == pytest.approx(PULLED.base_rpo_s + rpo)
+    assert s.wait_s == wait
