@@ -112,8 +112,23 @@ class PrivateBlobPath(pulumi.ComponentResource):
         self, name: str, args: PrivateBlobPathArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:links:PrivateBlobPath", name, None, opts)
-        endpoints_cidr, inbound_cidr, inbound_ip = upload_subnets(args.cidr)
-        child = pulumi.ResourceOptions(parent=self)
+        self._name, self._args = name, args
+        endpoints_subnet, inbound_subnet = self._subnets()
+        zone, link = self._zone()
+        names = {
+            data_class: self._endpoint(data_class, account_id, endpoints_subnet, zone)
+            for data_class, account_id in args.accounts.items()
+        }
+        self.inbound_address = self._resolver(inbound_subnet, link)
+        self.endpoints = pulumi.Output.all(**names).apply(dict)
+        self.register_outputs(
+            {"inbound_address": self.inbound_address, "endpoints": self.endpoints}
+        )
+
+    def _subnets(self) -> tuple[network.Subnet, network.Subnet]:
+        """The private endpoints' subnet and the resolver's, under one NSG."""
+        name, args = self._name, self._args
+        endpoints_cidr, inbound_cidr, _ = upload_subnets(args.cidr)
         nsg = network.NetworkSecurityGroup(
             f"{name}-nsg",
             network_security_group_name=f"{args.network_name}-uploads",
@@ -121,7 +136,7 @@ class PrivateBlobPath(pulumi.ComponentResource):
             location=args.location,
             security_rules=uploads_security_rules(args.onprem_cidr, endpoints_cidr, inbound_cidr),
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
         # Subnets of one VNet are created one at a time: Azure refuses concurrent writes to a
         # virtual network's subnets (AnotherOperationInProgress).
@@ -150,6 +165,12 @@ class PrivateBlobPath(pulumi.ComponentResource):
             ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[endpoints_subnet]),
         )
+        return endpoints_subnet, inbound_subnet
+
+    def _zone(self) -> tuple[privatedns.PrivateZone, privatedns.VirtualNetworkLink]:
+        """The privatelink zone that answers the accounts' names, linked to the DR network."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
         zone = privatedns.PrivateZone(
             f"{name}-zone",
             private_zone_name=BLOB_PRIVATE_ZONE,
@@ -173,11 +194,14 @@ class PrivateBlobPath(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        names = {}
-        for data_class, account_id in args.accounts.items():
-            names[data_class] = self._endpoint(
-                name, args, data_class, account_id, endpoints_subnet, zone
-            )
+        return zone, link
+
+    def _resolver(
+        self, subnet: network.Subnet, link: privatedns.VirtualNetworkLink
+    ) -> pulumi.Output[str]:
+        """The DNS resolver on-premises DNS forwards to, answering on a fixed address."""
+        name, args = self._name, self._args
+        _, _, inbound_ip = upload_subnets(args.cidr)
         resolver = dnsresolver.DnsResolver(
             f"{name}-resolver",
             resource_group_name=args.resource_group_name,
@@ -193,27 +217,21 @@ class PrivateBlobPath(pulumi.ComponentResource):
             location=args.location,
             ip_configurations=[
                 dnsresolver.IpConfigurationArgs(
-                    subnet=dnsresolver.SubResourceArgs(id=inbound_subnet.id),
+                    subnet=dnsresolver.SubResourceArgs(id=subnet.id),
                     # Fixed, so that the runbook names it before anything is deployed.
                     private_ip_address=inbound_ip,
                     private_ip_allocation_method=dnsresolver.IpAllocationMethod.STATIC,
                 )
             ],
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        self.inbound_address = inbound.ip_configurations.apply(
+        return inbound.ip_configurations.apply(
             lambda c: str(c[0].private_ip_address or inbound_ip) if c else inbound_ip
-        )
-        self.endpoints = pulumi.Output.all(**names).apply(dict)
-        self.register_outputs(
-            {"inbound_address": self.inbound_address, "endpoints": self.endpoints}
         )
 
     def _endpoint(
         self,
-        name: str,
-        args: PrivateBlobPathArgs,
         data_class: str,
         account_id: pulumi.Input[str],
         subnet: network.Subnet,
@@ -221,6 +239,7 @@ class PrivateBlobPath(pulumi.ComponentResource):
     ) -> pulumi.Output[str]:
         """One account's Blob endpoint, its A record kept in the zone by a zone group (Azure
         updates the record if the endpoint's address changes)."""
+        name, args = self._name, self._args
         endpoint = network.PrivateEndpoint(
             f"{name}-{data_class}-endpoint",
             resource_group_name=args.resource_group_name,

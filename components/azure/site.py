@@ -347,10 +347,28 @@ class AzureSite(pulumi.ComponentResource):
             ),
             opts=self._child,
         )
-        # The uploads' private path: without it they would leave by the internet, not the
-        # circuit the plan sized (components/azure/private_blob.py).
-        path = PrivateBlobPath(
-            f"{name}-uploads",
+        path = self._upload_path(buckets, network, end)
+        self.onprem = pulumi.Output.all(
+            service_key=end.service_key,
+            storage_mover=mover,
+            jobs=pull.job_names,
+            dns_forwarder=path.inbound_address,
+            private_endpoints=path.endpoints,
+        )
+
+    def _upload_path(
+        self,
+        buckets: dict[str, AzureDataBucket],
+        network: AzureSiteNetwork,
+        end: ExpressRouteEnd,
+    ) -> PrivateBlobPath:
+        """The uploads' private path: without it they would leave by the internet, not the
+        circuit the plan sized (components/azure/private_blob.py)."""
+        cfg = self._cfg
+        source = cfg.onprem
+        assert source is not None
+        return PrivateBlobPath(
+            f"{self._name}-uploads",
             PrivateBlobPathArgs(
                 resource_group_name=self._group,
                 location=cfg.region,
@@ -365,13 +383,6 @@ class AzureSite(pulumi.ComponentResource):
                 tags=site_tags(cfg, "dr-link", peer=source.site, link="private-endpoints"),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[end]),
-        )
-        self.onprem = pulumi.Output.all(
-            service_key=end.service_key,
-            storage_mover=mover,
-            jobs=pull.job_names,
-            dns_forwarder=path.inbound_address,
-            private_endpoints=path.endpoints,
         )
 
     def _vpn_to_gcp(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
