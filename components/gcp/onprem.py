@@ -254,11 +254,13 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             or not src.link_location
             or src.vlan is None
             or src.link_gbps <= 0
+            or not src.customer
+            or not src.noc_email
         ):
             raise ValueError(
                 f"link to {src.site}: a Dedicated Interconnect needs a 10 or 100 Gbps circuit, "
-                "its location, a VLAN and the circuits' capacity (link_gbps); regenerate the "
-                "stack with `gpudr generate`"
+                "its location, a VLAN, the circuits' capacity (link_gbps), the customer and NOC "
+                "email of the LOA-CFAs; regenerate the stack with `gpudr generate`"
             )
         circuits = gcp.compute.Interconnect(
             f"{name}-interconnect",
@@ -269,7 +271,10 @@ class OnPremLinkEnd(pulumi.ComponentResource):
             requested_link_count=src.ports,
             location=f"https://www.googleapis.com/compute/v1/projects/{args.project}/global/"
             f"interconnectLocations/{src.link_location}",
-            customer_name=src.location,
+            # The LOA-CFAs name the customer allowed to order the cross-connects; Google sends
+            # them, and the circuits' maintenance notices, to the NOC address.
+            customer_name=src.customer,
+            noc_contact_email=src.noc_email,
             admin_enabled=True,
             labels=args.labels,
             opts=child,

@@ -279,6 +279,8 @@ def _onprem_source(design: Design, site: Site) -> OnPremSource | None:
         cloud_router_asn=int(limits.get("cloud_router_asn", 0)),
         provider=link.provider,
         peer_prefixes=link.peering_subnets,
+        customer=link.customer,
+        noc_email=link.noc_email,
     )
 
 

@@ -269,6 +269,9 @@ class OnPremSource:
     cloud_router_asn: int = 0  # interconnect-*: the GCP Cloud Router's (defaults.yaml)
     provider: str | None = None  # expressroute: the connectivity provider
     peer_prefixes: tuple[str, ...] = ()  # expressroute: the private peering's two /30s
+    # interconnect-dedicated: the company the LOA-CFAs name, and where Google sends them
+    customer: str | None = None
+    noc_email: str | None = None
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,10 @@ class OnPremLink:
     provider: str | None = None  # expressroute: the connectivity provider (e.g. Equinix)
     # expressroute: your two /30s for the private peering's primary and secondary BGP sessions
     peering_subnets: tuple[str, ...] = ()
+    # interconnect-dedicated: who Google's letters of authorization (LOA-CFAs) name as allowed
+    # to order the cross-connects, and where Google sends them and the circuits' notices.
+    customer: str | None = None
+    noc_email: str | None = None
 
     @property
     def capacity_gbps(self) -> float:
@@ -972,6 +976,24 @@ def parse_endpoint(kind: StorageKind, value: str) -> Endpoint:
     return Endpoint(host, port or 8020, "/" + rest)
 
 
+EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+")
+
+
+def _email(value: Any) -> str:
+    if not isinstance(value, str) or not EMAIL_RE.fullmatch(value) or len(value) > 254:
+        raise ValueError(f"{_show(value)} is not an email address (e.g. noc@example.com)")
+    return value
+
+
+def _customer(value: Any) -> str:
+    if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not a company name for the LOA-CFAs; at most 64 letters, digits, "
+            "spaces and , . ( ) - (e.g. Example AI GmbH)"
+        )
+    return value
+
+
 def _place(value: Any) -> str:
     if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
         raise ValueError(
@@ -1104,6 +1126,8 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
             "address",
             "provider",
             "peering_subnets",
+            "customer",
+            "noc_email",
         ],
     )
     if "kind" not in s:
@@ -1146,7 +1170,23 @@ def _parse_onprem_link(r: _Reader, raw: Any, path: str) -> OnPremLink | None:
                 f"{path}.ports",
                 f"{ports} tunnels: a Site-to-Site VPN connection has two; use an even number",
             )
-    return OnPremLink(OnPremLinkKind(kind), speed or 0.0, ports or 1, location, asn, vlan, address)
+    dedicated = kind == OnPremLinkKind.INTERCONNECT_DEDICATED
+    for key in ("customer", "noc_email"):
+        if key in s and not dedicated:
+            r.error(f"{path}.{key}", "is for interconnect-dedicated only (the LOA-CFAs); remove it")
+    customer = r.convert(s, "customer", path, _customer, required=dedicated) if dedicated else None
+    noc = r.convert(s, "noc_email", path, _email, required=dedicated) if dedicated else None
+    return OnPremLink(
+        OnPremLinkKind(kind),
+        speed or 0.0,
+        ports or 1,
+        location,
+        asn,
+        vlan,
+        address,
+        customer=customer,
+        noc_email=noc,
+    )
 
 
 INTERCONNECTS = (OnPremLinkKind.INTERCONNECT_DEDICATED, OnPremLinkKind.INTERCONNECT_PARTNER)

@@ -130,6 +130,11 @@ def test_dedicated_link_end_orders_circuits_and_peers_on_the_vlan(
     (att,) = _of(dedicated, "gcp:compute/interconnectAttachment:InterconnectAttachment")
     assert (att.inputs["type"], att.inputs["vlanTag8021q"]) == ("DEDICATED", 420), att.urn
     assert att.inputs["bandwidth"] == "BPS_20G", att.urn
+    # the LOA-CFAs name the plan's customer and go to its NOC address
+    assert (ic.inputs["customerName"], ic.inputs["nocContactEmail"]) == (
+        "Example AI B.V.",
+        "noc@example.com",
+    ), ic.urn
     assert att.inputs["region"] == "europe-west4", att.urn
     routers = [
         r for r in _of(dedicated, "gcp:compute/router:Router") if r.name == "euw4-onprem-router"
@@ -221,6 +226,8 @@ SOURCE = OnPremSource(
     ports=2,
     link_gbps=20.0,
     link_location="ams-zone1-1",
+    customer="Example AI B.V.",
+    noc_email="noc@example.com",
     bgp_asn=65020,
     vlan=420,
     committed_gbps=8.0,
@@ -255,7 +262,16 @@ def test_what_cannot_be_pulled_is_refused(
         check_inbound([transfer], source)
 
 
-@pytest.mark.parametrize("change", [{"link_gbps": 0.0}, {"vlan": None}, {"port_gbps": 40}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"link_gbps": 0.0},
+        {"vlan": None},
+        {"port_gbps": 40},
+        {"customer": None},
+        {"noc_email": None},
+    ],
+)
 def test_a_dedicated_link_the_stack_config_does_not_size_is_refused(
     change: dict[str, Any],
 ) -> None:

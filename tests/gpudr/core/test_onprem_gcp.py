@@ -57,6 +57,30 @@ def _with(path: str, value: Any) -> dict[str, Any]:
             '"direct-connect" does not reach gcp',
         ),
         ("sites.ams1.storage", {"kind": "hdfs", "endpoint": "hdfs://nn1:8020/ml"}, "hdfs"),
+        # the LOA-CFAs: who they name and where Google sends them
+        ("sites.ams1.link.noc_email", "noc at example", "is not an email address"),
+        ("sites.ams1.link.customer", "Example <AI>", "is not a company name for the LOA-CFAs"),
+        (
+            "sites.ams1.link",
+            {
+                "kind": "interconnect-dedicated",
+                "location": "ams-zone1-1",
+                "port_gbps": 10,
+                "bgp_asn": 65020,
+                "vlan": 420,
+            },
+            "sites.ams1.link.customer: is required",
+        ),
+        (
+            "sites.ams1.link",
+            {
+                "kind": "interconnect-partner",
+                "port_gbps": 1,
+                "bgp_asn": 65020,
+                "noc_email": "noc@example.com",
+            },
+            "sites.ams1.link.noc_email: is for interconnect-dedicated only",
+        ),
     ],
 )
 def test_a_bad_field_is_one_line_naming_it_and_the_fix(path: str, value: Any, error: str) -> None:
