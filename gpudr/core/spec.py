@@ -909,6 +909,9 @@ ONPREM_STORAGE: dict[Cloud, tuple[StorageKind, ...]] = {
     # Storage Mover reads NFS (and SMB) shares, not object stores or HDFS (dr-facts-2.md 3).
     Cloud.AZURE: (StorageKind.NFS, StorageKind.LUSTRE),
 }
+# The smallest Azure DR range that holds the AKS nodes' /20 and, outside it, the ExpressRoute
+# GatewaySubnet and the uploads' subnets.
+AZURE_ONPREM_PREFIX = 19
 # Why a DR cloud refuses a store or a link it does not take (the fix is the list it does take).
 ONPREM_REFUSALS: dict[tuple[Cloud, str], str] = {
     (Cloud.AZURE, StorageKind.S3_COMPATIBLE): "Azure Storage Mover reads NFS and SMB shares, "
@@ -1341,6 +1344,16 @@ def _check_onprem_pair(r: _Reader, onprem: OnPremSite, dr: Site) -> None:
             f'"{onprem.storage.kind}" is not read into {dr.cloud} yet'
             + _because(dr.cloud, onprem.storage.kind)
             + f"; serve the data over {' or '.join(stores)} (docs/onprem.md, Not done yet)",
+        )
+    if dr.cloud == Cloud.AZURE and ipaddress.ip_network(dr.cidr).prefixlen > AZURE_ONPREM_PREFIX:
+        # The AKS nodes take the range's first /20; the GatewaySubnet, the private endpoints'
+        # and the resolver's subnets its last /26, /27 and /28 (components/azure/network.py,
+        # gpudr/contract/azure_onprem.py): a /20 or smaller leaves no room outside the nodes.
+        r.error(
+            f"sites.{dr.name}.cidr",
+            f"{dr.cidr} is too small to protect an on-premises site over ExpressRoute: the AKS "
+            f"nodes take a /20 and the link's subnets sit outside it; use a "
+            f"/{AZURE_ONPREM_PREFIX} or larger (a /16 is usual)",
         )
     links = ONPREM_PAIRS[dr.cloud][1]
     if onprem.link.port_gbps and onprem.link.kind not in links:

@@ -5,12 +5,14 @@ smaller than it."""
 from __future__ import annotations
 
 import copy
+import ipaddress
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpudr.contract.azure_onprem import upload_subnets
 from gpudr.core import reference
 from gpudr.core.design import design, expressroute_gateway_sku
 from gpudr.core.spec import PlanError, parse_plan
@@ -102,3 +104,22 @@ def test_a_circuit_the_largest_gateway_cannot_carry_is_refused_by_the_spec(
         "sites.iad1.link.port_gbps: 5 Gbps is more than the largest ExpressRoute gateway "
         "(ErGw2AZ) carries, 2 Gbps; use a circuit of at most that"
     ]
+
+
+@pytest.mark.parametrize(("cidr", "refused"), [("10.52.0.0/20", True), ("10.52.0.0/19", False)])
+def test_an_azure_range_too_small_for_the_link_is_refused_at_the_spec(
+    cidr: str, refused: bool
+) -> None:
+    """The AKS nodes take the first /20; the GatewaySubnet and the uploads' subnets must fit
+    after it: a /20 is refused with the size to use, a /19 holds them all apart."""
+    raw = copy.deepcopy(EXAMPLE)
+    raw["sites"]["eus"]["cidr"] = cidr
+    if refused:
+        with pytest.raises(PlanError, match=r"sites.eus.cidr: .* use a /19 or larger"):
+            parse_plan(raw)
+        return
+    parse_plan(raw)
+    nodes = next(ipaddress.ip_network(cidr).subnets(new_prefix=20))
+    endpoints, inbound, _ = upload_subnets(cidr)
+    for subnet in (endpoints, inbound):
+        assert not ipaddress.ip_network(subnet).overlaps(nodes), subnet
