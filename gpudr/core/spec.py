@@ -988,22 +988,25 @@ def _email(value: Any) -> str:
     return value
 
 
-def _customer(value: Any) -> str:
-    if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
-        raise ValueError(
-            f"{_show(value)} is not a company name for the LOA-CFAs; at most 64 letters, digits, "
-            "spaces and , . ( ) - (e.g. Example AI GmbH)"
-        )
-    return value
+def _free_text(what: str, example: str) -> Callable[[Any], str]:
+    """A converter for free text that reaches runbooks and tags (PLACE_RE), whose error names
+    what the field is and gives an example."""
+
+    def convert(value: Any) -> str:
+        if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
+            raise ValueError(
+                f"{_show(value)} is not {what}; at most 64 letters, digits, spaces and "
+                f", . ( ) - (e.g. {example})"
+            )
+        return value
+
+    return convert
 
 
-def _place(value: Any) -> str:
-    if not isinstance(value, str) or not PLACE_RE.fullmatch(value):
-        raise ValueError(
-            f"{_show(value)} is not a location; name the data centre in at most 64 letters, "
-            "digits, spaces and , . ( ) - (e.g. Frankfurt DC1)"
-        )
-    return value
+_place = _free_text("a location: name the data centre", "Frankfurt DC1")
+_peering_location = _free_text("an ExpressRoute peering location", "Washington DC")
+_provider = _free_text("a connectivity provider", "Equinix")
+_customer = _free_text("a company name for the LOA-CFAs", "Example AI GmbH")
 
 
 def _parse_onprem(r: _Reader, name: str, raw: dict[str, Any]) -> OnPremSite:
@@ -1251,8 +1254,8 @@ def _expressroute(
     private peering's VLAN, your ASN and your two /30s."""
     limits = reference.defaults()["links"]["onprem"]
     speeds = [float(x) for x in limits["expressroute"]["port_gbps"]]
-    location = r.convert(s, "location", path, _place, required=True)
-    provider = r.convert(s, "provider", path, _place, required=True)
+    location = r.convert(s, "location", path, _peering_location, required=True)
+    provider = r.convert(s, "provider", path, _provider, required=True)
     speed = r.convert(s, "port_gbps", path, _positive_rate, required=True)
     # The DR stack's gateway carries the circuit: none larger than the largest SKU is built.
     sku, most = list(limits["expressroute_gateways"]["gbps"].items())[-1]

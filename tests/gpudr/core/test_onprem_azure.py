@@ -123,3 +123,18 @@ def test_an_azure_range_too_small_for_the_link_is_refused_at_the_spec(
     endpoints, inbound, _ = upload_subnets(cidr)
     for subnet in (endpoints, inbound):
         assert not ipaddress.ip_network(subnet).overlaps(nodes), subnet
+
+
+@pytest.mark.parametrize(
+    ("field", "error"),
+    [
+        ("provider", 'sites.iad1.link.provider: "Equinix <x>" is not a connectivity provider'),
+        ("location", 'sites.iad1.link.location: "Equinix <x>" is not an ExpressRoute peering'),
+    ],
+)
+def test_the_circuits_free_text_is_refused_naming_what_it_is(field: str, error: str) -> None:
+    raw = copy.deepcopy(EXAMPLE)
+    raw["sites"]["iad1"]["link"][field] = "Equinix <x>"
+    with pytest.raises(PlanError) as refused:
+        parse_plan(raw)
+    assert any(error in str(e) for e in refused.value.errors), refused.value.errors
