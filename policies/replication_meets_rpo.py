@@ -46,7 +46,7 @@ from gpudr.contract.azure_onprem import (
     recurrence_s,
     started_jobs,
 )
-from gpudr.core import sizing
+from gpudr.core import enums, sizing
 
 from .common import (
     AZ_LOGIC_WORKFLOW,
@@ -265,7 +265,7 @@ def _queue_wait_s(stack: Stack, bucket: PolicyResource, d: DataClass) -> float:
     runs one task at a time and every task uses every agent, so at worst each other class's
     run (at its task's declared interval) goes first. A class whose schedule cannot be read
     adds nothing here: its own replica is refused for it."""
-    if d.mechanism != "datasync-agent":
+    if d.mechanism not in enums.ONE_TASK_PER_AGENT:
         return 0.0
     wait = 0.0
     for other in stack.data_buckets():
@@ -469,7 +469,7 @@ def _check_azure_or(
 
 
 def _storage_mover_jobs(
-    stack: Stack, account: PolicyResource, data_class: str | None = None
+    stack: Stack, account: PolicyResource, data_class: str
 ) -> list[PolicyResource]:
     """The job definitions that write the whole of a container of this account: through a
     Blob container target endpoint of the account, from the root of the container, with an
@@ -495,7 +495,7 @@ def _storage_mover_jobs(
         and get(j.props, "agentName")
         and not get(j.props, "targetSubpath")
         and get(j.props, "sourceName") in sources
-        and (data_class is None or get(j.props, "sourceSubpath") == data_class)
+        and get(j.props, "sourceSubpath") == data_class
     ]
 
 

@@ -20,6 +20,8 @@ from gpudr.core.enums import (
     DR_PATTERNS,
     DUAL_REGION,
     NFS_STORAGE_KINDS,
+    ONE_AGENT_PER_JOB,
+    ONE_TASK_PER_AGENT,
     PULLED,
     Cloud,
     DataClass,
@@ -609,7 +611,7 @@ def _estimate(
 def pull_rate_cap(plan: Plan, onprem: OnPremSite, mechanism: str) -> float | None:
     """What one run of a pull from on premises may use whatever the path carries: the
     per-agent rate where a job runs on one agent (Storage Mover), else None."""
-    if mechanism != Mechanism.STORAGE_MOVER:
+    if mechanism not in ONE_AGENT_PER_JOB:
         return None
     return _agent_quota(plan, onprem)[1]
 
@@ -626,9 +628,9 @@ def _pull_limits(
     if not isinstance(primary, OnPremSite):
         return {}
     mechs = {m for _, m, _ in members}
-    if Mechanism.STORAGE_MOVER in mechs:
+    if mechs & set(ONE_AGENT_PER_JOB):
         return {c: PullLimits(rate_cap_gbps=pull_rate_cap(plan, primary, m)) for c, m, _ in members}
-    if Mechanism.DATASYNC_AGENT not in mechs:
+    if not mechs & set(ONE_TASK_PER_AGENT):
         return {}
     runs = {}
     for cls, _, flow in members:

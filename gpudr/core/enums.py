@@ -65,6 +65,13 @@ PULLED = (
 # Pulls from an on-premises site through agents there, bound by the WAN bandwidth committed to DR
 # (and the agents' own limits), not a vendor quota.
 FROM_ONPREM = (Mechanism.DATASYNC_AGENT, Mechanism.STS_AGENT, Mechanism.STORAGE_MOVER)
+# How their agents run the classes' jobs, which bounds each run beyond the path. A Storage Mover
+# job definition names one agent: a run gets one agent's rate, and no two classes may share one.
+# A DataSync agent runs one task at a time and every class's task uses every agent: a run may
+# queue behind every other class's run. (Storage Transfer agents take work from every job of
+# their pool: neither.)
+ONE_AGENT_PER_JOB = (Mechanism.STORAGE_MOVER,)
+ONE_TASK_PER_AGENT = (Mechanism.DATASYNC_AGENT,)
 # Mechanisms the source's stack pushes with (a replication rule or policy on the source).
 PUSHED = (Mechanism.CRR_RTC, Mechanism.CRR, Mechanism.AZURE_OR)
 # One dual-region bucket, owned by the DR site's stack.

@@ -30,6 +30,7 @@ from gpudr.core.enums import (
     DX_GATEWAY_ASN,
     MICROSOFT_ASN,
     NFS_STORAGE_KINDS,
+    ONE_AGENT_PER_JOB,
     ONPREM,
     Cloud,
     DataClass,
@@ -1748,19 +1749,16 @@ def _check_onprem_data(
             )
 
 
-# DR clouds whose transfer service runs each class's job on one agent of its own (Azure Storage
-# Mover: a job definition names one agent): the plan sizes each class's run at one agent's
-# rate, which holds only if no two classes share an agent.
-ONE_AGENT_PER_JOB = (Cloud.AZURE,)
-
-
 def _check_one_agent_per_job(
     r: _Reader, sites: dict[str, Site], specs: Iterable[Checkpoints | Weights | Datasets | None]
 ) -> None:
+    """The plan sizes each class's run at one agent's rate where a job runs on one agent
+    (enums.ONE_AGENT_PER_JOB), which holds only if no two classes share an agent."""
     for onprem in r.onprem.values():
         classes = sum(1 for spec in specs if spec is not None and spec.site == onprem.name)
         dr = next((d for d in sites.values() if d.protects == onprem.name), None)
-        if dr is None or dr.cloud not in ONE_AGENT_PER_JOB or len(onprem.agents) >= classes:
+        pulls = ONPREM_PAIRS[dr.cloud][0] if dr is not None and dr.cloud in ONPREM_PAIRS else ()
+        if dr is None or not set(pulls) & set(ONE_AGENT_PER_JOB) or len(onprem.agents) >= classes:
             continue
         r.error(
             f"sites.{onprem.name}.agents",

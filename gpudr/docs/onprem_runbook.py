@@ -360,6 +360,13 @@ def _azure_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ..
 
 def _aws_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]:
     plan = design.plan
+    # The pause keeps the schedule expression the stack declared (the replica's inbound
+    # transfer's interval, as components/aws/onprem.py writes it) and only turns it off.
+    declared = {
+        b.data_class: datasync_schedule(b.inbound[0].schedule_s)
+        for b in build_site_configs(design)[dr.name].buckets
+        if b.inbound
+    }
     return tuple(
         Pull(
             data_class=f.data_class,
@@ -387,7 +394,7 @@ def _aws_pulls(design: Design, onprem: OnPremSite, dr: Site) -> tuple[Pull, ...]
                 cli.datasync_schedule(
                     "$TASK",
                     dr.region,
-                    datasync_schedule(f.schedule.interval_s if f.schedule else 3600),
+                    declared[f.data_class],
                     enable=False,
                 )
             ),
