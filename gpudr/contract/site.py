@@ -179,7 +179,9 @@ class PeerConfig:
 
 @dataclass(frozen=True)
 class LinkConfig:
-    kind: str  # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn
+    # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn | vpn |
+    # cross-cloud-interconnect | wan
+    kind: str
     peer_site: str
     capacity_gbps: float
     required_gbps: float
@@ -190,6 +192,13 @@ class LinkConfig:
     ports: int | None = None
     tunnels: int | None = None  # ha-vpn | vpn
     gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU
+    # cross-cloud-interconnect: `location`, `secondary_location` are Google's Interconnect
+    # locations (one per edge availability domain), `ports` x `port_gbps` its connections
+    # alternating them; then the remote location Google lists for AWS, the Direct Connect
+    # location of the LAGs, and the 802.1Q tag of every VLAN attachment and virtual interface
+    remote_location: str | None = None
+    aws_location: str | None = None
+    vlan: int | None = None
 
 
 @dataclass(frozen=True)
