@@ -55,6 +55,8 @@ from components.aws.replication import (
 from components.config import TransferCredentials
 from gpudr.contract.grants import needs_write_grant
 from gpudr.contract.naming import (
+    cci_gateway_name,
+    cci_name,
     cluster_name,
     datasync_role_name,
     datasync_task_prefix,
@@ -463,11 +465,7 @@ class AwsSite(pulumi.ComponentResource):
         DR site's project the connections, attachments and BGP sessions on its Cloud Router,
         named by its deterministic name. The DR stack declares nothing for it."""
         # Imported here: only a site joined to GCP loads the GCP SDK.
-        from components.xcloud.cci import (
-            CrossCloudInterconnect,
-            CrossCloudInterconnectArgs,
-            cci_gateway_name,
-        )
+        from components.xcloud.cci import CrossCloudInterconnect, CrossCloudInterconnectArgs
 
         cfg = self._cfg
         if not peer.project or not peer.network_name:
@@ -484,7 +482,7 @@ class AwsSite(pulumi.ComponentResource):
                 dx_gateway_name=cci_gateway_name(cfg.system, cfg.site, peer.site),
                 gcp_project=peer.project,
                 gcp_region=peer.region,
-                gcp_name=f"{peer.network_name}-cci",
+                gcp_name=cci_name(peer.network_name, cfg.site),
                 gcp_router=f"{peer.network_name}-router",
                 gcp_asn=peer.asn,
                 link=link,

@@ -34,7 +34,7 @@ from components.gcp.onprem import check_inbound as check_onprem_inbound
 from components.gcp.transfer import SOURCE_ROLES, ScheduledTransfer, ScheduledTransferArgs
 from components.gcp.writer import DualWriterArgs, dual_writer
 from gpudr.contract.grants import needs_write_grant
-from gpudr.contract.naming import writer_account_id
+from gpudr.contract.naming import cci_gateway_name, cci_name, writer_account_id
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import GCS_HMAC_ACCESS_ID, GCS_HMAC_SECRET
 from gpudr.contract.tags import bucket_tags, gcp_labels, pool_tags, site_tags
@@ -537,11 +537,7 @@ class GcpSite(pulumi.ComponentResource):
         the DR region. The DR stack declares nothing for it and never needs this stack."""
         # Imported here: only a site joined to AWS loads the AWS SDK.
         from components.xcloud.aws_gcp import peer_transit_gateway
-        from components.xcloud.cci import (
-            CrossCloudInterconnect,
-            CrossCloudInterconnectArgs,
-            cci_gateway_name,
-        )
+        from components.xcloud.cci import CrossCloudInterconnect, CrossCloudInterconnectArgs
 
         cfg = self._cfg
         CrossCloudInterconnect(
@@ -553,7 +549,7 @@ class GcpSite(pulumi.ComponentResource):
                 dx_gateway_name=cci_gateway_name(cfg.system, peer.site, cfg.site),
                 gcp_project=self._project,
                 gcp_region=cfg.region,
-                gcp_name=f"{cfg.network_name}-cci-{peer.site}",
+                gcp_name=cci_name(cfg.network_name, peer.site),
                 gcp_router=f"{cfg.network_name}-router",
                 gcp_asn=cfg.transit_gateway_asn,
                 link=link,

@@ -35,11 +35,6 @@ LINK_TYPES = {10: "LINK_TYPE_ETHERNET_10G_LR", 100: "LINK_TYPE_ETHERNET_100G_LR"
 BGP_SUBNET_LENGTH = 30
 
 
-def cci_gateway_name(system: str, aws_site: str, gcp_site: str) -> str:
-    """The Direct Connect gateway of one Cross-Cloud Interconnect, and its LAGs' prefix."""
-    return f"gpudr-{system}-{aws_site}-cci-{gcp_site}"
-
-
 def interconnect_location(project: str, location: str) -> str:
     return (
         f"https://www.googleapis.com/compute/v1/projects/{project}/global/"

@@ -201,6 +201,10 @@ class LinkConfig:
     vlan: int | None = None
 
 
+# LinkConfig's fields only a Cross-Cloud Interconnect has (left out of other links' config).
+CCI_LINK_FIELDS = ("remote_location", "aws_location", "vlan")
+
+
 @dataclass(frozen=True)
 class StsReader:
     """An AWS role that Storage Transfer Service (a GCP DR site's jobs) assumes through web
@@ -334,6 +338,10 @@ class SiteConfig:
                 del cluster["system_pool"]
         if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
             del cleaned["onprem"]
+        for link in cleaned["links"]:
+            for key in CCI_LINK_FIELDS:  # only a Cross-Cloud Interconnect has them
+                if link[key] is None:
+                    del link[key]
         return cleaned
 
     @staticmethod
@@ -364,7 +372,8 @@ class SiteConfig:
         )
         d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
         d["links"] = tuple(
-            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels"))) for x in d.get("links", ())
+            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels", "vlan")))
+            for x in d.get("links", ())
         )
         d["sts_readers"] = tuple(
             StsReader(**{**x, "buckets": tuple(x["buckets"])}) for x in d.get("sts_readers", ())

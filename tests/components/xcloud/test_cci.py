@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.xcloud.cci import LINK_TYPES, cci_gateway_name
+from components.xcloud.cci import LINK_TYPES
 from gpudr.app.offline.mocks import GpudrMocks, Registration
 from gpudr.app.offline.run import StackRun, run_stack
 from gpudr.build.stackconfig import stack_config_values, stack_name
-from gpudr.contract.naming import DX_GATEWAY_ASN
+from gpudr.contract.naming import DX_GATEWAY_ASN, cci_gateway_name
 from gpudr.contract.stack import CCI_PROVISIONED_KEY
 from gpudr.contract.tags import Tag, gcp_label
 from gpudr.core.design import design
@@ -162,5 +162,6 @@ def test_a_link_without_its_locations_is_refused_by_the_program() -> None:
     raw["sites"]["gcpe4"].pop("link")  # the planner still chooses the link, by need
     plan = parse_plan(raw)
     s = plan.sites["use1"]
-    with pytest.raises(Exception, match="sites.<dr>.link needs location, secondary_location"):
+    with pytest.raises(ValueError) as info:
         run_stack(stack_name(plan, s), stack_config_values(design(plan), s))
+    assert "sites.<dr>.link needs location, secondary_location" in str(info.value)
