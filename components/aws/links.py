@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.xcloud.dx import DxPorts, dx_ports
 from gpudr.contract.naming import DX_GATEWAY_ASN
 from gpudr.contract.site import LinkConfig, PeerConfig
 
@@ -167,64 +168,6 @@ class DirectConnectLink(pulumi.ComponentResource):
         self.capacity_gbps = pulumi.Output.from_input(link.capacity_gbps)
         self.interconnect_ids = pulumi.Output.all(*interconnects)
         self.register_outputs({"gateway_id": self.gateway_id, "capacity_gbps": self.capacity_gbps})
-
-
-@dataclass(frozen=True)
-class DxPorts:
-    """Dedicated Direct Connect ports of one speed at one location."""
-
-    base: str  # the AWS names' prefix: `{base}-lag-{index}`, `{base}-{index}-{port}`
-    speed: str  # "10Gbps"
-    location: str  # the Direct Connect location code
-    count: int
-    region: pulumi.Input[str]
-    tags: dict[str, str]
-    # Bundle even one port in a LAG: Cross-Cloud Interconnect for AWS requires LACP, which
-    # only a LAG runs (defaults.yaml links.cross-cloud-interconnect).
-    always_lag: bool = False
-
-
-def dx_ports(name: str, index: int, p: DxPorts, opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
-    """The ports, in a link aggregation group when there are several (or `always_lag`), named
-    `{name}-lag-{index}` and `{name}-port-{index}-{port}`; returns what a virtual interface is
-    created on: the LAG, or the one connection."""
-    lag: aws.directconnect.LinkAggregationGroup | None = None
-    if p.count > 1 or p.always_lag:
-        lag = aws.directconnect.LinkAggregationGroup(
-            f"{name}-lag-{index}",
-            name=f"{p.base}-lag-{index}",
-            connections_bandwidth=p.speed,
-            location=p.location,
-            force_destroy=False,
-            region=p.region,
-            tags=p.tags,
-            opts=opts,
-        )
-    first: pulumi.Output[str] | None = None
-    for port in range(p.count):
-        connection = aws.directconnect.Connection(
-            f"{name}-port-{index}-{port}",
-            name=f"{p.base}-{index}-{port}",
-            bandwidth=p.speed,
-            location=p.location,
-            region=p.region,
-            tags=p.tags,
-            opts=opts,
-        )
-        first = first or connection.id
-        if lag is not None:
-            aws.directconnect.ConnectionAssociation(
-                f"{name}-port-{index}-{port}-lag",
-                connection_id=connection.id,
-                lag_id=lag.id,
-                region=p.region,
-                opts=opts,
-            )
-    if lag is not None:
-        return lag.id
-    if first is None:
-        raise ValueError(f"{name}: no Direct Connect port at {p.location}")
-    return first
 
 
 @dataclass(frozen=True)

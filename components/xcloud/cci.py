@@ -22,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_gcp as gcp
 
-from components.aws.links import DxPorts, dx_ports
+from components.xcloud.dx import DxPorts, dx_ports
 from gpudr.contract.naming import DX_GATEWAY_ASN
 from gpudr.contract.site import LinkConfig
 from gpudr.contract.stack import CCI_PROVISIONED_KEY

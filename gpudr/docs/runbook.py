@@ -1465,7 +1465,7 @@ def _cci_section(pair: _Pair) -> dict[str, Any]:
     (defaults.yaml links.cross-cloud-interconnect); the attachments, virtual interfaces and
     BGP sessions deploy once both are provisioned (components/xcloud/cci.py)."""
     link = next((x for x in pair.pcfg.links if x.kind == LinkKind.CROSS_CLOUD_INTERCONNECT), None)
-    if link is None:
+    if link is None or not link.ports:
         return {}
     sites = (pair.primary, pair.dr)
     aws = next(s for s in sites if s.cloud == Cloud.AWS)
