@@ -30,8 +30,11 @@ from gpudr.contract.tags import Tag, gcp_labels
 
 # Google's link types by port speed (Compute API), and the VLAN attachment of the port's speed.
 LINK_TYPES = {10: "LINK_TYPE_ETHERNET_10G_LR", 100: "LINK_TYPE_ETHERNET_100G_LR"}
-# The BGP addresses of each VLAN attachment: a /30 of 169.254.0.0/16 (Google allocates it;
-# the transit virtual interface takes the same two addresses).
+# The BGP addresses of each VLAN attachment, which Google allocates in 169.254.0.0/16 and the
+# transit virtual interface takes as they are. Google takes 29 or 30 (and prefers 29 where a
+# remote location allows both); 30 because an AWS virtual interface's peer addresses are a /30
+# pair as far as read in this pass (unconfirmed against Google's AWS guide: if it says 29,
+# change it here).
 BGP_SUBNET_LENGTH = 30
 
 

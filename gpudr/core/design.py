@@ -532,11 +532,14 @@ def dedicated_link(
 ) -> LinkKind | None:
     """The dedicated link planned instead of the pair's default when the DR site names no link
     kind and the default cannot carry the link's need with headroom (spec.DEDICATED_LINKS);
-    None: the default (or the spec's kind) stands."""
+    None: the default (or the spec's kind) stands. A Cross-Cloud Interconnect is ordered at
+    places only the spec gives: without them the default stays, over capacity, and its verdict
+    names what to add (`_shortfall_notes`), so the program builds what the plan judged and the
+    pack refuses it as the planner does."""
     if isinstance(primary, OnPremSite) or (dr.link is not None and dr.link.kind is not None):
         return None
     dedicated = DEDICATED_LINKS.get((primary.cloud, dr.cloud))
-    if dedicated is None:
+    if dedicated is None or not cci_located(dr):
         return None
     capacity, _, _ = _path_capacity(plan, link_kind(primary, dr), need_gbps)
     return None if sizing.fits(need_gbps, capacity) else dedicated
@@ -550,10 +553,10 @@ def cci_located(dr: Site) -> bool:
     )
 
 
-def cci_capacity(dr: Site, need_gbps: float) -> tuple[float, str, sizing.PortPlan]:
+def cci_capacity(need_gbps: float) -> tuple[float, str, sizing.PortPlan]:
     """GCP Cross-Cloud Interconnect to AWS sized to the need (`sizing.size_cross_cloud_
-    interconnect`): what survives one edge availability domain down. Without the locations
-    the spec must give, it carries nothing: the plan is not met until they are named."""
+    interconnect`): what survives one edge availability domain down (the spec gives its
+    places: `spec._cross_cloud_interconnect`)."""
     cci = reference.defaults()["links"][LinkKind.CROSS_CLOUD_INTERCONNECT]
     # Only the AWS end's port-hour is priced (prices.yaml missing: Google's connection-hour).
     usd = {
@@ -568,8 +571,6 @@ def cci_capacity(dr: Site, need_gbps: float) -> tuple[float, str, sizing.PortPla
         f"alternating two edge availability domains: {p.survivable_gbps:g} Gbps with one domain "
         f"down ({p.capacity_gbps:g} Gbps with both up)"
     )
-    if not cci_located(dr):
-        return 0.0, f"none yet: {what}, with no locations in sites.{dr.name}.link to order them", p
     return p.survivable_gbps, what, p
 
 
@@ -592,7 +593,7 @@ def _path(
     if isinstance(primary, OnPremSite):
         capacity, source, ports = wan_capacity(plan, primary)
     elif kind == LinkKind.CROSS_CLOUD_INTERCONNECT:
-        capacity, source, cci_ports = cci_capacity(dr, required * plan.headroom)
+        capacity, source, cci_ports = cci_capacity(required * plan.headroom)
         ports = cci_ports
         if dr.link is None or dr.link.kind is None:
             default = link_kind(primary, dr)
@@ -1402,12 +1403,6 @@ def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
         )
         return
     dr = plan.sites[path.dr]
-    if path.kind == LinkKind.CROSS_CLOUD_INTERCONNECT and not cci_located(dr):
-        yield (
-            f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom and has none "
-            f"until its locations are named: {cci_fix(dr)}"
-        )
-        return
     if path.kind == LinkKind.HA_VPN and (plan.sites[path.primary].cloud, dr.cloud) in (
         DEDICATED_LINKS
     ):
@@ -1415,7 +1410,13 @@ def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
         yield (
             f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has} "
             f"({path.capacity_source}): {short:,.2f} Gbps short; a dedicated link carries it: "
-            f"{cci_fix(dr)} (or drop kind: {path.kind} and the planner chooses by the need)"
+            f"{cci_fix(dr)}"
+            + (
+                f" (or name only its places, without kind: {path.kind}: the planner chooses by "
+                "the need)"
+                if dr.link is not None and dr.link.kind is not None
+                else " (the planner chooses it by the need once its places are named)"
+            )
         )
         return
     if path.ports is not None:

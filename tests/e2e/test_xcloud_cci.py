@@ -1,7 +1,8 @@
 """AWS primary -> GCP DR over Cross-Cloud Interconnect (examples/aws-to-gcp-dedicated.yaml), through
 the real program under mocks and the policy pack: the example passes the pack; a spec whose
 dual-write need exceeds the most connections gpudr plans is not met and the pack refuses the
-link as registered; without the link's locations the plan is not met and says what to add."""
+link as registered; without the link's places the plan stays on HA VPN, not met, and says
+what to add, and the pack refuses that HA VPN."""
 
 from __future__ import annotations
 
@@ -65,7 +66,10 @@ def test_a_need_beyond_the_link_is_not_met_and_the_pack_refuses_it() -> None:
     assert all("400 Gbps with one edge domain down" in m for m in refusals), refusals
 
 
-def test_without_the_link_the_plan_is_not_met_and_names_the_fix() -> None:
+@pytest.mark.slow
+def test_without_the_link_the_plan_is_not_met_names_the_fix_and_the_pack_agrees() -> None:
+    """No `link:`: HA VPN stays (the link's places are the spec's to give), 18.19 Gbps on its
+    5: the planner says NOT MET with what to add, the pack refuses the HA VPN it registers."""
     raw = copy.deepcopy(EXAMPLE)
     raw["sites"]["gcpe4"].pop("link")
     d = design(parse_plan(raw))
@@ -74,3 +78,6 @@ def test_without_the_link_the_plan_is_not_met_and_names_the_fix() -> None:
     assert any(
         "add sites.gcpe4.link: {kind: cross-cloud-interconnect, location:" in n for n in notes
     ), notes
+    primary = next(s for s in run_design(d) if s["name"] == "llm-xcloud-cci-use1")
+    refusals = _link_refusals(primary["resources"])
+    assert refusals and all("4 VPN tunnels x 1.25 Gbps" in m for m in refusals), refusals

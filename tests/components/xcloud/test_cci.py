@@ -157,11 +157,14 @@ def test_the_dr_stack_declares_nothing_of_the_link_and_runs_with_the_primary_dow
     assert not [r for r in run.resources if r.type == "gcp:compute/haVpnGateway:HaVpnGateway"]
 
 
-def test_a_link_without_its_locations_is_refused_by_the_program() -> None:
-    raw = copy.deepcopy(EXAMPLE)
-    raw["sites"]["gcpe4"].pop("link")  # the planner still chooses the link, by need
-    plan = parse_plan(raw)
+@pytest.mark.parametrize("field", ["remote_location", "aws_location", "secondary_location"])
+def test_a_link_config_without_its_places_is_refused_by_the_program(field: str) -> None:
+    """A hand-edited stack config: nothing is ordered without every place."""
+    plan = _plan("aws-primary")
     s = plan.sites["use1"]
+    config = stack_config_values(design(plan), s)
+    site = copy.deepcopy(config["gpudr:site"])
+    site["links"][0][field] = None
     with pytest.raises(ValueError) as info:
-        run_stack(stack_name(plan, s), stack_config_values(design(plan), s))
+        run_stack(stack_name(plan, s), {**config, "gpudr:site": site})
     assert "sites.<dr>.link needs location, secondary_location" in str(info.value)

@@ -137,14 +137,20 @@ def test_a_need_ha_vpn_carries_keeps_ha_vpn_without_a_kind() -> None:
     assert path.kind == LinkKind.HA_VPN and path.choice is None and d.meets
 
 
-def test_the_need_above_ha_vpn_without_locations_is_not_met_and_names_the_fix() -> None:
-    d = _design(None)
+@pytest.mark.parametrize("link", [None, {}], ids=["no-link", "empty-link"])
+def test_the_need_above_ha_vpn_without_places_stays_ha_vpn_not_met_naming_the_fix(
+    link: dict[str, Any] | None,
+) -> None:
+    """Without the places a Cross-Cloud Interconnect is ordered at, the link stays HA VPN (what
+    the program builds and the pack judges), over capacity, and the verdict says what to add."""
+    d = _design(link)
     path = _link_path(d)
-    assert path.kind == CCI and path.capacity_gbps == 0 and not d.meets
+    assert path.kind == LinkKind.HA_VPN and path.capacity_gbps == 5 and not d.meets
     row = next(w for w in d.workloads if w.name == "checkpoints")
     assert not row.meets
-    (fix,) = [n for n in row.notes if "has none until its locations are named" in n]
+    (fix,) = [n for n in row.notes if n.startswith("path ha-vpn needs 18.19 Gbps")]
     assert "add sites.gcpe4.link: {kind: cross-cloud-interconnect, location:" in fix
+    assert fix.endswith("(the planner chooses it by the need once its places are named)")
 
 
 def test_ha_vpn_named_for_a_need_above_it_is_not_met_and_names_the_dedicated_link() -> None:
@@ -154,6 +160,7 @@ def test_ha_vpn_named_for_a_need_above_it_is_not_met_and_names_the_dedicated_lin
     row = next(w for w in d.workloads if w.name == "checkpoints")
     (fix,) = [n for n in row.notes if n.startswith("path ha-vpn needs 18.19 Gbps")]
     assert "a dedicated link carries it: add sites.gcpe4.link: {kind: cross-cloud" in fix
+    assert "(or name only its places, without kind: ha-vpn" in fix
 
 
 def test_beyond_the_most_connections_the_shortfall_is_a_verdict() -> None:
