@@ -123,6 +123,8 @@ class CrossCloudInterconnect(pulumi.ComponentResource):
             dx_gateway_id=gateway.id,
             associated_gateway_id=args.transit_gateway_id,
             allowed_prefixes=[args.aws_cidr],
+            # the transit gateway's region: a GCP primary's stack has no AWS region of its own
+            region=args.aws_region,
             opts=child,
         )
         attachments: list[pulumi.Output[str]] = []

@@ -516,9 +516,9 @@ def _group_flows(
     grouped: dict[str, list[tuple[DataClass, Mechanism, sizing.Flow]]] = {}
     for cls, mech, flow in _flows_for_pair(plan, primary, dr):
         grouped.setdefault(_path_kind(mech, primary, dr), []).append((cls, mech, flow))
-    if plan.clusters or plan.services:
-        grouped.setdefault(link_kind(primary, dr), [])
     default = link_kind(primary, dr)
+    if plan.clusters or plan.services:
+        grouped.setdefault(default, [])
     if default in grouped:
         need = sum(sizing.path_load_gbps(f) for _, _, f in grouped[default]) * plan.headroom
         chosen = dedicated_link(plan, primary, dr, need)
@@ -593,8 +593,7 @@ def _path(
     if isinstance(primary, OnPremSite):
         capacity, source, ports = wan_capacity(plan, primary)
     elif kind == LinkKind.CROSS_CLOUD_INTERCONNECT:
-        capacity, source, cci_ports = cci_capacity(required * plan.headroom)
-        ports = cci_ports
+        capacity, source, ports = cci_capacity(required * plan.headroom)
         if dr.link is None or dr.link.kind is None:
             default = link_kind(primary, dr)
             vpn, _, _ = _path_capacity(plan, default, required * plan.headroom)

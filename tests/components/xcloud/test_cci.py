@@ -106,6 +106,7 @@ def test_the_primary_orders_one_lag_per_connection_alternating_the_domains(which
     assert gateway.inputs["amazonSideAsn"] == str(DX_GATEWAY_ASN)
     (association,) = _of(run, "aws:directconnect/gatewayAssociation:GatewayAssociation")
     assert association.inputs["allowedPrefixes"] == ["10.10.0.0/16"]  # the AWS site's range
+    assert association.inputs["region"] == "us-east-1"  # the transit gateway's, either way
     # Nothing needing the provisioned ports is declared before the operator says so.
     for typ in (
         "gcp:compute/interconnectAttachment:InterconnectAttachment",
