@@ -17,6 +17,8 @@ Keys (documented in Pulumi.yaml):
 - `gpudr:storage_mover_agents`  Azure DR stacks pulling from on premises: {agent name: {name,
   principal_id}} of the Storage Mover agents the operator registered; and
   `gpudr:expressroute_provisioned` (true once the provider has provisioned the circuit)
+- `gpudr:cross_cloud_interconnect_provisioned`  a primary owning a Cross-Cloud Interconnect: true
+  once Google reports its connections PROVISIONED and AWS its LAGs available
 - `gpudr:onprem_s3_access_key`, `gpudr:onprem_s3_secret_key` (secret)  the same, from an
   S3-compatible store: the read-only key the operator created on it
 """
@@ -68,6 +70,8 @@ class TransferCredentials:
     # Into Azure: the registered Storage Mover agents, and whether the circuit is provisioned.
     storage_mover_agents: dict[str, dict[str, str]] = field(default_factory=dict)
     expressroute_provisioned: bool = False
+    # A primary owning a Cross-Cloud Interconnect: whether Google and AWS provisioned its ports.
+    cci_provisioned: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ def load() -> StackConfig:
         datasync_agent_arns=_agent_arns(config),
         storage_mover_agents=_storage_mover_agents(config),
         expressroute_provisioned=config.get_bool(stack_keys.EXPRESSROUTE_PROVISIONED) or False,
+        cci_provisioned=config.get_bool(stack_keys.CCI_PROVISIONED) or False,
     )
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill

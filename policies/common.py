@@ -59,6 +59,7 @@ GCP_KEY_RING = "gcp:kms/keyRing:KeyRing"
 GCP_VPN_TUNNEL = "gcp:compute/vPNTunnel:VPNTunnel"  # sic: the SDK's token
 GCP_NETWORK_PEERING = "gcp:compute/networkPeering:NetworkPeering"
 GCP_INTERCONNECT_ATTACHMENT = "gcp:compute/interconnectAttachment:InterconnectAttachment"
+GCP_INTERCONNECT = "gcp:compute/interconnect:Interconnect"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 
 AZ_STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"

@@ -17,9 +17,10 @@ Two kinds of carrier:
   runs: S3 RTC on the source, pulls on the replica, a dual-region bucket in its owner's stack.
 - Dual writes cross the DR link: their needs are summed and compared with the link capacity
   registered in the same stack (Direct Connect ports with their largest location down,
-  transit gateway peering, VPN tunnels capped by an Azure VPN gateway's SKU; VPC/VNet peering
-  has no provisioned limit). A link is owned by one of the two stacks, so the stack without it
-  has nothing to compare with.
+  transit gateway peering, VPN tunnels capped by an Azure VPN gateway's SKU, Cross-Cloud
+  Interconnect connections with one edge availability domain down; VPC/VNet peering has no
+  provisioned limit). A link is owned by one of the two stacks, so the stack without it has
+  nothing to compare with.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpudr.contract.tags import Tag
 from gpudr.core import sizing
-from gpudr.core.enums import FROM_ONPREM
+from gpudr.core.enums import FROM_ONPREM, LinkKind
 
 from .common import (
     AWS_VPC_PEERING,
@@ -47,6 +49,7 @@ from .common import (
     AZ_VNET_PEERING,
     AZ_VPN_GATEWAY,
     DX_CONNECTION,
+    GCP_INTERCONNECT,
     GCP_INTERCONNECT_ATTACHMENT,
     GCP_NETWORK_PEERING,
     GCP_VPN_TUNNEL,
@@ -62,6 +65,7 @@ from .common import (
     describe,
     exempting,
     get,
+    gpudr_tag,
     mbps,
     need_mbps,
     number,
@@ -136,6 +140,12 @@ RAISE = {
         "quotas.storage_mover_agent_gbps)"
     ),
 }
+# Google's link types (an Interconnect's `linkType`) by port speed, Gbps.
+_LINK_TYPE_GBPS = {
+    "LINK_TYPE_ETHERNET_10G_LR": 10.0,
+    "LINK_TYPE_ETHERNET_100G_LR": 100.0,
+    "LINK_TYPE_ETHERNET_400G_LR4": 400.0,
+}
 _BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(M|G)bps\s*$", re.I)
 _GCP_ATTACHMENT = re.compile(r"^BPS_(\d+)(M|G)$")
 
@@ -163,6 +173,11 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
     peerings = stack.of_type(GCP_NETWORK_PEERING, AZ_VNET_PEERING, AWS_VPC_PEERING)
     if peerings:
         return math.inf, [f"{peerings[0].name} (peering: no provisioned limit)"]
+    cci = _cci_capacity(stack)
+    if cci is not None:
+        found = True
+        total += cci[0]
+        parts.append(cci[1])
     dx = _dx_capacity(stack)
     if dx is not None:
         found = True
@@ -174,6 +189,8 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
         total += tgw
         parts.append(f"{attachment.name} {tgw:g} Gbps")
     for attachment in stack.of_type(GCP_INTERCONNECT_ATTACHMENT):
+        if _in_cci(attachment):
+            continue  # a Cross-Cloud Interconnect's: judged with its connections above
         found = True
         gbps = _interconnect_gbps(attachment.props.get("bandwidth")) or 0.0
         total += gbps
@@ -186,6 +203,44 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
     return (total, parts) if found else None
 
 
+def _in_cci(resource: PolicyResource) -> bool:
+    return gpudr_tag(resource.resource_type, resource.props, Tag.LINK) == (
+        LinkKind.CROSS_CLOUD_INTERCONNECT
+    )
+
+
+def _cci_capacity(stack: Stack) -> tuple[float, str] | None:
+    """A Cross-Cloud Interconnect registered in this stack, as the planner sizes it: each end
+    with one edge availability domain down (`sizing.surviving_gbps`), Google's connections
+    (those with a remote location) by their Interconnect location, the AWS LAG ports by the
+    location each is cross-connected to (`gpudr:edge-domain`); the link carries the lesser
+    end, and an end in one domain, or missing, carries nothing."""
+    google: dict[str, float] = {}
+    for interconnect in stack.of_type(GCP_INTERCONNECT):
+        props = interconnect.props
+        if not props.get("remoteLocation"):
+            continue  # a Dedicated Interconnect (an on-premises link), not a cross-cloud one
+        speed = _LINK_TYPE_GBPS.get(str(props.get("linkType")), 0.0)
+        where = str(props.get("location")).rsplit("/", 1)[-1]
+        google[where] = google.get(where, 0.0) + speed * (
+            number(props.get("requestedLinkCount")) or 0
+        )
+    aws: dict[str, float] = {}
+    for conn in stack.of_type(DX_CONNECTION):
+        if _in_cci(conn):
+            where = str(gpudr_tag(conn.resource_type, conn.props, Tag.EDGE_DOMAIN))
+            aws[where] = aws.get(where, 0.0) + (_dx_gbps(conn.props.get("bandwidth")) or 0.0)
+    if not google and not aws:
+        return None
+    ends = {"Google connections": google, "AWS LAG ports": aws}
+    left = min(sizing.surviving_gbps(list(by.values())) for by in ends.values())
+    shown = "; ".join(
+        f"{end} {', '.join(f'{g:g} Gbps at {w}' for w, g in sorted(by.items())) or 'none'}"
+        for end, by in ends.items()
+    )
+    return left, f"Cross-Cloud Interconnect ({shown}): {left:g} Gbps with one edge domain down"
+
+
 def _dx_capacity(stack: Stack) -> tuple[float, str] | None:
     """The Direct Connect ports registered in this stack, as the planner sizes them: with two
     or more locations, what is left when the one with the most capacity fails
@@ -193,6 +248,8 @@ def _dx_capacity(stack: Stack) -> tuple[float, str] | None:
     by_location: dict[str, float] = {}
     names: list[str] = []
     for conn in stack.of_type(DX_CONNECTION):
+        if _in_cci(conn):
+            continue  # a Cross-Cloud Interconnect's AWS end: judged with it
         gbps = _dx_gbps(conn.props.get("bandwidth")) or 0.0
         where = str(conn.props.get("location"))
         by_location[where] = by_location.get(where, 0.0) + gbps
@@ -288,7 +345,8 @@ def _check_link(
             f"{describe(bucket)}: the dual-written classes of this stack need {mbps(need)} "
             f"({names}), {mbps(need * headroom)} with headroom {headroom:g}, over a DR link of "
             f"{mbps(gbps * 1000)} ({'; '.join(parts)}). Raise the link (more or faster Direct "
-            "Connect ports, more tunnels or a larger VPN gateway SKU; `gpudr plan` sizes it), "
+            "Connect ports or Cross-Cloud Interconnect connections, more tunnels or a larger "
+            "VPN gateway SKU; `gpudr plan` sizes it), "
             "widen the publish window, or replicate the class asynchronously.",
             bucket.urn,
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.xcloud.dx import DxPorts, dx_ports
 from gpudr.contract.naming import DX_GATEWAY_ASN
 from gpudr.contract.site import LinkConfig, PeerConfig
 
@@ -148,40 +149,21 @@ class DirectConnectLink(pulumi.ComponentResource):
         for index, location in enumerate(locations):
             count = min(per_location, remaining)
             remaining -= count
-            lag_id: pulumi.Output[str] | None = None
-            if count > 1:
-                lag = aws.directconnect.LinkAggregationGroup(
-                    f"{name}-lag-{index}",
-                    name=f"{dx_gateway_name(args.system, args.site)}-lag-{index}",
-                    connections_bandwidth=speed,
-                    location=location,
-                    force_destroy=False,
-                    region=args.region,
-                    tags=tags,
-                    opts=child,
-                )
-                lag_id = lag.id
-                interconnects.append(lag.id)
-            for port in range(count):
-                connection = aws.directconnect.Connection(
-                    f"{name}-port-{index}-{port}",
-                    name=f"{dx_gateway_name(args.system, args.site)}-{index}-{port}",
-                    bandwidth=speed,
-                    location=location,
-                    region=args.region,
-                    tags=tags,
-                    opts=child,
-                )
-                if port == 0 and lag_id is None:
-                    interconnects.append(connection.id)
-                if lag_id is not None:
-                    aws.directconnect.ConnectionAssociation(
-                        f"{name}-port-{index}-{port}-lag",
-                        connection_id=connection.id,
-                        lag_id=lag_id,
+            interconnects.append(
+                dx_ports(
+                    name,
+                    index,
+                    DxPorts(
+                        base=dx_gateway_name(args.system, args.site),
+                        speed=speed,
+                        location=location,
+                        count=count,
                         region=args.region,
-                        opts=child,
-                    )
+                        tags=tags,
+                    ),
+                    child,
+                )
+            )
         self.gateway_id = gateway.id
         self.capacity_gbps = pulumi.Output.from_input(link.capacity_gbps)
         self.interconnect_ids = pulumi.Output.all(*interconnects)

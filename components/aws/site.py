@@ -55,6 +55,8 @@ from components.aws.replication import (
 from components.config import TransferCredentials
 from gpudr.contract.grants import needs_write_grant
 from gpudr.contract.naming import (
+    cci_gateway_name,
+    cci_name,
     cluster_name,
     datasync_role_name,
     datasync_task_prefix,
@@ -110,6 +112,7 @@ class AwsSite(pulumi.ComponentResource):
         cfg = args.config
         self._name, self._cfg = name, cfg
         self._child = pulumi.ResourceOptions(parent=self)
+        self._cci_provisioned = args.credentials.cci_provisioned
         inbound = [b for b in cfg.buckets if b.inbound]
         # Before anything is declared: a site never deploys unlogged, nor pulls what it cannot.
         cfg.require_logs()
@@ -381,6 +384,8 @@ class AwsSite(pulumi.ComponentResource):
             )
         elif link.kind == "ha-vpn" and cfg.role == "primary":
             self._vpn_to_gcp(link, peer, network, link_tags)
+        elif link.kind == "cross-cloud-interconnect" and cfg.role == "primary":
+            self._cci_to_gcp(link, peer, network, link_tags)
         elif link.kind == "direct-connect":
             DirectConnectAttachment(
                 f"{name}-dx-{peer.site}",
@@ -447,6 +452,41 @@ class AwsSite(pulumi.ComponentResource):
                 gcp_gateway_ips=gateway_ips,
                 gcp_asn=peer.asn,
                 link=link,
+                tags=tags,
+            ),
+            opts=self._child,
+        )
+
+    def _cci_to_gcp(
+        self, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, tags: dict[str, str]
+    ) -> None:
+        """The Cross-Cloud Interconnect to a GCP DR site, owned by this (primary) stack as the
+        HA VPN is: the LAGs and the Direct Connect gateway on this transit gateway, and in the
+        DR site's project the connections, attachments and BGP sessions on its Cloud Router,
+        named by its deterministic name. The DR stack declares nothing for it."""
+        # Imported here: only a site joined to GCP loads the GCP SDK.
+        from components.xcloud.cci import CrossCloudInterconnect, CrossCloudInterconnectArgs
+
+        cfg = self._cfg
+        if not peer.project or not peer.network_name:
+            raise ValueError(
+                f"cross-cloud-interconnect to {peer.site}: the GCP peer needs a project and a "
+                "network name; regenerate the stack with `gpudr generate`"
+            )
+        CrossCloudInterconnect(
+            f"{self._name}-cci-{peer.site}",
+            CrossCloudInterconnectArgs(
+                aws_region=cfg.region,
+                aws_cidr=cfg.cidr,
+                transit_gateway_id=network.transit_gateway_id,
+                dx_gateway_name=cci_gateway_name(cfg.system, cfg.site, peer.site),
+                gcp_project=peer.project,
+                gcp_region=peer.region,
+                gcp_name=cci_name(peer.network_name, cfg.site),
+                gcp_router=f"{peer.network_name}-router",
+                gcp_asn=peer.asn,
+                link=link,
+                provisioned=self._cci_provisioned,
                 tags=tags,
             ),
             opts=self._child,

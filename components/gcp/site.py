@@ -34,12 +34,12 @@ from components.gcp.onprem import check_inbound as check_onprem_inbound
 from components.gcp.transfer import SOURCE_ROLES, ScheduledTransfer, ScheduledTransferArgs
 from components.gcp.writer import DualWriterArgs, dual_writer
 from gpudr.contract.grants import needs_write_grant
-from gpudr.contract.naming import writer_account_id
+from gpudr.contract.naming import cci_gateway_name, cci_name, writer_account_id
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
 from gpudr.contract.stack import GCS_HMAC_ACCESS_ID, GCS_HMAC_SECRET
 from gpudr.contract.tags import bucket_tags, gcp_labels, pool_tags, site_tags
 
-LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn")
+LINK_KINDS = ("vpc-peering", "ha-vpn", "vpn", "cross-cloud-interconnect")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class GcpSite(pulumi.ComponentResource):
         self._name, self._cfg = name, cfg
         self._failover = args.failover
         self._child = pulumi.ResourceOptions(parent=self)
+        self._cci_provisioned = args.credentials.cci_provisioned
         self._project, key_ring = _required(cfg)
         for b in cfg.buckets:
             if b.replication:
@@ -407,6 +408,10 @@ class GcpSite(pulumi.ComponentResource):
                     ),
                     opts=self._child,
                 )
+            elif link.kind == "cross-cloud-interconnect":
+                # A DR site's anchor is its Cloud Router (network.py); a primary owns the link.
+                if cfg.role == "primary":
+                    self._cci_to_aws(link=link, peer=peer, network=network)
             elif cfg.role == "dr":
                 # The DR side's anchors only; the tunnels belong to the primary's stack.
                 self._anchor(network, site_tags(cfg, "dr-link", peer=peer.site, link=link.kind))
@@ -520,6 +525,35 @@ class GcpSite(pulumi.ComponentResource):
                 gcp_gateway_ips=anchor.interface_ips,
                 gcp_asn=cfg.transit_gateway_asn,
                 link=link,
+                tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _cci_to_aws(self, *, link: LinkConfig, peer: PeerConfig, network: SiteNetwork) -> None:
+        """The Cross-Cloud Interconnect to an AWS DR site, owned by this (primary) stack: the
+        connections, attachments and BGP sessions on this site's Cloud Router, and the LAGs
+        and Direct Connect gateway on the DR site's transit gateway, found by its Name tag in
+        the DR region. The DR stack declares nothing for it and never needs this stack."""
+        # Imported here: only a site joined to AWS loads the AWS SDK.
+        from components.xcloud.aws_gcp import peer_transit_gateway
+        from components.xcloud.cci import CrossCloudInterconnect, CrossCloudInterconnectArgs
+
+        cfg = self._cfg
+        CrossCloudInterconnect(
+            f"{self._name}-cci-{peer.site}",
+            CrossCloudInterconnectArgs(
+                aws_region=peer.region,
+                aws_cidr=peer.cidr,
+                transit_gateway_id=peer_transit_gateway(peer, parent=self),
+                dx_gateway_name=cci_gateway_name(cfg.system, peer.site, cfg.site),
+                gcp_project=self._project,
+                gcp_region=cfg.region,
+                gcp_name=cci_name(cfg.network_name, peer.site),
+                gcp_router=f"{cfg.network_name}-router",
+                gcp_asn=cfg.transit_gateway_asn,
+                link=link,
+                provisioned=self._cci_provisioned,
                 tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
             ),
             opts=pulumi.ResourceOptions(parent=self),

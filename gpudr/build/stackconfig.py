@@ -65,6 +65,7 @@ from gpudr.core.enums import (
 )
 from gpudr.core.spec import (
     Cluster,
+    LinkSpec,
     OnPremSite,
     Plan,
     Service,
@@ -604,9 +605,22 @@ def _peers_and_links(
                     if path.kind in (LinkKind.HA_VPN, LinkKind.VPN)
                     else None,
                     gateway_sku=path.gateway_sku,
+                    **_cci_fields(path.kind, link),
                 )
             )
     return tuple(peers), tuple(links)
+
+
+def _cci_fields(kind: str, link: LinkSpec | None) -> dict[str, Any]:
+    """A Cross-Cloud Interconnect's remote location, Direct Connect location and VLAN."""
+    if kind != LinkKind.CROSS_CLOUD_INTERCONNECT or link is None:
+        return {}
+    cci = reference.defaults()["links"][LinkKind.CROSS_CLOUD_INTERCONNECT]
+    return {
+        "remote_location": link.remote_location,
+        "aws_location": link.aws_location,
+        "vlan": int(cci["vlan"]),
+    }
 
 
 def _wan_links(design: Design, site: Site) -> list[LinkConfig]:

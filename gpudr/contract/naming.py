@@ -66,6 +66,17 @@ def network_name(system: str, site: str) -> str:
     return f"gpudr-{system}-{site}"
 
 
+def cci_gateway_name(system: str, aws_site: str, gcp_site: str) -> str:
+    """A Cross-Cloud Interconnect's Direct Connect gateway, and its LAGs' prefix (`-lag-<i>`)."""
+    return f"gpudr-{system}-{aws_site}-cci-{gcp_site}"
+
+
+def cci_name(gcp_network: str, aws_site: str) -> str:
+    """The prefix of a Cross-Cloud Interconnect's Google resources (`-<i>` per connection: its
+    connection, VLAN attachment, router interface and BGP peer)."""
+    return f"{gcp_network}-cci-{aws_site}"
+
+
 def resource_group_name(system: str, site: str) -> str:
     """Azure: the resource group a site's stack creates."""
     return f"gpudr-{system}-{site}"

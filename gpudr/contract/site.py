@@ -179,7 +179,9 @@ class PeerConfig:
 
 @dataclass(frozen=True)
 class LinkConfig:
-    kind: str  # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn
+    # tgw-peering | direct-connect | vpc-peering | vnet-peering | ha-vpn | vpn |
+    # cross-cloud-interconnect | wan
+    kind: str
     peer_site: str
     capacity_gbps: float
     required_gbps: float
@@ -190,6 +192,17 @@ class LinkConfig:
     ports: int | None = None
     tunnels: int | None = None  # ha-vpn | vpn
     gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU
+    # cross-cloud-interconnect: `location`, `secondary_location` are Google's Interconnect
+    # locations (one per edge availability domain), `ports` x `port_gbps` its connections
+    # alternating them; then the remote location Google lists for AWS, the Direct Connect
+    # location of the LAGs, and the 802.1Q tag of every VLAN attachment and virtual interface
+    remote_location: str | None = None
+    aws_location: str | None = None
+    vlan: int | None = None
+
+
+# LinkConfig's fields only a Cross-Cloud Interconnect has (left out of other links' config).
+CCI_LINK_FIELDS = ("remote_location", "aws_location", "vlan")
 
 
 @dataclass(frozen=True)
@@ -325,6 +338,10 @@ class SiteConfig:
                 del cluster["system_pool"]
         if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
             del cleaned["onprem"]
+        for link in cleaned["links"]:
+            for key in CCI_LINK_FIELDS:  # only a Cross-Cloud Interconnect has them
+                if link[key] is None:
+                    del link[key]
         return cleaned
 
     @staticmethod
@@ -355,7 +372,8 @@ class SiteConfig:
         )
         d["peers"] = tuple(PeerConfig(**p) for p in d.get("peers", ()))
         d["links"] = tuple(
-            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels"))) for x in d.get("links", ())
+            LinkConfig(**_ints(x, ("port_gbps", "ports", "tunnels", "vlan")))
+            for x in d.get("links", ())
         )
         d["sts_readers"] = tuple(
             StsReader(**{**x, "buckets": tuple(x["buckets"])}) for x in d.get("sts_readers", ())

@@ -59,6 +59,11 @@ STORAGE_MOVER_AGENTS = "storage_mover_agents"
 STORAGE_MOVER_AGENTS_KEY = key(STORAGE_MOVER_AGENTS)
 EXPRESSROUTE_PROVISIONED = "expressroute_provisioned"
 EXPRESSROUTE_PROVISIONED_KEY = key(EXPRESSROUTE_PROVISIONED)
+# A primary's stack owning a Cross-Cloud Interconnect: true once Google reports its connections
+# PROVISIONED and AWS its LAGs available (the VLAN attachments, virtual interfaces and BGP
+# sessions deploy only then; before, the stack orders the ports and says what to do).
+CCI_PROVISIONED = "cross_cloud_interconnect_provisioned"
+CCI_PROVISIONED_KEY = key(CCI_PROVISIONED)
 
 # `pulumi config set` writes these into the generated stack file. `gpudr generate` keeps their
 # values when it rewrites the file and `--check` does not count them as drift: regenerating during
@@ -70,6 +75,7 @@ OPERATOR_KEYS = (
     DATASYNC_AGENT_ARNS_KEY,
     STORAGE_MOVER_AGENTS_KEY,
     EXPRESSROUTE_PROVISIONED_KEY,
+    CCI_PROVISIONED_KEY,
     *(
         key(name)
         for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS, *ONPREM_S3_CREDENTIALS)

@@ -62,6 +62,9 @@ class Tag(StrEnum):
     CLUSTER = "cluster"
     PEER = "peer"
     LINK = "link"
+    # a Cross-Cloud Interconnect's AWS ports: the Google location (edge availability domain)
+    # each is cross-connected to, by which the pack takes one domain down
+    EDGE_DOMAIN = "edge-domain"
     DR_SITE = "dr-site"
     # drills: what `gpudr drill cleanup` finds a drill's resources and stack by
     DRILL = "drill"

@@ -245,6 +245,20 @@ RULES: dict[str, Rule] = {
         {Cloud.GCP: ("interconnect_attachment_hour", "{port_gbps}G")},
         "Dedicated Interconnect {ports} x {port_gbps} Gbps circuits",
     ),
+    # Google's end of a Cross-Cloud Interconnect, per connection-hour by speed, and what
+    # leaves GCP over an Interconnect (both unpriced: prices.yaml missing).
+    "cci-connections": Rule(
+        "network",
+        "connection-hour",
+        {Cloud.GCP: ("cci_port_hour", "{port_gbps}G")},
+        "Cross-Cloud Interconnect {ports} x {port_gbps} Gbps connections",
+    ),
+    "interconnect-egress": Rule(
+        "replication",
+        "GB",
+        {Cloud.GCP: ("interconnect_egress_gb",)},
+        "{data_class} transfer out over Cross-Cloud Interconnect",
+    ),
     "interconnect-vlan-attachments": Rule(
         "network",
         "attachment-hour",

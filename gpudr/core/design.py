@@ -37,6 +37,7 @@ from gpudr.core.enums import (
     WorkloadKind,
 )
 from gpudr.core.spec import (
+    DEDICATED_LINKS,
     ONPREM_PAIRS,
     PAIRS,
     Cluster,
@@ -89,6 +90,8 @@ class Path:
     flows: tuple[str, ...]
     ports: sizing.PortPlan | None = None
     gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU sized for the need
+    # Why the planner chose this link when the DR site named no kind (`dedicated_link`).
+    choice: str | None = None
 
     @property
     def needed_gbps(self) -> float:
@@ -513,9 +516,72 @@ def _group_flows(
     grouped: dict[str, list[tuple[DataClass, Mechanism, sizing.Flow]]] = {}
     for cls, mech, flow in _flows_for_pair(plan, primary, dr):
         grouped.setdefault(_path_kind(mech, primary, dr), []).append((cls, mech, flow))
+    default = link_kind(primary, dr)
     if plan.clusters or plan.services:
-        grouped.setdefault(link_kind(primary, dr), [])
+        grouped.setdefault(default, [])
+    if default in grouped:
+        need = sum(sizing.path_load_gbps(f) for _, _, f in grouped[default]) * plan.headroom
+        chosen = dedicated_link(plan, primary, dr, need)
+        if chosen is not None:
+            grouped[chosen] = grouped.pop(default)
     return grouped
+
+
+def dedicated_link(
+    plan: Plan, primary: Site | OnPremSite, dr: Site, need_gbps: float
+) -> LinkKind | None:
+    """The dedicated link planned instead of the pair's default when the DR site names no link
+    kind and the default cannot carry the link's need with headroom (spec.DEDICATED_LINKS);
+    None: the default (or the spec's kind) stands. A Cross-Cloud Interconnect is ordered at
+    places only the spec gives: without them the default stays, over capacity, and its verdict
+    names what to add (`_shortfall_notes`), so the program builds what the plan judged and the
+    pack refuses it as the planner does."""
+    if isinstance(primary, OnPremSite) or (dr.link is not None and dr.link.kind is not None):
+        return None
+    dedicated = DEDICATED_LINKS.get((primary.cloud, dr.cloud))
+    if dedicated is None or not cci_located(dr):
+        return None
+    capacity, _, _ = _path_capacity(plan, link_kind(primary, dr), need_gbps)
+    return None if sizing.fits(need_gbps, capacity) else dedicated
+
+
+def cci_located(dr: Site) -> bool:
+    """Whether the DR site's link names every place a Cross-Cloud Interconnect is ordered at."""
+    link = dr.link
+    return link is not None and all(
+        (link.location, link.secondary_location, link.remote_location, link.aws_location)
+    )
+
+
+def cci_capacity(need_gbps: float) -> tuple[float, str, sizing.PortPlan]:
+    """GCP Cross-Cloud Interconnect to AWS sized to the need (`sizing.size_cross_cloud_
+    interconnect`): what survives one edge availability domain down (the spec gives its
+    places: `spec._cross_cloud_interconnect`)."""
+    cci = reference.defaults()["links"][LinkKind.CROSS_CLOUD_INTERCONNECT]
+    # Only the AWS end's port-hour is priced (prices.yaml missing: Google's connection-hour).
+    usd = {
+        int(speed): reference.price("aws", "dx_port_hour", f"{speed}Gbps").usd
+        for speed in cci["port_gbps"]
+    }
+    p = sizing.size_cross_cloud_interconnect(
+        need_gbps, usd, int(cci["min_connections"]), int(cci["max_connections_per_domain"]["value"])
+    )
+    what = (
+        f"{p.ports} x {p.port_gbps} Gbps Cross-Cloud Interconnect connections sized by gpudr, "
+        f"alternating two edge availability domains: {p.survivable_gbps:g} Gbps with one domain "
+        f"down ({p.capacity_gbps:g} Gbps with both up)"
+    )
+    return p.survivable_gbps, what, p
+
+
+def cci_fix(dr: Site) -> str:
+    """What the spec must add for the planner to order a Cross-Cloud Interconnect."""
+    return (
+        f"add sites.{dr.name}.link: {{kind: {LinkKind.CROSS_CLOUD_INTERCONNECT}, location: "
+        "<Interconnect location, edge domain 1>, secondary_location: <one in edge domain 2>, "
+        "remote_location: <Google's remote location for AWS>, aws_location: <Direct Connect "
+        "location code>}"
+    )
 
 
 def _path(
@@ -523,8 +589,19 @@ def _path(
 ) -> Path:
     members = list(flows)
     required = sum(sizing.path_load_gbps(f) for f in members)
+    choice = None
     if isinstance(primary, OnPremSite):
         capacity, source, ports = wan_capacity(plan, primary)
+    elif kind == LinkKind.CROSS_CLOUD_INTERCONNECT:
+        capacity, source, ports = cci_capacity(required * plan.headroom)
+        if dr.link is None or dr.link.kind is None:
+            default = link_kind(primary, dr)
+            vpn, _, _ = _path_capacity(plan, default, required * plan.headroom)
+            choice = (
+                f"link chosen by need: {required * plan.headroom:,.2f} Gbps with headroom is "
+                f"more than {default} carries ({vpn:g} Gbps), so a Cross-Cloud Interconnect is "
+                f"planned (sites.{dr.name}.link names no kind)"
+            )
     else:
         capacity, source, ports = _path_capacity(
             plan, kind, required * plan.headroom, _dx_locations(dr)
@@ -543,6 +620,7 @@ def _path(
         gateway_sku=sizing.vpn_gateway(required * plan.headroom)[0]
         if kind == LinkKind.VPN
         else None,
+        choice=choice,
     )
 
 
@@ -1288,7 +1366,7 @@ def _workloads(
 
 
 def _data_workload(plan: Plan, f: DataFlow, path: Path) -> Workload:
-    notes = [*f.notes, *_shortfall_notes(plan, path)]
+    notes = [*f.notes, *([path.choice] if path.choice else []), *_shortfall_notes(plan, path)]
     if not path.ok and f.estimate.guaranteed:
         notes.append("the mechanism's guarantee does not hold while the path is over capacity")
     meets = _meets(f.rpo_s, f.estimate.estimated_s) and _meets(f.rto_s, f.estimated_rto_s)
@@ -1323,10 +1401,32 @@ def _shortfall_notes(plan: Plan, path: Path) -> Iterator[str]:
             f"({path.capacity_source}): {short:,.2f} Gbps short; {wan_fix(plan, onprem)}"
         )
         return
+    dr = plan.sites[path.dr]
+    if path.kind == LinkKind.HA_VPN and (plan.sites[path.primary].cloud, dr.cloud) in (
+        DEDICATED_LINKS
+    ):
+        short = path.needed_gbps - path.capacity_gbps
+        yield (
+            f"path {path.kind} needs {path.needed_gbps:,.2f} Gbps with headroom but {has} "
+            f"({path.capacity_source}): {short:,.2f} Gbps short; a dedicated link carries it: "
+            f"{cci_fix(dr)}"
+            + (
+                f" (or name only its places, without kind: {path.kind}: the planner chooses by "
+                "the need)"
+                if dr.link is not None and dr.link.kind is not None
+                else " (the planner chooses it by the need once its places are named)"
+            )
+        )
+        return
     if path.ports is not None:
         # Direct Connect is sized to the need: short only beyond the largest plan.
+        link = (
+            "Cross-Cloud Interconnect"
+            if path.kind == LinkKind.CROSS_CLOUD_INTERCONNECT
+            else "Direct Connect"
+        )
         has = (
-            f"the largest Direct Connect plan gpudr deploys has {path.capacity_gbps:,.6g} Gbps "
+            f"the largest {link} plan gpudr deploys has {path.capacity_gbps:,.6g} Gbps "
             f"({path.capacity_source})"
         )
     short = path.needed_gbps - path.capacity_gbps
@@ -1540,6 +1640,11 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
         out.append(_usage("storage", dr, stored_gb, True, what=what, storage_class=f.replica_class))
     if path.kind == LinkKind.DIRECT_CONNECT:
         out.append(_usage("dx-transfer-out", primary, gb, True, data_class=f.data_class))
+    elif path.kind == LinkKind.CROSS_CLOUD_INTERCONNECT:
+        # At interconnect rates, billed by the cloud the data leaves: Direct Connect's transfer
+        # out from AWS, Interconnect egress from GCP (unpriced: prices.yaml missing).
+        rule = "dx-transfer-out" if primary.cloud == Cloud.AWS else "interconnect-egress"
+        out.append(_usage(rule, primary, gb, True, data_class=f.data_class))
     elif f.mechanism not in DUAL_REGION:
         # (a dual-region bucket's replication is priced by its own fee below)
         route = cost.TRANSFER_ROUTE[(primary.cloud, dr.cloud)]
@@ -1560,7 +1665,14 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
 
 # The DR links that attach to an AWS site's transit gateway; a transit gateway bills every GB
 # sent into it from a VPC, a VPN or Direct Connect, none arriving over a peering attachment.
-TGW_LINKS = (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT, LinkKind.HA_VPN)
+TGW_LINKS = (
+    LinkKind.TGW_PEERING,
+    LinkKind.DIRECT_CONNECT,
+    LinkKind.HA_VPN,
+    LinkKind.CROSS_CLOUD_INTERCONNECT,
+)
+# The links whose AWS end is a Direct Connect gateway on the site's transit gateway.
+DX_LINKS = (LinkKind.DIRECT_CONNECT, LinkKind.CROSS_CLOUD_INTERCONNECT)
 
 
 def _tgw_processing(plan: Plan, f: DataFlow, path: Path, gb: float) -> Iterator[Usage]:
@@ -1573,7 +1685,7 @@ def _tgw_processing(plan: Plan, f: DataFlow, path: Path, gb: float) -> Iterator[
     if primary.cloud == Cloud.AWS:
         yield _usage("tgw-processing", primary, gb, True, data_class=f.data_class)
     if dr.cloud == Cloud.AWS and path.kind != LinkKind.TGW_PEERING:
-        link = "Direct Connect" if path.kind == LinkKind.DIRECT_CONNECT else "the VPN"
+        link = "Direct Connect" if path.kind in DX_LINKS else "the VPN"
         yield _usage("tgw-processing-in", dr, gb, True, data_class=f.data_class, link=link)
 
 
@@ -1703,6 +1815,21 @@ def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         )
     if path.kind in (LinkKind.HA_VPN, LinkKind.VPN):
         yield from _vpn_usages(plan, path)
+    if path.kind == LinkKind.CROSS_CLOUD_INTERCONNECT and path.ports:
+        yield from _cci_usages(plan, path, path.ports)
+
+
+def _cci_usages(plan: Plan, path: Path, ports: sizing.PortPlan) -> Iterator[Usage]:
+    """Each cloud bills its own end, whichever site is the primary (whose stack declares
+    both): AWS the LAGs' Direct Connect ports, Google the connections and one VLAN attachment
+    of the port's speed on each (both unpriced: prices.yaml missing)."""
+    by_cloud = {plan.sites[n].cloud: plan.sites[n] for n in (path.primary, path.dr)}
+    hours = ports.ports * HOURS_PER_MONTH
+    what = {"ports": ports.ports, "port_gbps": ports.port_gbps}
+    yield _usage("dx-ports", by_cloud[Cloud.AWS], hours, True, **what)
+    yield _usage("cci-connections", by_cloud[Cloud.GCP], hours, True, **what)
+    bandwidth = {"attachments": ports.ports, "bandwidth": f"{ports.port_gbps} Gbps"}
+    yield _usage("interconnect-vlan-attachments", by_cloud[Cloud.GCP], hours, True, **bandwidth)
 
 
 def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
@@ -1750,7 +1877,7 @@ def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage
                 parts["peering"] = parts.get("peering", 0) + 1
             elif path.kind == LinkKind.HA_VPN:
                 parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.kind)
-            elif path.kind == LinkKind.DIRECT_CONNECT:
+            elif path.kind in DX_LINKS:
                 parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
             elif path.kind == LinkKind.WAN:
                 link = plan.onprem[path.primary].link

@@ -152,6 +152,9 @@ class LinkKind(StrEnum):
     VNET_PEERING = "vnet-peering"
     HA_VPN = "ha-vpn"  # GCP HA VPN to AWS VPN connections
     VPN = "vpn"  # Azure VPN gateway to GCP HA VPN
+    # GCP Cross-Cloud Interconnect: dedicated ports Google cross-connects to AWS Direct Connect
+    # LAGs, one per connection, split over the two edge availability domains of a metro
+    CROSS_CLOUD_INTERCONNECT = "cross-cloud-interconnect"
     # An on-premises site's WAN into its DR cloud: the bandwidth committed to DR over its link
     WAN = "wan"
 

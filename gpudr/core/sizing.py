@@ -913,6 +913,31 @@ def size_direct_connect(
     return best
 
 
+def size_cross_cloud_interconnect(
+    need_gbps: float,
+    connection_hour_usd: Mapping[int, float],
+    min_connections: int = 2,
+    max_per_domain: int = 4,
+) -> PortPlan:
+    """GCP Cross-Cloud Interconnect to AWS: the cheapest set of connections of one speed that
+    carries `need_gbps` with one edge availability domain down. Each connection is one port
+    (Google's) cross-connected to its own AWS LAG of one port, and the connections alternate
+    the metro's two domains, so a domain is a Direct Connect "location" of
+    `size_direct_connect` holding up to `max_per_domain` ports:
+
+        connections = the fewest, at least `min_connections`, such that
+                      (connections - connections in the larger domain) x speed >= need
+
+    E.g. 25 Gbps: 6 x 10 Gbps leave 30 Gbps with a domain down and cost less per hour than
+    2 x 100 Gbps. Above what the most connections carry, the largest plan, which falls short
+    (a verdict, not an error). `connection_hour_usd` prices one connection's hour by speed:
+    only what is priced can choose the speed (Google's connection-hour is unpriced)."""
+    per_domain = {speed: max_per_domain for speed in connection_hour_usd}
+    return size_direct_connect(
+        need_gbps, connection_hour_usd, min_connections, per_domain, locations=2
+    )
+
+
 def cheapest(options: Sequence[tuple[str, float, bool, float]]) -> str | None:
     """The cheapest option that meets its target, from (name, monthly cost, meets, RTO).
 

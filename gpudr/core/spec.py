@@ -71,9 +71,21 @@ PAIRS: dict[tuple[Cloud, Cloud], tuple[tuple[Mechanism, ...], tuple[LinkKind, ..
         (LinkKind.VPC_PEERING,),
     ),
     (Cloud.AZURE, Cloud.AZURE): ((Mechanism.AZURE_OR,), (LinkKind.VNET_PEERING,)),
-    (Cloud.AWS, Cloud.GCP): ((Mechanism.STS,), (LinkKind.HA_VPN,)),
-    (Cloud.GCP, Cloud.AWS): ((Mechanism.DATASYNC,), (LinkKind.HA_VPN,)),
+    (Cloud.AWS, Cloud.GCP): (
+        (Mechanism.STS,),
+        (LinkKind.HA_VPN, LinkKind.CROSS_CLOUD_INTERCONNECT),
+    ),
+    (Cloud.GCP, Cloud.AWS): (
+        (Mechanism.DATASYNC,),
+        (LinkKind.HA_VPN, LinkKind.CROSS_CLOUD_INTERCONNECT),
+    ),
     (Cloud.AZURE, Cloud.GCP): ((Mechanism.STS,), (LinkKind.VPN,)),
+}
+# The pairs whose default link has a dedicated alternative: a DR site naming no link kind gets
+# the default while it carries the link's need with headroom, else this (design.link_kind).
+DEDICATED_LINKS: dict[tuple[Cloud, Cloud], LinkKind] = {
+    (Cloud.AWS, Cloud.GCP): LinkKind.CROSS_CLOUD_INTERCONNECT,
+    (Cloud.GCP, Cloud.AWS): LinkKind.CROSS_CLOUD_INTERCONNECT,
 }
 # Pairs refused for a reason more specific than "no managed service pulls that way".
 REFUSED_PAIRS = {
@@ -120,8 +132,14 @@ class PlanError(Exception):
 @dataclass(frozen=True)
 class LinkSpec:
     kind: LinkKind | None  # None: the pair's default link
+    # direct-connect: Direct Connect location codes; cross-cloud-interconnect: Google's two
+    # Interconnect locations, one per edge availability domain of one metro
     location: str | None = None
     secondary_location: str | None = None
+    # cross-cloud-interconnect: the remote location Google lists for AWS there, and the Direct
+    # Connect location where AWS's LAGs are ordered and Google cross-connects to them
+    remote_location: str | None = None
+    aws_location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -1493,9 +1511,11 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
                 "Service assumes a role in this account by its ARN",
             )
         _, links = PAIRS[pair]
-        if site.link is not None and site.link.kind is None:
+        # Without a kind, a pair with a dedicated alternative is left to the design (the need
+        # chooses); any other gets its default.
+        if site.link is not None and site.link.kind is None and pair not in DEDICATED_LINKS:
             site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
-        if site.link is not None and site.link.kind not in links:
+        if site.link is not None and site.link.kind is not None and site.link.kind not in links:
             r.error(
                 f"sites.{site.name}.link.kind",
                 f'"{site.link.kind}" cannot join {primary.cloud} and {site.cloud}; use '
@@ -1587,10 +1607,21 @@ def _project(value: Any) -> str:
     return text
 
 
+CCI_FIELDS = ("remote_location", "aws_location")
+# A Google resource name (a Cross-Cloud Interconnect remote location is one).
+GCP_NAME_RE = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
 def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
-    s = r.mapping(raw, path, ["kind", "location", "secondary_location"])
+    s = r.mapping(raw, path, ["kind", "location", "secondary_location", *CCI_FIELDS])
     # Without a kind, the pair's default link is filled in once both sites are known.
     kind = r.choice(s, "kind", path, ("", *LinkKind), "")
+    # Cross-Cloud Interconnect's locations are Google's; the other links' are Direct Connect's.
+    if kind == LinkKind.CROSS_CLOUD_INTERCONNECT or (not kind and any(k in s for k in CCI_FIELDS)):
+        return _cross_cloud_interconnect(r, s, path, LinkKind(kind) if kind else None)
+    for key in CCI_FIELDS:
+        if key in s:
+            r.error(f"{path}.{key}", "is for cross-cloud-interconnect only; remove it")
     location = r.convert(s, "location", path, _location)
     secondary = r.convert(s, "secondary_location", path, _location)
     if kind == LinkKind.DIRECT_CONNECT and s.get("location") is None:
@@ -1599,6 +1630,55 @@ def _parse_link(r: _Reader, raw: Any, path: str) -> LinkSpec | None:
             "is required for direct-connect; name the Direct Connect location code (e.g. EqDC2)",
         )
     return LinkSpec(LinkKind(kind) if kind else None, location, secondary)
+
+
+def _cross_cloud_interconnect(
+    r: _Reader, s: dict[str, Any], path: str, kind: LinkKind | None
+) -> LinkSpec:
+    """Google's two Interconnect locations, one in each edge availability domain of one metro
+    (Google never maintains both domains at once, so one connection per domain survives the
+    other's loss), the remote location Google lists for AWS there, and the Direct Connect
+    location where the AWS LAGs are ordered."""
+    examples = {
+        "location": "an Interconnect location in one edge availability domain (e.g. iad-zone1-1)",
+        "secondary_location": "one in the metro's other edge availability domain "
+        "(e.g. iad-zone2-1)",
+        "remote_location": "the remote location Google lists for AWS there "
+        "(gcloud compute interconnects remote-locations list)",
+        "aws_location": "the Direct Connect location code where the LAGs are ordered (e.g. EqDC2)",
+    }
+    for key, what in examples.items():
+        if s.get(key) is None:
+            r.error(f"{path}.{key}", f"is required for cross-cloud-interconnect; name {what}")
+    first = r.convert(s, "location", path, _gcp_location)
+    second = r.convert(s, "secondary_location", path, _gcp_location)
+    remote = r.convert(s, "remote_location", path, _remote_location)
+    aws = r.convert(s, "aws_location", path, _location)
+    if first and second:
+        (metro, domain), (metro2, domain2) = first.split("-")[:2], second.split("-")[:2]
+        if metro2 != metro:
+            r.error(
+                f"{path}.secondary_location",
+                f'"{second}" is not in the metro of location ({metro}); the two edge '
+                f"availability domains pair within one metro: use a {metro}-zone location",
+            )
+        elif domain2 == domain:
+            other = "zone2" if domain == "zone1" else "zone1"
+            r.error(
+                f"{path}.secondary_location",
+                f'"{second}" is in the edge availability domain of location ({domain}); one '
+                f"maintenance window would take both: use a {metro}-{other} location",
+            )
+    return LinkSpec(kind, first, second, remote, aws)
+
+
+def _remote_location(value: Any) -> str:
+    if not isinstance(value, str) or not GCP_NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not a Cross-Cloud Interconnect remote location; use the name "
+            "Google lists for AWS (gcloud compute interconnects remote-locations list)"
+        )
+    return value
 
 
 def _location(value: Any) -> str:

@@ -35,14 +35,26 @@ from gpudr.contract.naming import (
     GPU_TAINT,
     POOL_LABEL,
     agent_pool_name,
+    cci_gateway_name,
+    cci_name,
     datasync_schedule,
     datasync_task_name,
     datasync_task_prefix,
 )
 from gpudr.contract.site import BucketConfig, ClusterConfig, InboundTransfer, PoolConfig, SiteConfig
-from gpudr.contract.stack import MODE_KEY
+from gpudr.contract.stack import CCI_PROVISIONED_KEY, MODE_KEY
 from gpudr.core.design import DataFlow, Design, Pool, reservation
-from gpudr.core.enums import DUAL_REGION, PULLED, PUSHED, Mechanism, Mode, Pattern, PoolKind
+from gpudr.core.enums import (
+    DUAL_REGION,
+    PULLED,
+    PUSHED,
+    Cloud,
+    LinkKind,
+    Mechanism,
+    Mode,
+    Pattern,
+    PoolKind,
+)
 from gpudr.core.spec import Plan, Site
 from gpudr.core.stepgraph import PairFacts, StepGraph, StepNode, pair_facts, step_graph
 from gpudr.core.units import fmt_duration, fmt_size
@@ -143,6 +155,14 @@ class PoolSize:
 
 
 @dataclass(frozen=True)
+class LinkItem:
+    """One item of a dedicated link's ordering checklist: what to do, and the command, if any."""
+
+    text: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
 class Runbook:
     plan: str
     path: str  # runbooks/<plan>-<primary>-to-<dr>.md
@@ -160,6 +180,11 @@ class Runbook:
     critical_path: tuple[tuple[int, float], ...] = field(default=())
     # What the pair's stacks cannot undo once deployed (gpudr.build.irreversible).
     irreversible: tuple[Irreversible, ...] = field(default=())
+    # A dedicated link ordered from two providers (Cross-Cloud Interconnect): what it is, the
+    # ordering checklist, and what it means for a failover.
+    link_title: str = ""
+    link_items: tuple[LinkItem, ...] = field(default=())
+    link_notes: tuple[str, ...] = field(default=())
 
     def phase(self, name: str) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.phase == name)
@@ -1430,7 +1455,128 @@ def build_runbook(design: Design, primary: str, dr: str) -> Runbook:
         variables=tuple(_variables(pair)),
         critical_path=graph.critical_path,
         irreversible=irreversible_settings(design, (primary, dr)),
+        **_cci_section(pair),
     )
+
+
+def _cci_section(pair: _Pair) -> dict[str, Any]:
+    """The ordering checklist of a Cross-Cloud Interconnect, which the primary's stack owns:
+    Google's AWS guide orders the Google connections first, then one AWS LAG per connection
+    (defaults.yaml links.cross-cloud-interconnect); the attachments, virtual interfaces and
+    BGP sessions deploy once both are provisioned (components/xcloud/cci.py)."""
+    link = next((x for x in pair.pcfg.links if x.kind == LinkKind.CROSS_CLOUD_INTERCONNECT), None)
+    if link is None or not link.ports:
+        return {}
+    sites = (pair.primary, pair.dr)
+    aws = next(s for s in sites if s.cloud == Cloud.AWS)
+    gcp = next(s for s in sites if s.cloud == Cloud.GCP)
+    cfgs = {pair.primary.name: pair.pcfg, pair.dr.name: pair.dcfg}
+    network = cfgs[gcp.name].network_name
+    names = cci_name(network, aws.name)
+    gateway = cci_gateway_name(pair.plan.name, aws.name, gcp.name)
+    stack = stack_name(pair.plan, pair.primary)
+    project, region = str(gcp.project), gcp.region
+    first = f"{names}-0"
+    lags = (
+        f"aws directconnect describe-lags --region {aws.region} --query "
+        f"\"lags[?starts_with(lagName, '{gateway}-lag-')].lagId\" --output text"
+    )
+    items = (
+        LinkItem(
+            f"Before ordering, check the remote location's constraints (the largest LAG it "
+            f"takes, its BGP and subnet rules) and your quotas for {link.ports} connections: "
+            "AWS's LAGs per Region, Google's Interconnects per project.",
+            shell(
+                [
+                    "gcloud",
+                    "compute",
+                    "interconnects",
+                    "remote-locations",
+                    "describe",
+                    str(link.remote_location),
+                    "--project",
+                    project,
+                ]
+            ),
+        ),
+        LinkItem(
+            f"Order both ends: `pulumi up` on the primary's stack orders the {link.ports} Google "
+            f"connections ({names}-0 .. {link.ports - 1}, alternating {link.location} and "
+            f"{link.secondary_location}, remote location {link.remote_location}) and one AWS "
+            f"LAG of one {link.port_gbps} Gbps port per connection at {link.aws_location} "
+            f"({gateway}-lag-*), as Google's guide requires (LAGs, for LACP).",
+            pulumi_up(stack),
+        ),
+        LinkItem(
+            "For each LAG, download AWS's LOA-CFA and hand it to Google as its Cross-Cloud "
+            "Interconnect guide for AWS directs, so that Google orders the cross-connect.",
+            f'for lag in $({lags}); do aws directconnect describe-loa --connection-id "$lag" '
+            f'--region {aws.region} --query loaContent --output text | base64 -d > "$lag-loa.pdf"; '
+            "done",
+        ),
+        LinkItem(
+            "Wait until Google reports every connection provisioned (`state: ACTIVE`) and AWS "
+            "every LAG `available` (connection 0 shown; repeat for each).",
+            shell(
+                [
+                    "gcloud",
+                    "compute",
+                    "interconnects",
+                    "describe",
+                    first,
+                    "--project",
+                    project,
+                    "--format",
+                    Quoted("value(state)"),
+                ]
+            ),
+        ),
+        LinkItem(
+            "Then declare the VLAN attachments (one per connection, VLAN "
+            f"{link.vlan}, on {network}-router), the transit virtual interfaces to the Direct "
+            "Connect gateway and the BGP sessions:",
+            f"pulumi config set {CCI_PROVISIONED_KEY} true -s {stack} && {pulumi_up(stack)}",
+        ),
+        LinkItem(
+            "Verify every BGP session is up on both sides: each Cloud Router peer "
+            "`Established`, then each transit virtual interface's BGP peer `up`.",
+            shell(
+                [
+                    "gcloud",
+                    "compute",
+                    "routers",
+                    "get-status",
+                    f"{network}-router",
+                    "--region",
+                    region,
+                    "--project",
+                    project,
+                    "--format",
+                    Quoted("value(result.bgpPeerStatus[].state)"),
+                ]
+            )
+            + "\n"
+            + f"aws directconnect describe-virtual-interfaces --region {aws.region} --query "
+            f"\"virtualInterfaces[?starts_with(virtualInterfaceName, '{gateway}-')]"
+            '.bgpPeers[].bgpStatus" --output text',
+        ),
+    )
+    notes = (
+        f"The link carries {link.capacity_gbps:g} Gbps with one edge availability domain down "
+        f"({link.ports} x {link.port_gbps} Gbps, for a need of "
+        f"{link.required_gbps * link.headroom:,.2f} Gbps with headroom): a Google maintenance "
+        "window or a failed domain leaves the dual writes their rate.",
+        f"The primary's stack ({stack}) owns both ends; the DR stack never reads or changes the "
+        "link, so a failover does not touch it. Do not destroy the primary's stack while "
+        "failed over: its ports are orders, and reordering repeats the cross-connects.",
+        "Before a failback resumes dual writes to the primary, check the BGP sessions (the "
+        "last item above): the link must be up again at both ends.",
+    )
+    return {
+        "link_title": "Dedicated link: GCP Cross-Cloud Interconnect to AWS",
+        "link_items": items,
+        "link_notes": notes,
+    }
 
 
 def render_runbook(runbook: Runbook, header: str) -> str:

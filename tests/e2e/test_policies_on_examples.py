@@ -35,6 +35,7 @@ EXAMPLES = [
     "gcp-two-region",
     "azure-two-region",
     "aws-to-gcp",
+    "aws-to-gcp-dedicated",  # dual writes over Cross-Cloud Interconnect
     "gcp-to-aws",  # DataSync pulls into S3
     "azure-to-gcp",  # Storage Transfer from Azure Blob, Azure VPN gateway to HA VPN
 ]

@@ -6,11 +6,14 @@ from typing import Any
 
 import pytest
 
+from gpudr.contract.tags import Tag, gcp_labels
 from policies.common import (
     AWS_VPN_CONNECTION,
     AZ_VNET_PEERING,
     AZ_VPN_GATEWAY,
     DX_CONNECTION,
+    GCP_INTERCONNECT,
+    GCP_INTERCONNECT_ATTACHMENT,
     GCP_VPN_TUNNEL,
     TGW_PEERING,
 )
@@ -123,6 +126,33 @@ def link(resource_type: str, name: str, **inputs: Any) -> Res:
     return Res(resource_type, name, inputs)
 
 
+def cci(gbps: int, locations: list[str], aws_speed: str | None = "10Gbps") -> list[Res]:
+    """A Cross-Cloud Interconnect as components/xcloud/cci.py registers it: per location one
+    Google connection (a remote location set) and one AWS LAG port tagged with that location."""
+    out = []
+    for i, where in enumerate(locations):
+        tags = {Tag.LINK.key: "cross-cloud-interconnect", Tag.EDGE_DOMAIN.key: where}
+        out.append(
+            link(
+                GCP_INTERCONNECT,
+                f"interconnect-{i}",
+                linkType=f"LINK_TYPE_ETHERNET_{gbps}G_LR",
+                requestedLinkCount=1,
+                location=f"https://www.googleapis.com/compute/v1/projects/p/global/"
+                f"interconnectLocations/{where}",
+                remoteLocation="aws-us-east-1",
+                labels=gcp_labels(tags),
+            )
+        )
+        if aws_speed is not None:
+            out.append(
+                link(
+                    DX_CONNECTION, f"lag-port-{i}", bandwidth=aws_speed, location="EqDC2", tags=tags
+                )
+            )
+    return out
+
+
 @pytest.mark.parametrize(
     ("links", "config", "expected"),
     [
@@ -219,6 +249,43 @@ def link(resource_type: str, name: str, **inputs: Any) -> Res:
             id="azure-tunnels-at-the-skus-per-tunnel-rate",
         ),
         pytest.param([link(AZ_VNET_PEERING, "peering")], None, None, id="vnet-peering-unbounded"),
+        # Cross-Cloud Interconnect: each end with one edge availability domain down.
+        pytest.param(
+            cci(10, ["iad-zone1-1", "iad-zone2-1"]), None, None, id="cci-survives-a-domain"
+        ),
+        pytest.param(
+            cci(10, ["iad-zone1-1", "iad-zone1-1"]),
+            None,
+            "0 Gbps with one edge domain down",
+            id="cci-undersized-both-in-one-domain",
+        ),
+        pytest.param(
+            cci(100, ["iad-zone1-1", "iad-zone2-1"], aws_speed="1Gbps"),
+            None,
+            "AWS LAG ports 1 Gbps at iad-zone1-1, 1 Gbps at iad-zone2-1): 1 Gbps",
+            id="cci-undersized-aws-end",
+        ),
+        pytest.param(
+            cci(10, ["iad-zone1-1", "iad-zone2-1"], aws_speed=None),
+            None,
+            "AWS LAG ports none): 0 Gbps",
+            id="cci-without-its-aws-end",
+        ),
+        # Its attachments are the same link: not counted again (2 x 10G would otherwise pass).
+        pytest.param(
+            [
+                *cci(10, ["iad-zone1-1", "iad-zone1-1"]),
+                link(
+                    GCP_INTERCONNECT_ATTACHMENT,
+                    "attachment",
+                    bandwidth="BPS_10G",
+                    labels=gcp_labels({Tag.LINK.key: "cross-cloud-interconnect"}),
+                ),
+            ],
+            None,
+            "0 Gbps with one edge domain down",
+            id="cci-attachments-not-counted-twice",
+        ),
     ],
 )
 def test_dual_write_link(

@@ -106,6 +106,7 @@ KINDS = {
     "gcp-two-region": ["Bucket Lock", "Cloud KMS key rings"] * 2,
     "azure-two-region": ["version-level immutability", "Key Vault purge protection"] * 2,
     "aws-to-gcp": ["S3 Object Lock, COMPLIANCE", "Bucket Lock", "Cloud KMS key rings"],
+    "aws-to-gcp-dedicated": ["S3 Object Lock, COMPLIANCE", "Bucket Lock", "Cloud KMS key rings"],
     "gcp-to-aws": ["Bucket Lock", "Cloud KMS key rings", "S3 Object Lock, COMPLIANCE"],
     "azure-to-gcp": [
         "version-level immutability",

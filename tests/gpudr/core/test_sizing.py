@@ -512,3 +512,35 @@ def test_a_pull_run_is_bounded_by_its_agent_and_waits_its_turn(
     assert s.transfer_s == pytest.approx(transfer)
     assert s.estimated_rpo_s == pytest.approx(PULLED.base_rpo_s + rpo)
     assert s.wait_s == wait
+
+
+CCI = {10: 2.25, 100: 22.50}  # per connection-hour: the AWS LAG's port (Google's is unpriced)
+
+
+@pytest.mark.parametrize(
+    ("need", "speed", "connections", "survives"),
+    [
+        (3.0, 10, 2, 10),  # the floor: one connection per edge availability domain
+        (10.0, 10, 2, 10),  # exactly one domain's worth
+        (12.0, 10, 4, 20),  # 3 connections are 2 + 1: a domain down leaves 10 Gbps
+        (25.0, 10, 6, 30),  # 6 x 10G ($13.50/h) beat 2 x 100G ($45/h)
+        (40.0, 10, 8, 40),  # 4 per domain: the most gpudr plans
+        (45.0, 100, 2, 100),  # 10 x 10G would be 5 per domain
+        (150.0, 100, 4, 200),
+        (400.0, 100, 8, 400),
+    ],
+)
+def test_size_cross_cloud_interconnect_survives_an_edge_domain(
+    need: float, speed: int, connections: int, survives: float
+) -> None:
+    plan = sizing.size_cross_cloud_interconnect(need, CCI)
+    assert (plan.port_gbps, plan.ports, plan.survivable_gbps) == (speed, connections, survives)
+    assert plan.locations == 2 and plan.capacity_gbps == speed * connections
+
+
+@pytest.mark.parametrize("need", [400.5, math.inf])
+def test_size_cross_cloud_interconnect_beyond_the_most_connections(need: float) -> None:
+    """The largest plan, 4 x 100G per domain, short of the need: the path's verdict says so."""
+    plan = sizing.size_cross_cloud_interconnect(need, CCI)
+    assert (plan.port_gbps, plan.ports, plan.survivable_gbps) == (100, 8, 400)
+    assert not sizing.fits(need, plan.survivable_gbps)
