@@ -89,6 +89,7 @@ class Path:
     flows: tuple[str, ...]
     ports: sizing.PortPlan | None = None
     gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU sized for the need
+    tunnels: int | None = None  # ha-vpn | vpn: the link's IPsec tunnels (`link_tunnels`)
 
     @property
     def needed_gbps(self) -> float:
@@ -352,9 +353,10 @@ def _quota_source(plan: Plan, key: str, default: str) -> str:
 
 
 def _path_capacity(
-    plan: Plan, kind: str, need_gbps: float, dx_locations: int = 2
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int = 2, vpn_peer: str = ""
 ) -> tuple[float, str, sizing.PortPlan | None]:
-    """What a path can carry (Gbps), where that figure comes from, and Direct Connect's ports."""
+    """What a path can carry (Gbps), where that figure comes from, and Direct Connect's ports.
+    `vpn_peer`: for a `vpn` path, the cloud at the other end of its Azure VPN gateway."""
     sources = reference.defaults()["sources"]
     if kind == ServicePath.S3_RTC:
         url = sources["s3-rtc-best-practices"]["url"]
@@ -376,14 +378,24 @@ def _path_capacity(
     if kind == ServicePath.DATASYNC:
         default = "quotas.datasync_gbps default (assumption: AWS publishes no agentless rate)"
         return plan.quotas.datasync_gbps, _quota_source(plan, "datasync_gbps", default), None
-    return _link_capacity(plan, kind, need_gbps, dx_locations)
+    return _link_capacity(plan, kind, need_gbps, dx_locations, vpn_peer)
+
+
+def _vpn_peer(primary: Site | OnPremSite, dr: Site) -> str:
+    """The cloud joined to an Azure VPN gateway by a `vpn` link: the pair's other cloud (GCP
+    for Azure -> GCP, AWS for AWS -> Azure)."""
+    ends = (dr.cloud,) if isinstance(primary, OnPremSite) else (primary.cloud, dr.cloud)
+    others = [str(c) for c in ends if c != Cloud.AZURE]
+    if len(others) != 1:  # spec.PAIRS gives `vpn` only to Azure <-> another cloud
+        raise ValueError(f"a vpn link joins an Azure site to another cloud, not {ends}")
+    return others[0]
 
 
 def _link_capacity(
-    plan: Plan, kind: str, need_gbps: float, dx_locations: int
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int, vpn_peer: str
 ) -> tuple[float, str, sizing.PortPlan | None]:
     if kind == LinkKind.VPN:
-        _, capacity, src = sizing.vpn_gateway(need_gbps)
+        _, capacity, src = sizing.vpn_gateway(need_gbps, vpn_peer)
         return capacity, src, None
     if kind == LinkKind.HA_VPN:
         vpn = reference.defaults()["links"]["ha-vpn"]
@@ -523,11 +535,12 @@ def _path(
 ) -> Path:
     members = list(flows)
     required = sum(sizing.path_load_gbps(f) for f in members)
+    vpn_peer = _vpn_peer(primary, dr) if kind == LinkKind.VPN else ""
     if isinstance(primary, OnPremSite):
         capacity, source, ports = wan_capacity(plan, primary)
     else:
         capacity, source, ports = _path_capacity(
-            plan, kind, required * plan.headroom, _dx_locations(dr)
+            plan, kind, required * plan.headroom, _dx_locations(dr), vpn_peer
         )
     return Path(
         key=f"{primary.name}->{dr.name}:{kind}",
@@ -540,9 +553,10 @@ def _path(
         headroom=plan.headroom,
         flows=tuple(f.name for f in members),
         ports=ports,
-        gateway_sku=sizing.vpn_gateway(required * plan.headroom)[0]
+        gateway_sku=sizing.vpn_gateway(required * plan.headroom, vpn_peer)[0]
         if kind == LinkKind.VPN
         else None,
+        tunnels=link_tunnels(kind, vpn_peer),
     )
 
 
@@ -1705,16 +1719,26 @@ def _link_usages(plan: Plan, path: Path) -> Iterator[Usage]:
         yield from _vpn_usages(plan, path)
 
 
+def link_tunnels(kind: str, vpn_peer: str = "") -> int | None:
+    """The IPsec tunnels of a VPN link: HA VPN's four; an Azure gateway's peer's count
+    (`sizing.azure_vpn_tunnels`: GCP two, AWS four); None for any other link."""
+    if kind == LinkKind.HA_VPN:
+        return int(reference.defaults()["links"]["ha-vpn"]["tunnels"])
+    if kind == LinkKind.VPN:
+        return sizing.azure_vpn_tunnels(vpn_peer)
+    return None
+
+
 def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     """Each cloud bills its own end, whichever side is the primary."""
     by_cloud = {plan.sites[n].cloud: plan.sites[n] for n in (path.primary, path.dr)}
-    tunnels = int(reference.defaults()["links"][path.kind]["tunnels"])
-    yield _usage(
-        "ha-vpn-tunnels", by_cloud[Cloud.GCP], tunnels * HOURS_PER_MONTH, True, tunnels=tunnels
-    )
+    tunnels = path.tunnels or 0
+    if Cloud.GCP in by_cloud:
+        gcp = by_cloud[Cloud.GCP]
+        yield _usage("ha-vpn-tunnels", gcp, tunnels * HOURS_PER_MONTH, True, tunnels=tunnels)
     if Cloud.AWS in by_cloud:
         aws = by_cloud[Cloud.AWS]
-        connections = aws_vpn_connections(path.kind)
+        connections = aws_vpn_connections(tunnels)
         yield _usage(
             "aws-vpn-connections", aws, connections * HOURS_PER_MONTH, True, connections=connections
         )
@@ -1725,14 +1749,15 @@ def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     if Cloud.AZURE in by_cloud and path.gateway_sku:
         azure = by_cloud[Cloud.AZURE]
         yield _usage("azure-vpn-gateway", azure, HOURS_PER_MONTH, True, sku=path.gateway_sku)
-        # An active-active gateway: one Standard static address per instance, one per tunnel.
-        what = f"VPN gateway, {tunnels} instances"
-        yield _usage("public-ipv4", azure, tunnels * HOURS_PER_MONTH, True, what=what)
+        # An active-active gateway: one Standard static address per instance.
+        ips = sizing.AZURE_VPN_INSTANCES
+        what = f"VPN gateway, {ips} instances"
+        yield _usage("public-ipv4", azure, ips * HOURS_PER_MONTH, True, what=what)
 
 
-def aws_vpn_connections(kind: str) -> int:
+def aws_vpn_connections(tunnels: int) -> int:
     """AWS site-to-site VPN connections on a VPN path: each brings two tunnels."""
-    return int(reference.defaults()["links"][kind]["tunnels"]) // 2
+    return tunnels // 2
 
 
 def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage]:
@@ -1748,8 +1773,8 @@ def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage
                 continue
             if path.kind == LinkKind.TGW_PEERING:
                 parts["peering"] = parts.get("peering", 0) + 1
-            elif path.kind == LinkKind.HA_VPN:
-                parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.kind)
+            elif path.kind in (LinkKind.HA_VPN, LinkKind.VPN):
+                parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.tunnels or 0)
             elif path.kind == LinkKind.DIRECT_CONNECT:
                 parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
             elif path.kind == LinkKind.WAN:

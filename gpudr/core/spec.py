@@ -74,6 +74,7 @@ PAIRS: dict[tuple[Cloud, Cloud], tuple[tuple[Mechanism, ...], tuple[LinkKind, ..
     (Cloud.AWS, Cloud.GCP): ((Mechanism.STS,), (LinkKind.HA_VPN,)),
     (Cloud.GCP, Cloud.AWS): ((Mechanism.DATASYNC,), (LinkKind.HA_VPN,)),
     (Cloud.AZURE, Cloud.GCP): ((Mechanism.STS,), (LinkKind.VPN,)),
+    (Cloud.AWS, Cloud.AZURE): ((Mechanism.AZCOPY,), (LinkKind.VPN,)),
 }
 # Pairs refused for a reason more specific than "no managed service pulls that way".
 REFUSED_PAIRS = {
