@@ -1574,7 +1574,8 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
 
 # The DR links that attach to an AWS site's transit gateway; a transit gateway bills every GB
 # sent into it from a VPC, a VPN or Direct Connect, none arriving over a peering attachment.
-TGW_LINKS = (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT, LinkKind.HA_VPN)
+# (`vpn` attaches to one only on AWS -> Azure: components/xcloud/aws_azure.py)
+TGW_LINKS = (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT, LinkKind.HA_VPN, LinkKind.VPN)
 
 
 def _tgw_processing(plan: Plan, f: DataFlow, path: Path, gb: float) -> Iterator[Usage]:
