@@ -5,7 +5,7 @@ redundant (AZ) SKU, two instances each with its own zone-redundant Standard publ
 custom APIPA addresses on each instance. The Azure primary's VPN to GCP declares it with its
 tunnels (cross_cloud.GcpVpn); the Azure DR site of an AWS primary declares only the gateway
 (`AwsVpnAnchor`), under a deterministic name, and the AWS primary's stack joins it
-(components/xcloud/aws_azure.py), as an AWS primary joins a GCP DR site's HA VPN gateway.
+(components/aws/azure_vpn.py), as an AWS primary joins a GCP DR site's HA VPN gateway.
 """
 
 from __future__ import annotations

@@ -1574,7 +1574,7 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
 
 # The DR links that attach to an AWS site's transit gateway; a transit gateway bills every GB
 # sent into it from a VPC, a VPN or Direct Connect, none arriving over a peering attachment.
-# (`vpn` attaches to one only on AWS -> Azure: components/xcloud/aws_azure.py)
+# (`vpn` attaches to one only on AWS -> Azure: components/aws/azure_vpn.py)
 TGW_LINKS = (LinkKind.TGW_PEERING, LinkKind.DIRECT_CONNECT, LinkKind.HA_VPN, LinkKind.VPN)
 
 
