@@ -47,6 +47,7 @@ from .common import (
     AWS_VPC_PEERING,
     AWS_VPN_CONNECTION,
     AZ_VNET_PEERING,
+    AZ_VPN_CONNECTION,
     AZ_VPN_GATEWAY,
     DX_CONNECTION,
     GCP_INTERCONNECT,
@@ -66,6 +67,7 @@ from .common import (
     exempting,
     get,
     gpudr_tag,
+    items,
     mbps,
     need_mbps,
     number,
@@ -265,21 +267,38 @@ def _dx_capacity(stack: Stack) -> tuple[float, str] | None:
 def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] | None:
     """The VPN tunnels registered in this stack, at their per-tunnel rate (as the planner sizes
     them: `sizing.ha_vpn_gbps`, `sizing.azure_vpn_gbps`), and what they are."""
-    tunnels = len(stack.of_type(GCP_VPN_TUNNEL))
+    gcp_tunnels = len(stack.of_type(GCP_VPN_TUNNEL))
+    tunnels = gcp_tunnels
     if not tunnels:
-        # Only the AWS end registered: two tunnels per site-to-site VPN connection.
+        # Only the AWS end registered: two tunnels per site-to-site VPN connection, and where
+        # this stack also declares Azure's side (AWS -> Azure), only those Azure connects.
         tunnels = 2 * len(stack.of_type(AWS_VPN_CONNECTION))
+        azure = len(stack.of_type(AZ_VPN_CONNECTION))
+        if tunnels and azure:
+            tunnels = min(tunnels, azure)
+    gateways = stack.of_type(AZ_VPN_GATEWAY)
+    if not tunnels and gateways:
+        # An Azure DR site's anchor (AWS -> Azure): the AWS primary's stack declares the
+        # tunnels; the gateway terminates one per custom APIPA BGP address it holds.
+        tunnels = sum(
+            len(items(get(p, "customBgpIpAddresses")))
+            for g in gateways
+            for p in items(get(g.props, "bgpSettings", "bgpPeeringAddresses"))
+        )
     if not tunnels:
         return None
     tunnel = config_number(config, "vpn_tunnel_gbps")
     vpn, what = tunnels * tunnel, f"{tunnels} VPN tunnels x {tunnel:g} Gbps"
     skus = config.get("azure_vpn_gateway_gbps")
-    for gateway in stack.of_type(AZ_VPN_GATEWAY):
+    for gateway in gateways:
         sku = get(gateway.props, "sku", "name")
         if not isinstance(sku, str):
             continue
         aggregate = number(skus.get(sku)) if isinstance(skus, Mapping) else None
-        cap = sizing.azure_vpn_gbps(sku, tunnels, aggregate)
+        # GCP's tunnels registered here: an Azure primary's VPN to GCP (GCP's per-tunnel
+        # figure); otherwise the peer's end is AWS's, vpn_tunnel_gbps (1.25 by default).
+        peer_gbps = None if gcp_tunnels else tunnel
+        cap = sizing.azure_vpn_gbps(sku, tunnels, aggregate, peer_tunnel_gbps=peer_gbps)
         if cap is None and aggregate is not None:
             cap = min(vpn, aggregate)  # a SKU gpudr has no per-tunnel figure for
         if cap is not None:

@@ -345,9 +345,9 @@ class AwsSite(pulumi.ComponentResource):
         return out
 
     def _link(self, link: LinkConfig, network: SiteNetwork) -> None:
-        """This site's part of one DR link: transit gateway peering and the HA VPN to GCP are
-        the primary's; Direct Connect ports are the DR site's, and the primary attaches to
-        them."""
+        """This site's part of one DR link: transit gateway peering and the VPNs to GCP and to
+        Azure are the primary's; Direct Connect ports are the DR site's, and the primary
+        attaches to them."""
         cfg, name = self._cfg, self._name
         if link.kind == "wan":
             self._onprem_link(link, network)
@@ -386,6 +386,8 @@ class AwsSite(pulumi.ComponentResource):
             self._vpn_to_gcp(link, peer, network, link_tags)
         elif link.kind == "cross-cloud-interconnect" and cfg.role == "primary":
             self._cci_to_gcp(link, peer, network, link_tags)
+        elif link.kind == "vpn" and cfg.role == "primary":
+            self._vpn_to_azure(link, peer, network, link_tags)
         elif link.kind == "direct-connect":
             DirectConnectAttachment(
                 f"{name}-dx-{peer.site}",
@@ -487,6 +489,41 @@ class AwsSite(pulumi.ComponentResource):
                 gcp_asn=peer.asn,
                 link=link,
                 provisioned=self._cci_provisioned,
+                tags=tags,
+            ),
+            opts=self._child,
+        )
+
+    def _vpn_to_azure(
+        self, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, tags: dict[str, str]
+    ) -> None:
+        """The BGP VPN to an Azure DR site's gateway, found by its deterministic name in the DR
+        site's resource group: no state of the DR stack is read."""
+        # Imported here: only a site joined to Azure loads the Azure SDK.
+        from components.aws.azure_vpn import AzureVpn, AzureVpnArgs, peer_vpn_gateway
+
+        if peer.cloud != "azure":
+            raise ValueError(
+                f"{self._name}: the vpn link to {peer.site} joins an Azure DR site; "
+                f"{peer.site} is on {peer.cloud}; regenerate the stack with `gpudr generate`"
+            )
+        azure = [x for x in self._cfg.links if x.kind == "vpn"]
+        if len(azure) > 1:
+            # Each link's tunnels take the same inside /30s (components/azure/vpn.py), which
+            # must be unique on one transit gateway.
+            raise ValueError(
+                f"{self._name}: VPN links to {len(azure)} Azure DR sites; one transit gateway "
+                "carries the VPN to one Azure DR site"
+            )
+        AzureVpn(
+            f"{self._name}-to-{peer.site}",
+            AzureVpnArgs(
+                aws_region=self._cfg.region,
+                transit_gateway_id=network.transit_gateway_id,
+                aws_asn=self._cfg.transit_gateway_asn,
+                peer=peer,
+                gateway=peer_vpn_gateway(peer, parent=self),
+                link=link,
                 tags=tags,
             ),
             opts=self._child,

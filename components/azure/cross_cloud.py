@@ -18,7 +18,14 @@ import pulumi_random as random
 from pulumi_azure_native import authorization, managedidentity, network
 
 from components.azure.arm import STORAGE_BLOB_DATA_READER, assignment_name, role_definition_id
-from components.azure.network import gateway_subnet_cidr
+from components.azure.vpn import (
+    IP_CONFIGURATIONS,
+    GatewaySpec,
+    declare_gateway,
+    gateway_arm_id,
+    ip_configuration_id,
+    vpn_gateway_name,
+)
 from components.xcloud.bgp import BgpTunnel, declare_bgp_tunnel
 from gpudr.contract.site import AzureStsReader, LinkConfig, PeerConfig
 
@@ -124,9 +131,7 @@ class StsFederatedReader(pulumi.ComponentResource):
 # connections between Google Cloud and Azure".
 BGP_ADDRESSES = (("169.254.21.1", "169.254.21.2"), ("169.254.22.1", "169.254.22.2"))
 TUNNELS = len(BGP_ADDRESSES)
-IP_CONFIGURATIONS = [f"ipconfig-{i}" for i in range(TUNNELS)]
-# Azure's zones: a zone-redundant public IP, so the AZ gateway SKU survives the loss of a zone.
-ZONES = ["1", "2", "3"]
+assert len(IP_CONFIGURATIONS) == TUNNELS  # one tunnel per gateway instance
 
 # A custom IPsec policy instead of Azure's default proposals. Phase 2 uses AES-GCM-256: the
 # per-tunnel throughput the planner counts for the gateway SKU is Microsoft's figure with
@@ -184,25 +189,29 @@ class GcpVpn(pulumi.ComponentResource):
         assert peer.project is not None and peer.network_name is not None  # _check_vpn
         self._name, self._args = name, args
         self._child = pulumi.ResourceOptions(parent=self)
-        self._gateway_name = f"{args.network_name}-vpngw"
+        self._gateway_name = vpn_gateway_name(args.network_name)
         self._tags = {**args.tags, "gpudr:capacity-gbps": f"{link.capacity_gbps:g}"}
-        public_ips = [self._public_ip(i) for i in range(TUNNELS)]
-        # The gateway's own sub-resource ids, known before it exists: its BGP settings and
-        # each connection name the instance (IP configuration) an APIPA address belongs to.
-        ip_configuration_ids = [
-            pulumi.Output.concat(
-                "/subscriptions/",
-                args.subscription_id,
-                "/resourceGroups/",
-                args.resource_group_name,
-                "/providers/Microsoft.Network/virtualNetworkGateways/",
-                self._gateway_name,
-                "/ipConfigurations/",
-                ip,
-            )
-            for ip in IP_CONFIGURATIONS
-        ]
-        gateway = self._gateway(public_ips, ip_configuration_ids)
+        # The gateway's own sub-resource ids, known before it exists: each connection names
+        # the instance (IP configuration) an APIPA address belongs to.
+        own_id = gateway_arm_id(args.subscription_id, args.resource_group_name, self._gateway_name)
+        ip_configuration_ids = [ip_configuration_id(own_id, i) for i in range(TUNNELS)]
+        assert link.gateway_sku is not None  # _check_vpn
+        gateway, public_ips = declare_gateway(
+            name,
+            GatewaySpec(
+                resource_group_name=args.resource_group_name,
+                location=args.location,
+                subscription_id=args.subscription_id,
+                cidr=args.cidr,
+                network_name=args.network_name,
+                network=args.network,
+                sku=link.gateway_sku,
+                asn=args.asn,
+                bgp_addresses=[[azure] for azure, _google in BGP_ADDRESSES],
+                tags=self._tags,
+            ),
+            self,
+        )
         ha_vpn = gcp.compute.get_hc_vpn_gateway_output(  # "hc": HA VPN in this SDK
             name=f"{peer.network_name}-havpn",
             project=peer.project,
@@ -237,78 +246,6 @@ class GcpVpn(pulumi.ComponentResource):
                 "gateway_id": self.gateway_id,
                 "public_ips": self.public_ips,
             }
-        )
-
-    def _public_ip(self, i: int) -> network.PublicIPAddress:
-        """Instance i's address. AZ gateway SKUs take only Standard, static addresses."""
-        args = self._args
-        return network.PublicIPAddress(
-            f"{self._name}-ip-{i}",
-            public_ip_address_name=f"{self._gateway_name}-{i}",
-            resource_group_name=args.resource_group_name,
-            location=args.location,
-            sku=network.PublicIPAddressSkuArgs(
-                name=network.PublicIPAddressSkuName.STANDARD,
-                tier=network.PublicIPAddressSkuTier.REGIONAL,
-            ),
-            public_ip_allocation_method=network.IPAllocationMethod.STATIC,
-            public_ip_address_version=network.IPVersion.I_PV4,
-            zones=ZONES,
-            tags=self._tags,
-            opts=self._child,
-        )
-
-    def _gateway(
-        self,
-        public_ips: list[network.PublicIPAddress],
-        ip_configuration_ids: list[pulumi.Output[str]],
-    ) -> network.VirtualNetworkGateway:
-        """The active-active, route-based gateway in the site's GatewaySubnet, its two
-        instances each speaking BGP from one APIPA address."""
-        args, name = self._args, self._name
-        subnet = network.Subnet(
-            f"{name}-subnet",
-            subnet_name="GatewaySubnet",  # the only name Azure accepts for a gateway's subnet
-            virtual_network_name=args.network_name,
-            resource_group_name=args.resource_group_name,
-            address_prefix=gateway_subnet_cidr(args.cidr),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.network]),
-        )
-        sku = args.link.gateway_sku
-        return network.VirtualNetworkGateway(
-            f"{name}-gateway",
-            virtual_network_gateway_name=self._gateway_name,
-            resource_group_name=args.resource_group_name,
-            location=args.location,
-            gateway_type=network.VirtualNetworkGatewayType.VPN,
-            vpn_type=network.VpnType.ROUTE_BASED,  # BGP needs route-based
-            vpn_gateway_generation=network.VpnGatewayGeneration.GENERATION2,
-            sku=network.VirtualNetworkGatewaySkuArgs(name=sku, tier=sku),
-            # Both instances carry a tunnel: HA VPN's 99.99% SLA needs two peer addresses, and
-            # the planned capacity counts both tunnels.
-            active_active=True,
-            enable_bgp=True,
-            bgp_settings=network.BgpSettingsArgs(
-                asn=args.asn,
-                bgp_peering_addresses=[
-                    network.IPConfigurationBgpPeeringAddressArgs(
-                        ipconfiguration_id=ip_configuration_ids[i],
-                        custom_bgp_ip_addresses=[BGP_ADDRESSES[i][0]],
-                    )
-                    for i in range(TUNNELS)
-                ],
-            ),
-            ip_configurations=[
-                network.VirtualNetworkGatewayIPConfigurationArgs(
-                    name=IP_CONFIGURATIONS[i],
-                    private_ip_allocation_method=network.IPAllocationMethod.DYNAMIC,
-                    subnet=network.SubResourceArgs(id=subnet.id),
-                    public_ip_address=network.SubResourceArgs(id=public_ips[i].id),
-                )
-                for i in range(TUNNELS)
-            ],
-            tags=self._tags,
-            opts=self._child,
         )
 
     def _tunnel(

@@ -137,7 +137,10 @@ class AzureSite(pulumi.ComponentResource):
         self._writers(buckets)
         clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
-            self._vpn_to_gcp(link, network)
+            if cfg.role == "dr":
+                self._vpn_anchor(link, network)
+            else:
+                self._vpn_to_gcp(link, network)
         if cfg.onprem is not None:
             self._onprem(buckets, network, args.credentials or TransferCredentials(), args.failover)
         credentials = self._sts_readers(buckets)
@@ -409,6 +412,29 @@ class AzureSite(pulumi.ComponentResource):
             opts=self._child,
         )
 
+    def _vpn_anchor(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
+        """The gateway an AWS primary's VPN joins; the AWS stack declares the rest."""
+        from components.azure.vpn import AwsVpnAnchor, AwsVpnAnchorArgs
+
+        cfg = self._cfg
+        peer = next(p for p in cfg.peers if p.site == link.peer_site)
+        AwsVpnAnchor(
+            f"{self._name}-from-{peer.site}",
+            AwsVpnAnchorArgs(
+                resource_group_name=self._group,
+                location=cfg.region,
+                subscription_id=self._subscription_id,
+                cidr=cfg.cidr,
+                network_name=cfg.network_name,
+                network=network,
+                asn=cfg.transit_gateway_asn,
+                peer=peer,
+                link=link,
+                tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
+            ),
+            opts=self._child,
+        )
+
     def _sts_readers(
         self, buckets: dict[str, AzureDataBucket]
     ) -> dict[str, pulumi.Output[dict[str, str]]]:
@@ -466,16 +492,18 @@ def _link_peers(cfg: SiteConfig) -> list[tuple[str, str]]:
 
 
 def _vpn_links(cfg: SiteConfig) -> list[LinkConfig]:
-    """VPN links to GCP DR sites, owned by this (primary) site's stack like the AWS primary's
-    HA VPN. Azure is only ever the primary of a VPN link: nothing replicates into Azure from
-    another cloud, so there is no DR-side anchor to build on Azure."""
+    """VPN links: from an Azure primary to a GCP DR site, both halves owned by this stack like
+    the AWS primary's HA VPN; into an Azure DR site from an AWS primary, only the gateway (the
+    anchor the AWS primary's stack joins)."""
     links = [x for x in cfg.links if x.kind == "vpn"]
+    supported = {"primary": "gcp", "dr": "aws"}
     for link in links:
         peer = next((p for p in cfg.peers if p.site == link.peer_site), None)
-        if cfg.role != "primary" or peer is None or peer.cloud != "gcp":
+        if peer is None or supported.get(cfg.role) != peer.cloud:
             raise ValueError(
                 f"site {cfg.site}: the vpn link to {link.peer_site} is supported only from an "
-                "Azure primary to a GCP DR site (its HA VPN gateway); regenerate the stack with "
+                "Azure primary to a GCP DR site (its HA VPN gateway) or into an Azure DR site "
+                "from an AWS primary (its transit gateway); regenerate the stack with "
                 "`gpudr generate`"
             )
     return links

@@ -601,9 +601,7 @@ def _peers_and_links(
                     secondary_location=link.secondary_location if link else None,
                     port_gbps=path.ports.port_gbps if path.ports else None,
                     ports=path.ports.ports if path.ports else None,
-                    tunnels=int(reference.defaults()["links"][path.kind]["tunnels"])
-                    if path.kind in (LinkKind.HA_VPN, LinkKind.VPN)
-                    else None,
+                    tunnels=path.tunnels,
                     gateway_sku=path.gateway_sku,
                     **_cci_fields(path.kind, link),
                 )

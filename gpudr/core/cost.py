@@ -391,6 +391,7 @@ TRANSFER_ROUTE: dict[tuple[str, str], str] = {
     (Cloud.AWS, Cloud.GCP): "internet_egress",
     (Cloud.GCP, Cloud.AWS): "internet_egress",
     (Cloud.AZURE, Cloud.GCP): "internet_egress",
+    (Cloud.AWS, Cloud.AZURE): "internet_egress",
 }
 # Extra per-GB fee of a mechanism: the cloud that runs it and its rule.
 MECHANISM_FEE: dict[str, tuple[str, str]] = {

@@ -92,6 +92,7 @@ class Path:
     gateway_sku: str | None = None  # vpn: the Azure VPN gateway SKU sized for the need
     # Why the planner chose this link when the DR site named no kind (`dedicated_link`).
     choice: str | None = None
+    tunnels: int | None = None  # ha-vpn | vpn: the link's IPsec tunnels (`link_tunnels`)
 
     @property
     def needed_gbps(self) -> float:
@@ -355,9 +356,10 @@ def _quota_source(plan: Plan, key: str, default: str) -> str:
 
 
 def _path_capacity(
-    plan: Plan, kind: str, need_gbps: float, dx_locations: int = 2
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int = 2, vpn_peer: str = ""
 ) -> tuple[float, str, sizing.PortPlan | None]:
-    """What a path can carry (Gbps), where that figure comes from, and Direct Connect's ports."""
+    """What a path can carry (Gbps), where that figure comes from, and Direct Connect's ports.
+    `vpn_peer`: for a `vpn` path, the cloud at the other end of its Azure VPN gateway."""
     sources = reference.defaults()["sources"]
     if kind == ServicePath.S3_RTC:
         url = sources["s3-rtc-best-practices"]["url"]
@@ -379,14 +381,24 @@ def _path_capacity(
     if kind == ServicePath.DATASYNC:
         default = "quotas.datasync_gbps default (assumption: AWS publishes no agentless rate)"
         return plan.quotas.datasync_gbps, _quota_source(plan, "datasync_gbps", default), None
-    return _link_capacity(plan, kind, need_gbps, dx_locations)
+    return _link_capacity(plan, kind, need_gbps, dx_locations, vpn_peer)
+
+
+def _vpn_peer(primary: Site | OnPremSite, dr: Site) -> str:
+    """The cloud joined to an Azure VPN gateway by a `vpn` link: the pair's other cloud (GCP
+    for Azure -> GCP, AWS for AWS -> Azure)."""
+    ends = (dr.cloud,) if isinstance(primary, OnPremSite) else (primary.cloud, dr.cloud)
+    others = [str(c) for c in ends if c != Cloud.AZURE]
+    if len(others) != 1:  # spec.PAIRS gives `vpn` only to Azure <-> another cloud
+        raise ValueError(f"a vpn link joins an Azure site to another cloud, not {ends}")
+    return others[0]
 
 
 def _link_capacity(
-    plan: Plan, kind: str, need_gbps: float, dx_locations: int
+    plan: Plan, kind: str, need_gbps: float, dx_locations: int, vpn_peer: str
 ) -> tuple[float, str, sizing.PortPlan | None]:
     if kind == LinkKind.VPN:
-        _, capacity, src = sizing.vpn_gateway(need_gbps)
+        _, capacity, src = sizing.vpn_gateway(need_gbps, vpn_peer)
         return capacity, src, None
     if kind == LinkKind.HA_VPN:
         vpn = reference.defaults()["links"]["ha-vpn"]
@@ -590,6 +602,7 @@ def _path(
     members = list(flows)
     required = sum(sizing.path_load_gbps(f) for f in members)
     choice = None
+    vpn_peer = _vpn_peer(primary, dr) if kind == LinkKind.VPN else ""
     if isinstance(primary, OnPremSite):
         capacity, source, ports = wan_capacity(plan, primary)
     elif kind == LinkKind.CROSS_CLOUD_INTERCONNECT:
@@ -604,7 +617,7 @@ def _path(
             )
     else:
         capacity, source, ports = _path_capacity(
-            plan, kind, required * plan.headroom, _dx_locations(dr)
+            plan, kind, required * plan.headroom, _dx_locations(dr), vpn_peer
         )
     return Path(
         key=f"{primary.name}->{dr.name}:{kind}",
@@ -617,10 +630,11 @@ def _path(
         headroom=plan.headroom,
         flows=tuple(f.name for f in members),
         ports=ports,
-        gateway_sku=sizing.vpn_gateway(required * plan.headroom)[0]
+        gateway_sku=sizing.vpn_gateway(required * plan.headroom, vpn_peer)[0]
         if kind == LinkKind.VPN
         else None,
         choice=choice,
+        tunnels=link_tunnels(kind, vpn_peer),
     )
 
 
@@ -1665,10 +1679,12 @@ def _flow_usages(plan: Plan, f: DataFlow, path: Path) -> list[Usage]:
 
 # The DR links that attach to an AWS site's transit gateway; a transit gateway bills every GB
 # sent into it from a VPC, a VPN or Direct Connect, none arriving over a peering attachment.
+# (`vpn` attaches to one only on AWS -> Azure: components/aws/azure_vpn.py)
 TGW_LINKS = (
     LinkKind.TGW_PEERING,
     LinkKind.DIRECT_CONNECT,
     LinkKind.HA_VPN,
+    LinkKind.VPN,
     LinkKind.CROSS_CLOUD_INTERCONNECT,
 )
 # The links whose AWS end is a Direct Connect gateway on the site's transit gateway.
@@ -1832,16 +1848,26 @@ def _cci_usages(plan: Plan, path: Path, ports: sizing.PortPlan) -> Iterator[Usag
     yield _usage("interconnect-vlan-attachments", by_cloud[Cloud.GCP], hours, True, **bandwidth)
 
 
+def link_tunnels(kind: str, vpn_peer: str = "") -> int | None:
+    """The IPsec tunnels of a VPN link: HA VPN's four; an Azure gateway's peer's count
+    (`sizing.azure_vpn_tunnels`: GCP two, AWS four); None for any other link."""
+    if kind == LinkKind.HA_VPN:
+        return int(reference.defaults()["links"]["ha-vpn"]["tunnels"])
+    if kind == LinkKind.VPN:
+        return sizing.azure_vpn_tunnels(vpn_peer)
+    return None
+
+
 def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     """Each cloud bills its own end, whichever side is the primary."""
     by_cloud = {plan.sites[n].cloud: plan.sites[n] for n in (path.primary, path.dr)}
-    tunnels = int(reference.defaults()["links"][path.kind]["tunnels"])
-    yield _usage(
-        "ha-vpn-tunnels", by_cloud[Cloud.GCP], tunnels * HOURS_PER_MONTH, True, tunnels=tunnels
-    )
+    tunnels = path.tunnels or 0
+    if Cloud.GCP in by_cloud:
+        gcp = by_cloud[Cloud.GCP]
+        yield _usage("ha-vpn-tunnels", gcp, tunnels * HOURS_PER_MONTH, True, tunnels=tunnels)
     if Cloud.AWS in by_cloud:
         aws = by_cloud[Cloud.AWS]
-        connections = aws_vpn_connections(path.kind)
+        connections = aws_vpn_connections(tunnels)
         yield _usage(
             "aws-vpn-connections", aws, connections * HOURS_PER_MONTH, True, connections=connections
         )
@@ -1852,14 +1878,15 @@ def _vpn_usages(plan: Plan, path: Path) -> Iterator[Usage]:
     if Cloud.AZURE in by_cloud and path.gateway_sku:
         azure = by_cloud[Cloud.AZURE]
         yield _usage("azure-vpn-gateway", azure, HOURS_PER_MONTH, True, sku=path.gateway_sku)
-        # An active-active gateway: one Standard static address per instance, one per tunnel.
-        what = f"VPN gateway, {tunnels} instances"
-        yield _usage("public-ipv4", azure, tunnels * HOURS_PER_MONTH, True, what=what)
+        # An active-active gateway: one Standard static address per instance.
+        ips = sizing.AZURE_VPN_INSTANCES
+        what = f"VPN gateway, {ips} instances"
+        yield _usage("public-ipv4", azure, ips * HOURS_PER_MONTH, True, what=what)
 
 
-def aws_vpn_connections(kind: str) -> int:
+def aws_vpn_connections(tunnels: int) -> int:
     """AWS site-to-site VPN connections on a VPN path: each brings two tunnels."""
-    return int(reference.defaults()["links"][kind]["tunnels"]) // 2
+    return tunnels // 2
 
 
 def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage]:
@@ -1875,8 +1902,8 @@ def _tgw_attachment_usages(plan: Plan, paths: dict[str, Path]) -> Iterator[Usage
                 continue
             if path.kind == LinkKind.TGW_PEERING:
                 parts["peering"] = parts.get("peering", 0) + 1
-            elif path.kind == LinkKind.HA_VPN:
-                parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.kind)
+            elif path.kind in (LinkKind.HA_VPN, LinkKind.VPN):
+                parts["VPN"] = parts.get("VPN", 0) + aws_vpn_connections(path.tunnels or 0)
             elif path.kind in DX_LINKS:
                 parts["Direct Connect gateway"] = parts.get("Direct Connect gateway", 0) + 1
             elif path.kind == LinkKind.WAN:

@@ -50,6 +50,7 @@ class Mechanism(StrEnum):
     # Azure Storage Mover job definitions at the Azure DR site reading an on-premises NFS
     # export through its Arc-registered agents there
     STORAGE_MOVER = "storage-mover"
+    AZCOPY = "azcopy"  # Container Apps jobs at the Azure DR site copying from S3 with AzCopy
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 

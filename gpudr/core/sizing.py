@@ -511,32 +511,65 @@ def azure_vpn_skus() -> dict[str, float]:
     return {str(sku): float(gbps) for sku, gbps in skus.items()}
 
 
+# An active-active Azure VPN gateway has two instances, each with its own public IP address and
+# BGP speaker (components/azure/vpn.py); every gpudr VPN into or out of Azure uses one.
+AZURE_VPN_INSTANCES = 2
+
+
+def vpn_tunnel_gbps(cloud: str) -> float:
+    """What one IPsec tunnel carries at an AWS VPN connection or a GCP HA VPN gateway (links.
+    ha-vpn.tunnel_gbps): AWS's 1.25 Gbps, GCP's 3 Gbps."""
+    return float(reference.defaults()["links"]["ha-vpn"]["tunnel_gbps"][cloud])
+
+
+def azure_vpn_tunnels(peer: str) -> int:
+    """How many tunnels join an active-active Azure VPN gateway from a `peer` cloud (links.vpn.
+    peers): GCP's HA VPN two, AWS's two VPN connections four."""
+    return int(reference.defaults()["links"]["vpn"]["peers"][peer]["tunnels"])
+
+
+def _azure_vpn_tunnel_gbps(sku: str, peer_tunnel_gbps: float) -> float:
+    """One tunnel through an Azure gateway of `sku`: the slower of Azure's per-tunnel figure for
+    the SKU with GCMAES256 (the cipher gpudr's IPsec policies set) and the peer end's."""
+    azure = float(reference.defaults()["links"]["vpn"]["tunnel_gbps_azure"][sku])
+    return min(azure, peer_tunnel_gbps)
+
+
 def azure_vpn_gbps(
-    sku: str, tunnels: int | None = None, aggregate_gbps: float | None = None
+    sku: str,
+    tunnels: int | None = None,
+    aggregate_gbps: float | None = None,
+    peer: str = "gcp",
+    peer_tunnel_gbps: float | None = None,
 ) -> float | None:
-    """Azure <-> GCP VPN through an Azure gateway of `sku`: the tunnels at the slower end's
-    per-tunnel rate (Azure's figure for the SKU with GCMAES256, or GCP's), capped by the SKU's
-    aggregate throughput (or `aggregate_gbps`). None for a SKU without a published figure."""
-    vpn = reference.defaults()["links"]["vpn"]
-    if sku not in vpn["tunnel_gbps_azure"]:
+    """A VPN through an Azure gateway of `sku` to a `peer` cloud's end (GCP's HA VPN, AWS's VPN
+    connections): the tunnels (the peer's count by default) at the slower end's per-tunnel rate
+    (Azure's figure for the SKU with GCMAES256, or the peer's, or `peer_tunnel_gbps`), capped by
+    the SKU's aggregate throughput (or `aggregate_gbps`). None for a SKU without a published
+    figure."""
+    if sku not in reference.defaults()["links"]["vpn"]["tunnel_gbps_azure"]:
         return None
-    count = int(vpn["tunnels"]) if tunnels is None else tunnels
-    per_tunnel = min(float(vpn["tunnel_gbps_azure"][sku]), float(vpn["tunnel_gbps_gcp"]))
+    count = azure_vpn_tunnels(peer) if tunnels is None else tunnels
+    peer_gbps = vpn_tunnel_gbps(peer) if peer_tunnel_gbps is None else peer_tunnel_gbps
     aggregate = azure_vpn_skus()[sku] if aggregate_gbps is None else aggregate_gbps
-    return min(count * per_tunnel, aggregate)
+    return min(count * _azure_vpn_tunnel_gbps(sku, peer_gbps), aggregate)
 
 
-def vpn_gateway(need_gbps: float) -> tuple[str, float, str]:
-    """Azure <-> GCP VPN: the smallest zone-redundant Azure gateway SKU whose tunnels carry the
-    need (the largest if none does), the link's capacity (`azure_vpn_gbps`), and its basis."""
-    vpn = reference.defaults()["links"]["vpn"]
-    tunnels = int(vpn["tunnels"])
-    options = sorted((azure_vpn_gbps(sku) or 0.0, sku) for sku in azure_vpn_skus())
+def vpn_gateway(need_gbps: float, peer: str = "gcp") -> tuple[str, float, str]:
+    """A VPN between an Azure site and a `peer` cloud (Azure <-> GCP, AWS <-> Azure): the
+    smallest zone-redundant Azure gateway SKU whose tunnels carry the need (the largest if none
+    does), the link's capacity (`azure_vpn_gbps`), and its basis."""
+    tunnels = azure_vpn_tunnels(peer)
+    options = sorted((azure_vpn_gbps(sku, peer=peer) or 0.0, sku) for sku in azure_vpn_skus())
     # None big enough: the smallest SKU with the most capacity (a larger one adds nothing).
     best = next(o for o in options if o[0] == options[-1][0])
     capacity, sku = next((o for o in options if o[0] >= need_gbps), best)
-    per_tunnel = min(float(vpn["tunnel_gbps_azure"][sku]), float(vpn["tunnel_gbps_gcp"]))
-    aggregate = float(vpn["gateway_gbps"][sku])
+    azure = float(reference.defaults()["links"]["vpn"]["tunnel_gbps_azure"][sku])
+    per_tunnel = _azure_vpn_tunnel_gbps(sku, vpn_tunnel_gbps(peer))
+    slower = (
+        f"Azure {sku} per tunnel, GCMAES256" if azure <= per_tunnel else f"the {peer.upper()} end"
+    )
+    aggregate = azure_vpn_skus()[sku]
     limit = (
         f"capped by its {aggregate:g} Gbps aggregate"
         if aggregate < tunnels * per_tunnel
@@ -545,8 +578,7 @@ def vpn_gateway(need_gbps: float) -> tuple[str, float, str]:
     return (
         sku,
         capacity,
-        f"{tunnels} VPN tunnels x {per_tunnel:g} Gbps (Azure {sku} per tunnel, GCMAES256), "
-        + limit,
+        f"{tunnels} VPN tunnels x {per_tunnel:g} Gbps ({slower}), " + limit,
     )
 
 

@@ -80,6 +80,7 @@ PAIRS: dict[tuple[Cloud, Cloud], tuple[tuple[Mechanism, ...], tuple[LinkKind, ..
         (LinkKind.HA_VPN, LinkKind.CROSS_CLOUD_INTERCONNECT),
     ),
     (Cloud.AZURE, Cloud.GCP): ((Mechanism.STS,), (LinkKind.VPN,)),
+    (Cloud.AWS, Cloud.AZURE): ((Mechanism.AZCOPY,), (LinkKind.VPN,)),
 }
 # The pairs whose default link has a dedicated alternative: a DR site naming no link kind gets
 # the default while it carries the link's need with headroom, else this (design.link_kind).

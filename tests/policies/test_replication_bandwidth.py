@@ -10,6 +10,7 @@ from gpudr.contract.tags import Tag, gcp_labels
 from policies.common import (
     AWS_VPN_CONNECTION,
     AZ_VNET_PEERING,
+    AZ_VPN_CONNECTION,
     AZ_VPN_GATEWAY,
     DX_CONNECTION,
     GCP_INTERCONNECT,
@@ -153,6 +154,17 @@ def cci(gbps: int, locations: list[str], aws_speed: str | None = "10Gbps") -> li
     return out
 
 
+def anchor(sku: str) -> Res:
+    """An Azure DR site's gateway for an AWS primary: two APIPA addresses per instance."""
+    addresses = [["169.254.21.2", "169.254.22.2"], ["169.254.21.6", "169.254.22.6"]]
+    return link(
+        AZ_VPN_GATEWAY,
+        "vpngw",
+        sku={"name": sku, "tier": sku},
+        bgpSettings={"bgpPeeringAddresses": [{"customBgpIpAddresses": a} for a in addresses]},
+    )
+
+
 @pytest.mark.parametrize(
     ("links", "config", "expected"),
     [
@@ -247,6 +259,30 @@ def cci(gbps: int, locations: list[str], aws_speed: str | None = "10Gbps") -> li
             None,
             "2 VPN tunnels through vpngw (VpnGw4AZ): 4.6 Gbps",
             id="azure-tunnels-at-the-skus-per-tunnel-rate",
+        ),
+        # AWS -> Azure, the Azure DR stack: its anchor gateway terminates one AWS tunnel per
+        # custom APIPA address (four), each at AWS's 1.25 Gbps, capped by the SKU.
+        pytest.param(
+            [anchor("VpnGw5AZ")],
+            None,
+            "4 VPN tunnels through vpngw (VpnGw5AZ): 5 Gbps",
+            id="azure-dr-anchor-at-awss-tunnel-rate",
+        ),
+        pytest.param(
+            [anchor("VpnGw2AZ")], None, "(VpnGw2AZ): 1.25 Gbps", id="azure-dr-anchor-undersized"
+        ),
+        pytest.param(
+            [anchor("VpnGw5AZ")], {"vpn_tunnel_gbps": 2.3}, None, id="azure-dr-anchor-carries-it"
+        ),
+        # AWS -> Azure, the AWS primary's stack: its tunnels count only where Azure connects.
+        pytest.param(
+            [
+                *[link(AWS_VPN_CONNECTION, f"vpn-{i}") for i in range(2)],
+                *[link(AZ_VPN_CONNECTION, f"conn-{i}") for i in range(2)],
+            ],
+            None,
+            "2 VPN tunnels x 1.25 Gbps",
+            id="aws-primary-two-azure-connections",
         ),
         pytest.param([link(AZ_VNET_PEERING, "peering")], None, None, id="vnet-peering-unbounded"),
         # Cross-Cloud Interconnect: each end with one edge availability domain down.

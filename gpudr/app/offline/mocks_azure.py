@@ -290,4 +290,19 @@ def lookup(token: str, args: dict[str, Any]) -> dict[str, Any]:
             "clientId": "22222222-2222-2222-2222-222222222222",
             "objectId": "33333333-3333-3333-3333-333333333333",
         }
+    if token == "azure-native:network:getVirtualNetworkGateway":
+        # An Azure DR site's VPN gateway, as an AWS primary's stack finds it by name: the id
+        # the DR stack's own run registers for it.
+        name = str(args.get("virtualNetworkGatewayName"))
+        inputs = {"resourceGroupName": args.get("resourceGroupName")}
+        return {"id": _arm_id("network:VirtualNetworkGateway", name, name, inputs), "name": name}
+    if token == "azure-native:network:getPublicIPAddress":
+        # The DR gateway's instance addresses: the ones its stack's run allocates.
+        name = str(args.get("publicIpAddressName"))
+        _rid, state = answer(
+            "azure-native:network:PublicIPAddress",
+            name,
+            {"resourceGroupName": args.get("resourceGroupName"), "publicIpAddressName": name},
+        )
+        return {"id": state["id"], "name": name, "ipAddress": state["ipAddress"]}
     raise LookupError(f"the offline mocks do not answer {token}; add it to offline/mocks_azure.py")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpudr.core import cost
+from gpudr.core import cost, reference
 from gpudr.core.design import DX_HAIRPIN_NOTE, Design, design
 from gpudr.core.spec import parse_plan
 
@@ -160,3 +160,94 @@ def test_a_dual_region_bucket_replicates_at_a_stated_rate(
         (row,) = [w for w in d.workloads if w.name == "checkpoints"]
         assert any(f"but has {capacity:g} Gbps" in n for n in row.notes), row.notes
         assert not flow.estimate.guaranteed or path.ok
+
+
+# AWS -> Azure: dual-written weights over the BGP VPN between the primary's transit gateway and
+# the DR site's active-active Azure gateway. Weights of S x 360 GB published within 1 h need
+# S Gbps with the default headroom (S x 360e9 x 8 / 3600 x 1.25).
+AWS_AZURE: dict[str, Any] = {
+    "name": "xaz",
+    "sites": {
+        "use1": {
+            "cloud": "aws",
+            "region": "us-east-1",
+            "role": "primary",
+            "account": "111122223333",
+            "cidr": "10.10.0.0/16",
+            "azs": ["us-east-1a", "us-east-1b"],
+        },
+        "wus": {
+            "cloud": "azure",
+            "region": "westus",
+            "role": "dr",
+            "protects": "use1",
+            "cidr": "10.86.0.0/16",
+            "azs": ["1", "2"],
+        },
+    },
+    "data": {"weights": {"size": "500GB", "rpo": "0", "publish_window": "1h"}},
+}
+
+
+def _aws_azure(need_gbps: float) -> Design:
+    raw = copy.deepcopy(AWS_AZURE)
+    raw["data"]["weights"]["size"] = f"{need_gbps * 360:g}GB"
+    return design(parse_plan(raw))
+
+
+@pytest.mark.parametrize(
+    ("need", "sku", "capacity", "ok"),
+    [
+        (0.5, "VpnGw2AZ", 1.25, True),  # the SKU's 1.25 Gbps aggregate binds
+        (2, "VpnGw3AZ", 2.5, True),  # its 2.5 Gbps aggregate binds
+        (5, "VpnGw4AZ", 5.0, True),  # 4 tunnels x AWS's 1.25 Gbps = its 5 Gbps aggregate
+        (8, "VpnGw4AZ", 5.0, False),  # no SKU helps: AWS's four tunnels carry 5 Gbps at most
+    ],
+)
+def test_aws_to_azure_vpn_is_sized_from_the_aws_tunnels_and_the_gateway_sku(
+    need: float, sku: str, capacity: float, ok: bool
+) -> None:
+    (path,) = _aws_azure(need).paths.values()
+    assert path.kind == "vpn" and path.tunnels == 4
+    assert path.needed_gbps == pytest.approx(need)
+    assert (path.gateway_sku, path.capacity_gbps, path.ok) == (sku, capacity, ok)
+    assert path.capacity_source.startswith("4 VPN tunnels x 1.25 Gbps")
+
+
+def test_aws_to_azure_vpn_bills_each_end_and_internet_egress() -> None:
+    d = _aws_azure(2)
+    lines = {(x.site, x.item): x for x in d.cost.lines}
+    assert lines[("use1", "AWS VPN connections (2)")].quantity == 2 * cost.HOURS_PER_MONTH
+    assert ("use1", "public IPv4 addresses (4 VPN tunnel endpoints)") in lines
+    assert ("use1", "transit gateway attachments (VPC + 2 VPN)") in lines
+    assert ("wus", "public IPv4 addresses (VPN gateway, 2 instances)") in lines
+    # Dual writes leave AWS over the internet (the VPN runs over it), through the transit gateway.
+    transfer = lines[("use1", "weights transfer aws -> azure")]
+    internet = reference.price("aws", "transfer_gb", "internet_egress")
+    assert transfer.source == internet.citation
+    assert ("use1", "weights dual writes through the transit gateway") in lines
+    # No published price for the gateway's hours: unpriced, never zero.
+    assert any("Azure VPN gateway VpnGw3AZ" in x for x in d.cost.unpriced)
+    assert not any("HA VPN" in x.item for x in d.cost.lines)
+
+
+def test_aws_to_azure_stack_configs_carry_the_link_to_both_ends() -> None:
+    """The Azure DR site's anchor needs the SKU and the tunnels it terminates; the AWS primary,
+    which joins it, needs the DR site's resource group, network and ASN (its gateway's names)."""
+    from gpudr.build.stackconfig import build_site_configs
+
+    configs = build_site_configs(_aws_azure(2))
+    primary, dr = configs["use1"], configs["wus"]
+    assert [(x.kind, x.peer_site, x.tunnels, x.gateway_sku) for x in primary.links] == [
+        ("vpn", "wus", 4, "VpnGw3AZ")
+    ]
+    assert [(x.kind, x.peer_site, x.tunnels, x.gateway_sku) for x in dr.links] == [
+        ("vpn", "use1", 4, "VpnGw3AZ")
+    ]
+    (peer,) = primary.peers
+    assert (peer.cloud, peer.resource_group, peer.network_name) == (
+        "azure",
+        dr.resource_group,
+        dr.network_name,
+    )
+    assert peer.asn == dr.transit_gateway_asn != primary.transit_gateway_asn

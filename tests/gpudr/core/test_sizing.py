@@ -544,3 +544,52 @@ def test_size_cross_cloud_interconnect_beyond_the_most_connections(need: float) 
     plan = sizing.size_cross_cloud_interconnect(need, CCI)
     assert (plan.port_gbps, plan.ports, plan.survivable_gbps) == (100, 8, 400)
     assert not sizing.fits(need, plan.survivable_gbps)
+
+
+# An Azure VPN gateway joined to each peer cloud: the smallest SKU carrying the need, and its
+# capacity = min(SKU aggregate, tunnels x min(Azure per tunnel with GCMAES256, the peer's)).
+# AWS: 4 tunnels x min(1.25, Azure's) -> VpnGw2AZ 1.25 (aggregate), VpnGw3AZ 2.5 (aggregate),
+# VpnGw4AZ 5 (4 x 1.25 = its aggregate), VpnGw5AZ 5 (the AWS tunnels bind, not its 10).
+# GCP: 2 tunnels x min(3, Azure's) -> 1.25, 2.5, 4.6, 4.6.
+@pytest.mark.parametrize(
+    ("peer", "need", "sku", "capacity"),
+    [
+        ("aws", 0.5, "VpnGw2AZ", 1.25),
+        ("aws", 1.25, "VpnGw2AZ", 1.25),
+        ("aws", 2, "VpnGw3AZ", 2.5),
+        ("aws", 5, "VpnGw4AZ", 5.0),
+        # Nothing carries 8 Gbps: the smallest SKU with the most capacity (VpnGw5AZ adds none).
+        ("aws", 8, "VpnGw4AZ", 5.0),
+        ("gcp", 0.5, "VpnGw2AZ", 1.25),
+        ("gcp", 2, "VpnGw3AZ", 2.5),
+        ("gcp", 4, "VpnGw4AZ", 4.6),
+        ("gcp", 8, "VpnGw4AZ", 4.6),
+    ],
+)
+def test_vpn_gateway_by_peer(peer: str, need: float, sku: str, capacity: float) -> None:
+    chosen, gbps, basis = sizing.vpn_gateway(need, peer)
+    assert (chosen, gbps) == (sku, pytest.approx(capacity))
+    assert basis.startswith(f"{sizing.azure_vpn_tunnels(peer)} VPN tunnels x ")
+
+
+@pytest.mark.parametrize(
+    ("sku", "peer", "tunnels", "aggregate", "capacity"),
+    [
+        ("VpnGw5AZ", "aws", None, None, 5.0),  # 4 x 1.25: AWS's tunnels bind below 10
+        ("VpnGw5AZ", "aws", 2, None, 2.5),  # two tunnels up: half
+        ("VpnGw3AZ", "aws", None, 2.0, 2.0),  # an aggregate given (the pack's config) caps it
+        ("VpnGw5AZ", "gcp", None, None, 4.6),  # 2 x 2.3: Azure's per-tunnel figure binds
+        ("VpnGw1", "aws", None, None, None),  # no published per-tunnel figure
+    ],
+)
+def test_azure_vpn_gbps(
+    sku: str, peer: str, tunnels: int | None, aggregate: float | None, capacity: float | None
+) -> None:
+    assert sizing.azure_vpn_gbps(sku, tunnels, aggregate, peer=peer) == (
+        None if capacity is None else pytest.approx(capacity)
+    )
+
+
+def test_the_aws_end_of_a_vpn_is_its_site_to_site_tunnel() -> None:
+    assert (sizing.vpn_tunnel_gbps("aws"), sizing.azure_vpn_tunnels("aws")) == (1.25, 4)
+    assert sizing.vpn_tunnel_gbps("aws") == sizing.ha_vpn_tunnel_gbps()

@@ -208,12 +208,15 @@ def test_spec_defaults_have_sources() -> None:
 
 
 def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["use1"].update(
+        cloud="gcp", region="us-central1", project="acme-llm-prod", azs=["us-central1-a"]
+    )
     example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
     with pytest.raises(PlanError) as caught:
         parse_plan(example_raw)
     lines = [str(e) for e in caught.value.errors]
     assert any(
-        line.startswith("sites.usw2.protects: protecting an aws site from azure is not supported")
+        line.startswith("sites.usw2.protects: protecting a gcp site from azure is not supported")
         for line in lines
     ), lines
 
