@@ -381,6 +381,8 @@ class AwsSite(pulumi.ComponentResource):
             )
         elif link.kind == "ha-vpn" and cfg.role == "primary":
             self._vpn_to_gcp(link, peer, network, link_tags)
+        elif link.kind == "vpn" and cfg.role == "primary" and peer.cloud == "azure":
+            self._vpn_to_azure(link, peer, network, link_tags)
         elif link.kind == "direct-connect":
             DirectConnectAttachment(
                 f"{name}-dx-{peer.site}",
@@ -392,6 +394,19 @@ class AwsSite(pulumi.ComponentResource):
                 ),
                 opts=self._child,
             )
+
+    def _vpn_to_azure(
+        self, link: LinkConfig, peer: PeerConfig, network: SiteNetwork, tags: dict[str, str]
+    ) -> None:
+        """The VPN link to an Azure DR site (AWS VPN connections on this site's transit gateway
+        to the DR site's Azure VPN gateway): not built yet. Only dual writes use it; AzCopy
+        copies service to service over the internet."""
+        pulumi.log.warn(
+            f"{self._cfg.site}: the vpn link to the Azure site {peer.site} is not declared by "
+            "this version of gpudr (its AWS end is not built yet); dual writes to that site "
+            "need it",
+            resource=self,
+        )
 
     def _onprem_link(self, link: LinkConfig, network: SiteNetwork) -> None:
         """The DR site's end of an on-premises site's link (components/aws/onprem.py)."""

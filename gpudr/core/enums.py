@@ -50,6 +50,7 @@ class Mechanism(StrEnum):
     # Azure Storage Mover job definitions at the Azure DR site reading an on-premises NFS
     # export through its Arc-registered agents there
     STORAGE_MOVER = "storage-mover"
+    AZCOPY = "azcopy"  # Container Apps jobs at the Azure DR site copying from S3 with AzCopy
     DUAL_WRITE = "dual-write"  # the writer writes every copy before it reports success
     NONE = "none"  # a class no DR site receives
 
@@ -61,6 +62,7 @@ PULLED = (
     Mechanism.DATASYNC_AGENT,
     Mechanism.STS_AGENT,
     Mechanism.STORAGE_MOVER,
+    Mechanism.AZCOPY,
 )
 # Pulls from an on-premises site through agents there, bound by the WAN bandwidth committed to DR
 # (and the agents' own limits), not a vendor quota.
@@ -199,6 +201,7 @@ class ServicePath(StrEnum):
     STS = "sts"
     DATASYNC = "datasync"
     AZURE_OR = "azure-or"
+    AZCOPY = "azcopy"
 
 
 class Mode(StrEnum):
@@ -242,6 +245,19 @@ def cloudwatch_retention_days(days: int) -> int:
         f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
         f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
     )
+
+
+# The longest an AWS role session lasts (IAM's upper bound on a role's MaxSessionDuration,
+# which AssumeRoleWithWebIdentity's DurationSeconds cannot exceed). AzCopy presigns each S3
+# object's URL with the session's credentials, so the URLs die with the session: one AzCopy run
+# must finish within it. The AWS primary's read role declares it, the planner refuses a run
+# longer than it, and the pack checks the registered job's timeout against it.
+AWS_MAX_SESSION_S = 43200
+# What one AzCopy job replica is allocated (a Container Apps Consumption profile pairs 0.5 GiB
+# with each 0.25 vCPU, up to 4 vCPU): the service-to-service copy moves no data through the
+# replica, which only lists and schedules blocks. The job declares it and the plan bills it.
+AZCOPY_JOB_VCPU = 1.0
+AZCOPY_JOB_MEMORY_GIB = 2.0
 
 
 # Private ASNs on gpudr's side of BGP: transit gateways from 64600 up, one per site (its

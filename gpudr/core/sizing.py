@@ -17,7 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudr.core import reference
-from gpudr.core.enums import DR_PATTERNS, DataClass, Mechanism, Pattern, PoolKind
+from gpudr.core.enums import (
+    AWS_MAX_SESSION_S,
+    DR_PATTERNS,
+    DataClass,
+    Mechanism,
+    Pattern,
+    PoolKind,
+)
 from gpudr.core.units import transfer_seconds
 
 # --- the facts that cross to the policy pack, at the precision the tags carry them -------------
@@ -306,6 +313,17 @@ def min_pull_interval_s(mechanism: str) -> int:
     return int(reference.mechanism(mechanism)["min_interval_s"])
 
 
+# The longest one run of a pull may take, by mechanism: an AzCopy run reads S3 through URLs
+# presigned with one AWS role session, which ends after at most 12 h (enums.AWS_MAX_SESSION_S);
+# what is not copied by then fails, and the next run starts over from its listing.
+MAX_RUN_S: dict[str, int] = {Mechanism.AZCOPY: AWS_MAX_SESSION_S}
+
+
+def max_run_s(mechanism: str) -> int | None:
+    """How long one run of the mechanism may last before it fails, or None (no bound)."""
+    return MAX_RUN_S.get(mechanism)
+
+
 def achieved_rpo(
     flow: Flow,
     lag_floor_s: float | None,
@@ -398,6 +416,7 @@ def pull_at(
     rpo_s: float | None,
     rate_cap_gbps: float | None = None,
     wait_s: float = 0.0,
+    max_run_s: float | None = None,
 ) -> Schedule:
     """A pull every `interval_s` on a path of `capacity_gbps` shared with other flows.
 
@@ -410,7 +429,8 @@ def pull_at(
     on one agent). `wait_s`: how long a run may queue behind other classes' runs on the same
     workers (a DataSync agent runs one task at a time, and every task uses every agent).
     It fits when base + interval + wait + transfer x headroom meets the RPO: the same margin
-    every other path keeps.
+    every other path keeps; and, where one run must finish within `max_run_s` (an AzCopy run
+    within its AWS session), when the transfer does.
     """
     available = capacity_gbps - other_steady_gbps
     if rate_cap_gbps is not None:
@@ -420,6 +440,8 @@ def pull_at(
     rpo = flow.base_rpo_s + interval_s + wait_s + transfer
     margin = flow.base_rpo_s + interval_s + wait_s + transfer * headroom
     fits = rpo_s is None or margin <= rpo_s + 1e-6
+    if max_run_s is not None and transfer > max_run_s:
+        fits = False
     return Schedule(interval_s, run, transfer, rpo, fits, wait_s)
 
 
@@ -435,10 +457,12 @@ def scheduled_transfer(
     headroom: float = 1.0,
     rate_cap_gbps: float | None = None,
     wait_s: float = 0.0,
+    max_run_s: float | None = None,
 ) -> Schedule:
     """The longest whole-step repeat interval whose worst case still meets the RPO (fewer,
-    larger runs). With no RPO target the interval is the maximum (a daily copy). When even the
-    shortest allowed interval misses the RPO, the shortest is returned with fits=False."""
+    larger runs). With no RPO target the interval is the longest whose run finishes within
+    `max_run_s`, if any (else the maximum: a daily copy). When even the shortest allowed
+    interval misses the RPO, the shortest is returned with fits=False."""
 
     def at(interval: int) -> Schedule:
         return pull_at(
@@ -450,10 +474,14 @@ def scheduled_transfer(
             rpo_s=rpo_s,
             rate_cap_gbps=rate_cap_gbps,
             wait_s=wait_s,
+            max_run_s=max_run_s,
         )
 
     if rpo_s is None:
-        return at(max_interval_s)
+        interval = max_interval_s
+        while interval > min_interval_s and not at(interval).fits:
+            interval -= step_s
+        return at(interval)
     best = at(min_interval_s)
     interval = min_interval_s + step_s
     while interval <= max_interval_s:
@@ -472,6 +500,7 @@ QUOTA_KEYS: dict[str, str] = {
     Mechanism.CRR_RTC: "s3_rtc_gbps",
     Mechanism.STS: "sts_gbps",
     Mechanism.DATASYNC: "datasync_gbps",
+    Mechanism.AZCOPY: "azcopy_gbps",
     Mechanism.GCS_TURBO: "gcs_turbo_gbps",
     Mechanism.GCS_DUAL_REGION: "gcs_dual_region_gbps",
 }

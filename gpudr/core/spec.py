@@ -74,6 +74,7 @@ PAIRS: dict[tuple[Cloud, Cloud], tuple[tuple[Mechanism, ...], tuple[LinkKind, ..
     (Cloud.AWS, Cloud.GCP): ((Mechanism.STS,), (LinkKind.HA_VPN,)),
     (Cloud.GCP, Cloud.AWS): ((Mechanism.DATASYNC,), (LinkKind.HA_VPN,)),
     (Cloud.AZURE, Cloud.GCP): ((Mechanism.STS,), (LinkKind.VPN,)),
+    (Cloud.AWS, Cloud.AZURE): ((Mechanism.AZCOPY,), (LinkKind.VPN,)),
 }
 # Pairs refused for a reason more specific than "no managed service pulls that way".
 REFUSED_PAIRS = {
@@ -327,6 +328,7 @@ class Quotas:
     datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
     sts_agent_gbps: float = 10.0  # per Storage Transfer agent on premises (the same)
     storage_mover_agent_gbps: float = 1.0  # per Azure Storage Mover agent (an assumption)
+    azcopy_gbps: float = 10.0  # AzCopy from S3 into an Azure DR site (an assumption)
 
 
 @dataclass(frozen=True)
@@ -1492,6 +1494,12 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
                 "is required when a gcp site protects this aws site: Storage Transfer "
                 "Service assumes a role in this account by its ARN",
             )
+        if pair == (Cloud.AWS, Cloud.AZURE) and primary.account is None:
+            r.error(
+                f"sites.{primary.name}.account",
+                "is required when an azure site protects this aws site: its AzCopy jobs "
+                "assume a role in this account by its ARN",
+            )
         _, links = PAIRS[pair]
         if site.link is not None and site.link.kind is None:
             site = sites[site.name] = replace(site, link=replace(site.link, kind=links[0]))
@@ -2276,6 +2284,7 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "datasync_agent_gbps",
         "sts_agent_gbps",
         "storage_mover_agent_gbps",
+        "azcopy_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}
