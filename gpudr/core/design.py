@@ -596,19 +596,23 @@ def _estimate(
         rate_cap_gbps=limits.rate_cap_gbps,
         wait_s=limits.wait_s,
         max_run_s=sizing.max_run_s(mech),
+        intervals=sizing.pull_intervals_s(mech),
     )
     longest = sizing.max_run_s(mech)
-    if longest is not None and schedule.transfer_s > longest:
-        # The run fails when its AWS session ends: what it has not copied by then never
-        # arrives, and the next run lists and starts over. No interval bounds the data loss.
+    if longest is not None and schedule.transfer_s > sizing.run_limit_s(
+        longest, schedule.interval_s
+    ):
+        # The run is stopped when its AWS session ends (its presigned URLs die with it) or the
+        # next run is due (the job's replica timeout): what it has not copied by then never
+        # arrives, and the next run starts over. No interval bounds the data loss.
         est = sizing.RpoEstimate(
             math.inf,
             math.inf,
             schedule.transfer_s,
             False,
             f"one run's transfer ({fmt_duration(schedule.transfer_s)} even every "
-            f"{fmt_duration(schedule.interval_s)}) outlasts the {fmt_duration(longest)} AWS "
-            "session its presigned S3 URLs are signed with: the run fails before it finishes. "
+            f"{fmt_duration(schedule.interval_s)}) outlasts the run's limit: the next run, and "
+            f"the {fmt_duration(longest)} AWS session its presigned S3 URLs are signed with. "
             "Raise quotas.azcopy_gbps to a measured rate, or shrink what one run copies",
         )
         return est, schedule

@@ -258,6 +258,11 @@ AWS_MAX_SESSION_S = 43200
 # replica, which only lists and schedules blocks. The job declares it and the plan bills it.
 AZCOPY_JOB_VCPU = 1.0
 AZCOPY_JOB_MEMORY_GIB = 2.0
+# The repeat intervals (hours) a 5-field cron expression keeps exactly, day after day: the
+# divisors of 24 ("0 */h * * *"), and daily. "0 */5 * * *" fires at 0, 5, ..., 20 and again at
+# 0: a 4 h gap, not 5. A job scheduled by cron (AzCopy's Container Apps jobs) runs at one of
+# these, which the planner sizes and the pack reads back.
+CRON_INTERVAL_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)
 
 
 # Private ASNs on gpudr's side of BGP: transit gateways from 64600 up, one per site (its

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gpudr.core import reference
 from gpudr.core.enums import (
     AWS_MAX_SESSION_S,
+    CRON_INTERVAL_HOURS,
     DR_PATTERNS,
     DataClass,
     Mechanism,
@@ -324,6 +325,24 @@ def max_run_s(mechanism: str) -> int | None:
     return MAX_RUN_S.get(mechanism)
 
 
+def run_limit_s(max_run_s: float, interval_s: float) -> float:
+    """How long one run of a bounded pull may take: within its session, and before the next
+    run starts (the job's replica timeout: a cron schedule starts the next run whether or not
+    the last one finished, and two runs would copy the same objects twice)."""
+    return min(max_run_s, interval_s)
+
+
+# Mechanisms scheduled by a cron expression: they repeat only at the intervals cron keeps.
+CRON_SCHEDULED = (Mechanism.AZCOPY,)
+
+
+def pull_intervals_s(mechanism: str) -> tuple[int, ...] | None:
+    """The repeat intervals a mechanism's schedule can express, or None (any whole hour)."""
+    if mechanism in CRON_SCHEDULED:
+        return tuple(h * 3600 for h in CRON_INTERVAL_HOURS)
+    return None
+
+
 def achieved_rpo(
     flow: Flow,
     lag_floor_s: float | None,
@@ -430,7 +449,7 @@ def pull_at(
     workers (a DataSync agent runs one task at a time, and every task uses every agent).
     It fits when base + interval + wait + transfer x headroom meets the RPO: the same margin
     every other path keeps; and, where one run must finish within `max_run_s` (an AzCopy run
-    within its AWS session), when the transfer does.
+    within its AWS session), when the transfer does, and before the next run starts.
     """
     available = capacity_gbps - other_steady_gbps
     if rate_cap_gbps is not None:
@@ -440,7 +459,7 @@ def pull_at(
     rpo = flow.base_rpo_s + interval_s + wait_s + transfer
     margin = flow.base_rpo_s + interval_s + wait_s + transfer * headroom
     fits = rpo_s is None or margin <= rpo_s + 1e-6
-    if max_run_s is not None and transfer > max_run_s:
+    if max_run_s is not None and transfer > run_limit_s(max_run_s, interval_s):
         fits = False
     return Schedule(interval_s, run, transfer, rpo, fits, wait_s)
 
@@ -458,11 +477,19 @@ def scheduled_transfer(
     rate_cap_gbps: float | None = None,
     wait_s: float = 0.0,
     max_run_s: float | None = None,
+    intervals: Sequence[int] | None = None,
 ) -> Schedule:
     """The longest whole-step repeat interval whose worst case still meets the RPO (fewer,
     larger runs). With no RPO target the interval is the longest whose run finishes within
     `max_run_s`, if any (else the maximum: a daily copy). When even the shortest allowed
-    interval misses the RPO, the shortest is returned with fits=False."""
+    interval misses the RPO, the shortest is returned with fits=False. `intervals`: the only
+    repeat intervals the schedule can express (a cron expression's), instead of every step from
+    the minimum to the maximum."""
+    candidates = sorted(
+        i
+        for i in (intervals or range(min_interval_s, max_interval_s + 1, step_s))
+        if min_interval_s <= i <= max_interval_s
+    )
 
     def at(interval: int) -> Schedule:
         return pull_at(
@@ -478,18 +505,15 @@ def scheduled_transfer(
         )
 
     if rpo_s is None:
-        interval = max_interval_s
-        while interval > min_interval_s and not at(interval).fits:
-            interval -= step_s
-        return at(interval)
-    best = at(min_interval_s)
-    interval = min_interval_s + step_s
-    while interval <= max_interval_s:
+        # The longest whose run finishes in time (with no run bound, the longest).
+        fitting = [s for s in (at(i) for i in reversed(candidates)) if s.fits]
+        return fitting[0] if fitting else at(candidates[0])
+    best = at(candidates[0])
+    for interval in candidates[1:]:
         candidate = at(interval)
         if not candidate.fits:
             break
         best = candidate
-        interval += step_s
     return best
 
 
