@@ -52,4 +52,3 @@ class StsReadRole(pulumi.ComponentResource):
         )
         self.role_arn = role.arn
         self.register_outputs({"role_arn": self.role_arn})
-

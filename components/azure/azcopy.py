@@ -157,6 +157,13 @@ class AzcopyPull(pulumi.ComponentResource):
             lambda account: job_env.blob_destination(account, target.container)
         )
         server = args.image.split("/", 1)[0]
+        # An Azure Container Registry is pulled from as the same identity (it needs AcrPull
+        # there: runbook); another registry must serve the image anonymously.
+        registries = (
+            [app.RegistryCredentialsArgs(server=server, identity=identity[AZCOPY_IDENTITY_ID])]
+            if server.endswith(".azurecr.io")
+            else None
+        )
         app.Job(
             f"{name}-{cls}-job",
             job_name=job_name,
@@ -179,11 +186,7 @@ class AzcopyPull(pulumi.ComponentResource):
                 ),
                 replica_timeout=replica_timeout_s(t.schedule_s),
                 replica_retry_limit=RETRY_LIMIT,
-                # An Azure Container Registry is pulled from as the same identity (it needs
-                # AcrPull there: runbook); another registry must serve the image anonymously.
-                registries=[app.RegistryCredentialsArgs(server=server, identity=identity[AZCOPY_IDENTITY_ID])]
-                if server.endswith(".azurecr.io")
-                else None,
+                registries=registries,
             ),
             template=app.JobTemplateArgs(
                 containers=[
@@ -193,9 +196,7 @@ class AzcopyPull(pulumi.ComponentResource):
                         command=list(job_env.COMMAND),
                         env=[
                             *(app.EnvironmentVarArgs(name=k, value=v) for k, v in env.items()),
-                            app.EnvironmentVarArgs(
-                                name=job_env.ENV_DESTINATION, value=destination
-                            ),
+                            app.EnvironmentVarArgs(name=job_env.ENV_DESTINATION, value=destination),
                         ],
                         resources=app.ContainerResourcesArgs(
                             cpu=AZCOPY_JOB_VCPU, memory=f"{AZCOPY_JOB_MEMORY_GIB:g}Gi"

@@ -379,9 +379,9 @@ class AzureSite(pulumi.ComponentResource):
         inbound = [b for b in cfg.buckets if any(t.service == "azcopy" for t in b.inbound)]
         if not inbound:
             return
-        missing = [
-            key(n) for n, _ in AZCOPY_CREDENTIALS if not creds.azcopy_identity.get(n)
-        ] + ([AZCOPY_IMAGE_KEY] if creds.azcopy_image is None else [])
+        missing = [key(n) for n, _ in AZCOPY_CREDENTIALS if not creds.azcopy_identity.get(n)] + (
+            [AZCOPY_IMAGE_KEY] if creds.azcopy_image is None else []
+        )
         if missing:
             primaries = sorted({t.source_site for b in inbound for t in b.inbound})
             pulumi.log.warn(_missing_azcopy(cfg, primaries, missing), resource=self)

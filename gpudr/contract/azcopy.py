@@ -7,6 +7,8 @@ Standard library and core's enums only: the Pulumi program and the pack read thi
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from gpudr.core.enums import CRON_INTERVAL_HOURS
 
 
@@ -61,6 +63,6 @@ def cron_interval_s(expression: str) -> float | None:
     if not minutes or not hours:
         return None
     times = sorted(h * 60 + m for h in hours for m in minutes)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(times)]
     gaps.append(times[0] + 1440 - times[-1])
     return float(max(gaps) * 60)

@@ -74,7 +74,7 @@ def s3_source(bucket: str, region: str) -> str:
 
 
 def _http(req: urllib.request.Request) -> bytes:
-    with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 (https endpoints)
+    with urllib.request.urlopen(req, timeout=60) as resp:
         body: bytes = resp.read()
         return body
 
@@ -232,7 +232,7 @@ def main() -> int:
         "--overwrite=ifSourceNewer",
         "--log-level=WARNING",
     ]
-    copied = subprocess.run(argv, env=env, check=False).returncode  # noqa: S603
+    copied = subprocess.run(argv, env=env, check=False).returncode
     if copied != 0:
         return copied
     if os.environ.get(ENV_MIRROR_DELETES) == "true":

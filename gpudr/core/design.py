@@ -1640,8 +1640,8 @@ def _azcopy_usages(f: DataFlow, dr: Site, gb: float) -> Iterator[Usage]:
     seconds = runs * f.schedule.transfer_s
     every = fmt_duration(f.schedule.interval_s)
     cls = f.data_class
-    yield _usage("azcopy-job-vcpu", dr, seconds * AZCOPY_JOB_VCPU, True, data_class=cls, every=every)
-    memory = seconds * AZCOPY_JOB_MEMORY_GIB
+    vcpu, memory = seconds * AZCOPY_JOB_VCPU, seconds * AZCOPY_JOB_MEMORY_GIB
+    yield _usage("azcopy-job-vcpu", dr, vcpu, True, data_class=cls, every=every)
     yield _usage("azcopy-job-memory", dr, memory, True, data_class=cls, every=every)
 
 

@@ -128,9 +128,7 @@ def run_design(
         if site.role == "dr" and site.protects in exported:
             copied, secret_keys = credential_config(exported[site.protects], site.name)
             config.update(copied)
-        if any(
-            f.mechanism == Mechanism.AZCOPY for f in design.flows if f.dr == site.name
-        ):
+        if any(f.mechanism == Mechanism.AZCOPY for f in design.flows if f.dr == site.name):
             config.update(pushed_image(design, site.name))
         if site.protects in plan.onprem:
             onprem = plan.onprem[site.protects]
