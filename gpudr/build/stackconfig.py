@@ -30,6 +30,7 @@ from gpudr.contract.site import (
     SystemPool,
 )
 from gpudr.contract.stack import (
+    AZCOPY_CREDENTIALS,
     AZURE_STS_CREDENTIALS,
     DATASYNC_CREDENTIALS,
     DEFAULT_MODE,
@@ -704,7 +705,8 @@ class CredentialKey:
 def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey, ...]:
     """What `site` (a DR site) must copy from its primary's outputs before its pulls can sign
     in: the HMAC key a GCP primary creates for DataSync, the federated identity an Azure primary
-    creates for Storage Transfer Service. Empty for every other site."""
+    creates for Storage Transfer Service, the identity an AWS primary creates for AzCopy jobs.
+    Empty for every other site."""
     plan = design.plan
     primary = plan.sites.get(site.protects or "")
     if site.role != SiteRole.DR or primary is None:
@@ -715,6 +717,8 @@ def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey,
         keys += DATASYNC_CREDENTIALS
     if any(r.dr_site == site.name for r in src.azure_sts_readers):
         keys += AZURE_STS_CREDENTIALS
+    if any(r.dr_site == site.name for r in src.azcopy_readers):
+        keys += AZCOPY_CREDENTIALS
     return tuple(
         CredentialKey(key(k), secret, stack_name(plan, primary), site.name) for k, secret in keys
     )

@@ -345,6 +345,8 @@ class SiteConfig:
                 del cluster["system_pool"]
         if cleaned["onprem"] is None:  # only a DR site protecting an on-premises one has it
             del cleaned["onprem"]
+        if not cleaned["azcopy_readers"]:  # only an AWS primary protected by Azure has them
+            del cleaned["azcopy_readers"]
         return cleaned
 
     @staticmethod
