@@ -1,5 +1,5 @@
 """The planner and the policy pack agree on every replicated data class, over random plans on all
-six cloud pairs.
+seven cloud pairs.
 
 Each plan is designed by the planner (`gpudr.core.design`), deployed offline by the real Pulumi
 program under mocks (both stacks, the DR stack with what its primary exported), and every stack
@@ -56,6 +56,7 @@ PAIRS = {
     ("aws", "gcp"): ["sts"],
     ("gcp", "aws"): ["datasync"],
     ("azure", "gcp"): ["sts"],
+    ("aws", "azure"): ["azcopy"],
 }
 MINUTES = [15, 30, 45, 60, 90, 120, 240]
 
