@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from gpudr.contract import azcopy_job
 from gpudr.contract.azure_onprem import (
     BLOB_PRIVATE_ZONE,
     START_JOB_ACTIONS,
     schedule_definition,
     started_jobs,
 )
-from gpudr.contract import azcopy_job
 from policies.common import (
     AZ_CONTAINER_APP_JOB,
     AZ_LOGIC_WORKFLOW,
