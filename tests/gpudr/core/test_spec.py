@@ -208,14 +208,32 @@ def test_spec_defaults_have_sources() -> None:
 
 
 def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
+    example_raw["sites"]["use1"].update(
+        cloud="gcp", region="us-central1", project="acme-llm-prod", azs=["us-central1-a"]
+    )
     example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
     with pytest.raises(PlanError) as caught:
         parse_plan(example_raw)
     lines = [str(e) for e in caught.value.errors]
     assert any(
-        line.startswith("sites.usw2.protects: protecting an aws site from azure is not supported")
+        line.startswith("sites.usw2.protects: protecting a gcp site from azure is not supported")
+        and line.endswith("aws -> gcp, gcp -> aws, azure -> gcp, aws -> azure")
         for line in lines
     ), lines
+
+
+def test_an_aws_primary_protected_by_azure_copies_with_azcopy_and_needs_its_account(
+    example_raw: dict[str, Any],
+) -> None:
+    example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
+    with pytest.raises(PlanError) as caught:
+        parse_plan(example_raw)
+    assert [str(e) for e in caught.value.errors] == [
+        "sites.use1.account: is required when an azure site protects this aws site: its AzCopy "
+        "jobs assume a role in this account by its ARN"
+    ]
+    example_raw["sites"]["use1"]["account"] = "111122223333"
+    assert parse_plan(example_raw).sites["usw2"].cloud == "azure"
 
 
 def test_gcp_site_needs_project_and_zones(example_raw: dict[str, Any]) -> None:
