@@ -360,6 +360,11 @@ def mover_job(group: str, mover: str, project: str, job: str, verb: str) -> Argv
     return _cmd(line, g=group, m=mover, p=project, j=job)
 
 
+def managed_identity_id(group: str, name: str) -> Argv:
+    """A user-assigned identity's resource id."""
+    return _cmd("az identity show -g {g} -n {n} --query id -o tsv", g=group, n=name)
+
+
 def containerapp_job(group: str, job: str, verb: str, identity: str = "") -> Argv:
     """A Container Apps job (the AzCopy pulls): `stop` its running execution, `start` one now,
     `identity-remove` or `identity-assign` the user-assigned identity its runs sign in as (the

@@ -41,7 +41,7 @@ from gpudr.contract.naming import (
     datasync_task_prefix,
 )
 from gpudr.contract.site import BucketConfig, ClusterConfig, InboundTransfer, PoolConfig, SiteConfig
-from gpudr.contract.stack import AZCOPY_IDENTITY_ID, MODE_KEY, key
+from gpudr.contract.stack import MODE_KEY
 from gpudr.core.design import DataFlow, Design, Pool, reservation
 from gpudr.core.enums import DUAL_REGION, PULLED, PUSHED, Mechanism, Mode, Pattern, PoolKind
 from gpudr.core.spec import Plan, Site
@@ -421,9 +421,12 @@ def pull_var(f: DataFlow) -> str:
 
 
 def azcopy_identity_lookup(dr: SiteConfig) -> str:
-    """Sets AZCOPY_IDENTITY to the identity the DR stack's AzCopy jobs run as, from its config."""
-    stack = naming.stack_name(dr.system, dr.site)
-    return f"{AZCOPY_IDENTITY_VAR}=$(pulumi config get {key(AZCOPY_IDENTITY_ID)} -s {stack})"
+    """Sets AZCOPY_IDENTITY to the resource id of the identity the DR site's AzCopy jobs run
+    as: found by its names (the primary's stack created it in the DR region, in a group of its
+    own), so neither stack's state is needed."""
+    group = naming.azcopy_identity_group(dr.system, dr.site)
+    name = naming.azcopy_identity_name(dr.system, dr.site)
+    return f"{AZCOPY_IDENTITY_VAR}=$({shell(cli.managed_identity_id(group, name))})"
 
 
 def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTransfer) -> str:
