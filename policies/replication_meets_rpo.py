@@ -394,13 +394,15 @@ def _azcopy_problems(job: PolicyResource, d: DataClass, env: dict[str, object]) 
 
 def _azcopy_schedules(
     stack: Stack, account: PolicyResource, d: DataClass, report: ReportViolation
-) -> list[tuple[PolicyResource, float | None]]:
+) -> tuple[list[tuple[PolicyResource, float | None]], bool]:
     """(job, cron interval) of each AzCopy job writing a container of this account that is the
     class's pull as gpudr declares it; every other job writing here is refused, and so is a
     job whose run outlasts what it is allowed (its replica timeout, its AWS session, the next
-    run). The interval is None for a schedule that never fires or that gpudr cannot read."""
+    run). The interval is None for a schedule that never fires or that gpudr cannot read; and
+    whether any job was refused."""
     destinations = _azcopy_destinations(stack, account)
     out: list[tuple[PolicyResource, float | None]] = []
+    refused = False
     for job in stack.of_type(AZ_CONTAINER_APP_JOB):
         env, _ = _job_env(job)
         if env.get(azcopy_job.ENV_DESTINATION) not in destinations:
@@ -413,6 +415,7 @@ def _azcopy_schedules(
                 "(components/azure/azcopy.py declares the job).",
                 job.urn,
             )
+            refused = True
             continue
         config = job.props.get("configuration")
         cron = get(config, "scheduleTriggerConfig", "cronExpression")
@@ -422,18 +425,21 @@ def _azcopy_schedules(
             timeout = get(config, "replicaTimeout")
             limit = sizing.run_limit_s(sizing.max_run_s(d.mechanism) or math.inf, interval)
             if run > limit or not isinstance(timeout, int | float) or timeout < run:
+                # On the replica, as every pull's RPO verdict is: the class is what is not met.
                 report(
-                    f"{describe(job)} cannot copy one run of {describe(account)} in time: a "
+                    f"{describe(account)} cannot meet {_target(d)}: its AzCopy job "
+                    f"{job.name} cannot copy one run in time: a "
                     f"run takes {seconds(run)} at the asserted rate, its replica timeout is "
                     f"{timeout!r} s, and a run must end within {seconds(limit)} (the next run "
                     f"or the {seconds(enums.AWS_MAX_SESSION_S)} AWS session its presigned S3 "
                     "URLs are signed with). Raise quotas.azcopy_gbps to a measured rate, "
                     "shorten the schedule or set replica_timeout to the run (gpudr generate).",
-                    job.urn,
+                    account.urn,
                 )
+                refused = True
                 continue
         out.append((job, interval))
-    return out
+    return out, refused
 
 
 def _check_pull(
@@ -453,7 +459,10 @@ def _check_pull(
             "gpudr's components/azure/onprem.py does (regenerate the stack)"
         )
     elif d.mechanism == "azcopy":
-        jobs, kind = _azcopy_schedules(stack, bucket, d, report), "AzCopy job"
+        jobs, refused = _azcopy_schedules(stack, bucket, d, report)
+        if refused and not jobs:
+            return  # each job writing here was refused by name, with why
+        kind = "AzCopy job"
         fix = (
             "Set gpudr:azcopy_identity_id, _client_id, _principal_id, _tenant_id (from the AWS "
             "primary's transfer_credentials output) and gpudr:azcopy_image (by digest) on this "
