@@ -42,6 +42,7 @@ from gpudr.contract.site import LinkConfig, SiteConfig
 from gpudr.contract.stack import (
     AZCOPY_CREDENTIALS,
     AZCOPY_IMAGE_KEY,
+    AZCOPY_TENANT_ID,
     AZURE_STS_CLIENT_ID,
     AZURE_TENANT_ID,
     copy_credential_command,
@@ -108,6 +109,7 @@ class AzureSite(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self)
         )
         self._subscription_id = client.subscription_id
+        self._tenant_id = client.tenant_id
         peers = _peers(cfg)
         vpn_links = _vpn_links(cfg)
 
@@ -389,6 +391,10 @@ class AzureSite(pulumi.ComponentResource):
         from components.azure.azcopy import AzcopyPull, AzcopyPullArgs, AzcopyTarget
 
         assert creds.azcopy_image is not None  # in `missing` otherwise
+        # The identity must be of this subscription's tenant: the primary's stack created it
+        # with its own Azure provider, and a job cannot run as another tenant's identity.
+        copied = creds.azcopy_identity[AZCOPY_TENANT_ID]
+        self._tenant_id.apply(lambda tenant: _same_tenant(cfg, tenant, copied))
         AzcopyPull(
             f"{self._name}-azcopy",
             AzcopyPullArgs(
@@ -505,6 +511,16 @@ class AzureSite(pulumi.ComponentResource):
                 **{AZURE_STS_CLIENT_ID: federated.client_id, AZURE_TENANT_ID: federated.tenant_id}
             )
         return credentials
+
+
+def _same_tenant(cfg: SiteConfig, tenant: str, copied: str) -> str:
+    if tenant and copied.lower() != tenant.lower():
+        raise ValueError(
+            f"site {cfg.site}: gpudr:{AZCOPY_TENANT_ID} is {copied}, but this stack's Azure "
+            f"tenant is {tenant}; deploy the primary's stack against this site's tenant and copy "
+            "its transfer_credentials again"
+        )
+    return tenant
 
 
 def _missing_azcopy(cfg: SiteConfig, primaries: list[str], missing: list[str]) -> str:

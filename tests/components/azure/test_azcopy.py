@@ -198,3 +198,9 @@ def test_cron_intervals_are_what_cron_keeps() -> None:
         assert cron_interval_s(cron_expression(hours * 3600)) == hours * 3600
     with pytest.raises(ValueError, match="not one cron keeps"):
         cron_expression(5 * 3600)
+
+
+def test_an_identity_of_another_tenant_is_refused() -> None:
+    other = {**IDENTITY, "azcopy_tenant_id": "22222222-2222-2222-2222-222222222222"}
+    with pytest.raises(Exception, match="this stack's Azure tenant is"):
+        run(**other, azcopy_image=IMAGE)
