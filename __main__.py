@@ -36,7 +36,7 @@ def site(stack: StackConfig) -> None:
         # Azure creates account immutability policies unlocked; locking is a second,
         # irreversible step (`gpudr:lock_weights`), taken once the first deployment succeeded.
         extra["immutability_state"] = "Locked" if stack.lock_weights else "Unlocked"
-    if stack.site.cloud in ("aws", "gcp") or stack.site.onprem is not None:
+    if stack.site.cloud in ("aws", "gcp") or stack.site.role == "dr":
         # Sign-ins for scheduled pulls from another cloud, from this stack's own config.
         extra["credentials"] = stack.credentials
     args = getattr(module, args_class)(config=stack.site, failover=stack.failover, **extra)

@@ -34,6 +34,7 @@ PAIR_CYCLE: tuple[tuple[str, str], ...] = (
     ("gcp", "gcp"),
     ("aws", "aws"),
     ("azure", "azure"),
+    ("aws", "azure"),
 )
 WORDS = ("llm", "asr", "vision", "rec", "embed", "speech", "code", "chat", "rank", "ocr")
 DX_LOCATIONS = ("EqDC2", "EqSe2", "CSOW", "EqLA3", "EqCH2", "CoreSite")
@@ -141,7 +142,7 @@ def _sites(
         site["azs"] = _zones(cloud, region, offer.zones, rng)
         if cloud == "gcp":
             site["project"] = f"acme-{name}-{site['role']}"
-    if pair == ("aws", "gcp"):
+    if pair in (("aws", "gcp"), ("aws", "azure")):
         primary["account"] = f"{rng.randrange(10**11, 10**12):012d}"
     dr.update(_dr_options(pair, rng))
     return {p_name: primary, d_name: dr}

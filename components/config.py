@@ -21,6 +21,9 @@ Keys (documented in Pulumi.yaml):
   once Google reports its connections PROVISIONED and AWS its LAGs available
 - `gpudr:onprem_s3_access_key`, `gpudr:onprem_s3_secret_key` (secret)  the same, from an
   S3-compatible store: the read-only key the operator created on it
+- `gpudr:azcopy_identity_id`, `..._client_id`, `..._principal_id`, `..._tenant_id`  Azure DR
+  stacks copying from S3 with AzCopy: the identity the AWS primary's stack created (output
+  `transfer_credentials`); `gpudr:azcopy_image` the jobs' image, by digest
 """
 
 from __future__ import annotations
@@ -72,6 +75,11 @@ class TransferCredentials:
     expressroute_provisioned: bool = False
     # A primary owning a Cross-Cloud Interconnect: whether Google and AWS provisioned its ports.
     cci_provisioned: bool = False
+    # Into Azure from S3 (AzCopy jobs): the identity the AWS primary's stack created, by
+    # config key (gpudr:azcopy_identity_id, ..._client_id, ..._principal_id, ..._tenant_id),
+    # and the job image by digest (gpudr:azcopy_image, checked on load).
+    azcopy_identity: dict[str, str] = field(default_factory=dict)
+    azcopy_image: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,10 +147,24 @@ def load() -> StackConfig:
         storage_mover_agents=_storage_mover_agents(config),
         expressroute_provisioned=config.get_bool(stack_keys.EXPRESSROUTE_PROVISIONED) or False,
         cci_provisioned=config.get_bool(stack_keys.CCI_PROVISIONED) or False,
+        azcopy_identity={
+            name: value
+            for name, _ in stack_keys.AZCOPY_CREDENTIALS
+            if (value := config.get(name)) is not None
+        },
+        azcopy_image=_azcopy_image(config),
     )
     return StackConfig(
         site=site, mode=mode, lock_weights=lock, credentials=credentials, drill=drill
     )
+
+
+def _azcopy_image(config: pulumi.Config) -> str | None:
+    """`gpudr:azcopy_image`: the AzCopy jobs' image, by digest only."""
+    image = config.get(stack_keys.AZCOPY_IMAGE)
+    if image is not None and (problem := stack_keys.image_error(image)):
+        raise StackConfigError(problem)
+    return image
 
 
 def _agent_arns(config: pulumi.Config) -> dict[str, str]:

@@ -238,6 +238,8 @@ FITS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     enums.Mechanism.DATASYNC_AGENT: ((), (S3_BUCKET,), ()),
     enums.Mechanism.STS_AGENT: ((), (GCS_BUCKET,), ()),
     enums.Mechanism.STORAGE_MOVER: ((), (AZ_STORAGE_ACCOUNT,), ()),
+    # From S3 into Blob: AzCopy's jobs at the Azure DR site.
+    enums.Mechanism.AZCOPY: ((S3_BUCKET,), (AZ_STORAGE_ACCOUNT,), ()),
     enums.Mechanism.DUAL_WRITE: (ANY, ANY, ()),
     enums.Mechanism.NONE: (ANY, ANY, ()),
 }

@@ -111,6 +111,7 @@ RUNS_ON = {
     "crr-rtc": "data-source",
     "sts": "data-replica",
     "datasync": "data-replica",
+    "azcopy": "data-replica",
     # One dual-region bucket, owned by the DR site's stack, replicates itself.
     "gcs-turbo": "data-dual-region",
     "gcs-dual-region": "data-dual-region",

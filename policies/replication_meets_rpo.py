@@ -27,6 +27,7 @@ owner), scheduled jobs in the DR stack.
 
 from __future__ import annotations
 
+import math
 import re
 
 from pulumi_policy import (
@@ -38,7 +39,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpudr.contract import grants
+from gpudr.contract import azcopy as azcopy_schedule
+from gpudr.contract import azcopy_job, grants
 from gpudr.contract.azure_onprem import (
     BLOB_GROUP,
     BLOB_PRIVATE_ZONE,
@@ -49,6 +51,8 @@ from gpudr.contract.azure_onprem import (
 from gpudr.core import enums, sizing
 
 from .common import (
+    AZ_BLOB_CONTAINER,
+    AZ_CONTAINER_APP_JOB,
     AZ_LOGIC_WORKFLOW,
     AZ_MOVER_ENDPOINT,
     AZ_MOVER_JOB,
@@ -107,6 +111,8 @@ CHECKED_ON: dict[str, tuple[str | None, str]] = {
     "sts-agent": ("data-replica", GCS_BUCKET),
     # Into Azure: Storage Mover job definitions at the DR site, their agents on premises.
     "storage-mover": ("data-replica", AZ_STORAGE_ACCOUNT),
+    # Into Azure from S3: AzCopy's Container Apps jobs at the DR site.
+    "azcopy": ("data-replica", AZ_STORAGE_ACCOUNT),
 }
 # Google's predefined dual-regions (a custom dual-region lists its two data locations instead).
 PREDEFINED_DUAL_REGIONS = ("ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4")
@@ -335,6 +341,107 @@ def _datasync_schedules(
     return out
 
 
+def _job_env(job: PolicyResource) -> tuple[dict[str, object], object]:
+    """The first container's environment (name -> value) and command of a Container Apps job."""
+    container = next(iter(items(get(job.props, "template", "containers"))), None)
+    env = {
+        str(get(e, "name")): get(e, "value")
+        for e in items(get(container, "env"))
+        if get(e, "name") is not None
+    }
+    return env, get(container, "command")
+
+
+def _azcopy_destinations(stack: Stack, account: PolicyResource) -> set[str]:
+    """The URLs of this account's containers, as an AzCopy job's destination names them."""
+    name = str(account.props.get("accountName") or "")
+    return {
+        azcopy_job.blob_destination(name, str(c.props.get("containerName") or ""))
+        for c in stack.linked(account, AZ_BLOB_CONTAINER, "accountName", ("accountName",))
+    }
+
+
+def _azcopy_problems(job: PolicyResource, d: DataClass, env: dict[str, object]) -> list[str]:
+    """Why a job writing this replica is not the class's pull, as gpudr declares it."""
+    _, command = _job_env(job)
+    config = job.props.get("configuration")
+    problems = []
+    if not same(get(config, "triggerType"), "Schedule"):
+        problems.append(f"its trigger is {get(config, 'triggerType')!r}, not a Schedule")
+    identity = job.props.get("identity")
+    if "userassigned" not in str(get(identity, "type") or "").lower().replace(" ", "") or not (
+        items(get(identity, "userAssignedIdentities"))
+    ):
+        problems.append("it runs as no user-assigned identity (it could sign in nowhere)")
+    elif not env.get(azcopy_job.ENV_CLIENT_ID):
+        problems.append(f"its environment names no identity ({azcopy_job.ENV_CLIENT_ID})")
+    if d.source_bucket is None:
+        problems.append("the replica does not name its source (tag gpudr:source-bucket)")
+    elif env.get(azcopy_job.ENV_SOURCE) != d.source_bucket:
+        problems.append(
+            f"it reads {env.get(azcopy_job.ENV_SOURCE)!r}, not the class's source bucket "
+            f"{d.source_bucket!r}"
+        )
+    if list(items(command)) != list(azcopy_job.COMMAND):
+        problems.append(f"it runs {command!r}, not gpudr's AzCopy entrypoint")
+    trigger = get(config, "scheduleTriggerConfig")
+    for field in ("parallelism", "replicaCompletionCount"):
+        value = get(trigger, field)
+        if value is not None and value != 1:
+            problems.append(f"its {field} is {value:g}: two replicas would copy the same objects")
+    return problems
+
+
+def _azcopy_schedules(
+    stack: Stack, account: PolicyResource, d: DataClass, report: ReportViolation
+) -> tuple[list[tuple[PolicyResource, float | None]], bool]:
+    """(job, cron interval) of each AzCopy job writing a container of this account that is the
+    class's pull as gpudr declares it; every other job writing here is refused, and so is a
+    job whose run outlasts what it is allowed (its replica timeout, its AWS session, the next
+    run). The interval is None for a schedule that never fires or that gpudr cannot read; and
+    whether any job was refused."""
+    destinations = _azcopy_destinations(stack, account)
+    out: list[tuple[PolicyResource, float | None]] = []
+    refused = False
+    for job in stack.of_type(AZ_CONTAINER_APP_JOB):
+        env, _ = _job_env(job)
+        if env.get(azcopy_job.ENV_DESTINATION) not in destinations:
+            continue
+        problems = _azcopy_problems(job, d, env)
+        if problems:
+            report(
+                f"{describe(job)} writes into {describe(account)} but is not its "
+                f"{d.data_class} pull: {'; '.join(problems)}. Regenerate the stack "
+                "(components/azure/azcopy.py declares the job).",
+                job.urn,
+            )
+            refused = True
+            continue
+        config = job.props.get("configuration")
+        cron = get(config, "scheduleTriggerConfig", "cronExpression")
+        interval = azcopy_schedule.cron_interval_s(str(cron)) if cron is not None else None
+        if interval is not None:
+            run = _pull(stack, d, interval).transfer_s
+            timeout = get(config, "replicaTimeout")
+            limit = sizing.run_limit_s(sizing.max_run_s(d.mechanism) or math.inf, interval)
+            if run > limit or not isinstance(timeout, int | float) or timeout < run:
+                # On the replica, as every pull's RPO verdict is: the class is what is not met.
+                report(
+                    f"{describe(account)} cannot meet {_target(d)}: its AzCopy job "
+                    f"{job.name} cannot copy one run in time: a "
+                    f"run takes {seconds(run)} at the asserted rate, its replica timeout is "
+                    f"{timeout!r} s, and a run must end within {seconds(limit)} (the next run "
+                    f"or the {seconds(enums.AWS_MAX_SESSION_S)} AWS session its presigned S3 "
+                    "URLs are signed with). Raise quotas.azcopy_gbps to a measured rate, "
+                    "shorten the schedule or set replica_timeout to the run (gpudr generate).",
+                    account.urn,
+                )
+                refused = True
+                continue
+        out.append((job, interval))
+    return out, refused
+
+
 def _check_pull(
     stack: Stack, bucket: PolicyResource, d: DataClass, report: ReportViolation
 ) -> None:
@@ -350,6 +457,18 @@ def _check_pull(
             "Declare azure-native logic.Workflow (state Enabled) with a Recurrence trigger and an "
             "HTTP action POSTing the job definition's startJob with its managed identity, as "
             "gpudr's components/azure/onprem.py does (regenerate the stack)"
+        )
+    elif d.mechanism == "azcopy":
+        jobs, refused = _azcopy_schedules(stack, bucket, d, report)
+        if refused and not jobs:
+            return  # each job writing here was refused by name, with why
+        kind = "AzCopy job"
+        fix = (
+            "Set gpudr:azcopy_identity_id, _client_id, _principal_id, _tenant_id (from the AWS "
+            "primary's transfer_credentials output) and gpudr:azcopy_image (by digest) on this "
+            "stack, which declares no job until then (the runbook's checklist), or declare an "
+            "azure-native app.Job with a Schedule trigger running gpudr's AzCopy entrypoint "
+            "into a container of this account"
         )
     elif d.mechanism == "datasync-agent":
         # gpudr's DR stack declares these tasks only once the agents on premises are activated

@@ -4,15 +4,12 @@ components/xcloud/aws_gcp.py)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_gcp as gcp
 
-from gpudr.contract import grants
+from components.aws.federation import federated_read_role, federated_trust
 from gpudr.contract.site import StsReader
 
 
@@ -34,64 +31,24 @@ class StsReadRole(pulumi.ComponentResource):
         self, name: str, args: StsReadRoleArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:transfer:StsReadRole", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         agent = gcp.storage.get_transfer_project_service_account_output(
             project=args.reader.gcp_project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
-        role = aws.iam.Role(
-            f"{name}-role",
-            name=args.reader.role_name,
+        role = federated_read_role(
+            name,
+            role_name=args.reader.role_name,
             description="gpudr: Storage Transfer Service at the GCP DR site reads these buckets",
-            assume_role_policy=agent.subject_id.apply(
-                lambda subject: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Effect": "Allow",
-                                "Principal": {"Federated": "accounts.google.com"},
-                                "Action": "sts:AssumeRoleWithWebIdentity",
-                                # Only this project's transfer service agent, nobody else
-                                # holding a Google identity token.
-                                "Condition": {"StringEquals": {"accounts.google.com:sub": subject}},
-                            }
-                        ],
-                    }
+            # Only this project's transfer service agent, nobody else holding a Google identity
+            # token.
+            trust=agent.subject_id.apply(
+                lambda subject: federated_trust(
+                    "accounts.google.com", {"accounts.google.com:sub": subject}
                 )
             ),
+            buckets=args.reader.buckets,
+            key_arn=args.key_arn,
             tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(
-            f"{name}-read",
-            role=role.id,
-            policy=pulumi.Output.from_input(args.key_arn).apply(
-                lambda key: _read_policy(args.reader.buckets, key)
-            ),
-            opts=child,
+            parent=self,
         )
         self.role_arn = role.arn
         self.register_outputs({"role_arn": self.role_arn})
-
-
-def _read_policy(buckets: Sequence[str], key_arn: str) -> str:
-    arns = [grants.s3_bucket_arn(b) for b in buckets]
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
-                    "Resource": arns,
-                },
-                {
-                    "Effect": "Allow",
-                    "Action": grants.S3_GET_OBJECT,
-                    "Resource": [f"{a}/*" for a in arns],
-                },
-                # Read only: the transfer can never write or delete at the primary.
-                {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key_arn},
-            ],
-        }
-    )

@@ -66,7 +66,14 @@ from gpudr.contract.naming import (
 )
 from gpudr.contract.onprem import OBJECT_STORAGE_KINDS
 from gpudr.contract.site import BucketConfig, LinkConfig, PeerConfig, SiteConfig
-from gpudr.contract.stack import DATASYNC_CREDENTIALS, copy_credential_command
+from gpudr.contract.stack import (
+    AZCOPY_CLIENT_ID,
+    AZCOPY_IDENTITY_ID,
+    AZCOPY_PRINCIPAL_ID,
+    AZCOPY_TENANT_ID,
+    DATASYNC_CREDENTIALS,
+    copy_credential_command,
+)
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
 
 
@@ -97,7 +104,8 @@ class AwsSite(pulumi.ComponentResource):
     key_id: pulumi.Output[str]
     dual_write_endpoint: pulumi.Output[str | None]
     # What a DR site on another cloud needs to pull from this one ({dr site: {config key:
-    # value}}). An AWS primary needs none: GCP reads S3 by federation, with no key to hand over.
+    # value}}). GCP reads S3 by federation with its own identity, with nothing to hand over;
+    # an Azure DR site's AzCopy jobs run as the identity this stack creates for them.
     transfer_credentials: pulumi.Output[dict[str, dict[str, str]]]
     # A DR site protecting an on-premises site: its link end's ids and BGP addresses.
     onprem: pulumi.Output[dict[str, str]] | None = None
@@ -140,6 +148,7 @@ class AwsSite(pulumi.ComponentResource):
         for link in cfg.links:
             self._link(link, network)
         self._sts_readers(key)
+        credentials = self._azcopy_readers(key)
         if inbound and cfg.onprem is not None:
             self._onprem_pulls(args, inbound, buckets, key, account_id)
         elif inbound:
@@ -151,7 +160,9 @@ class AwsSite(pulumi.ComponentResource):
         self.key_arn = key.key_arn
         self.key_id = key.key_arn
         self.dual_write_endpoint = network.s3_interface_endpoint_dns
-        self.transfer_credentials = pulumi.Output.from_input({})
+        self.transfer_credentials = (
+            pulumi.Output.all(**credentials) if credentials else pulumi.Output.from_input({})
+        )
         self.writer_role_arns = (
             pulumi.Output.all(**writer_role_arns)
             if writer_role_arns
@@ -602,6 +613,46 @@ class AwsSite(pulumi.ComponentResource):
                 ),
                 opts=self._child,
             )
+
+    def _azcopy_readers(self, key: DataKey) -> dict[str, pulumi.Output[dict[str, str]]]:
+        """For each Azure DR site copying with AzCopy: the identity its jobs run as and the
+        role it may assume here (components/aws/azcopy_reader.py); the identity's ids leave as
+        `transfer_credentials`, keyed by the DR stack's config keys."""
+        cfg = self._cfg
+        credentials: dict[str, pulumi.Output[dict[str, str]]] = {}
+        if not cfg.azcopy_readers:
+            return credentials
+        # Imported here: only a primary protected by an Azure site loads the Azure SDK.
+        from pulumi_azure_native import authorization
+
+        from components.aws.azcopy_reader import AzcopyReadRole, AzcopyReadRoleArgs, entra_provider
+
+        tenant = authorization.get_client_config_output(
+            opts=pulumi.InvokeOutputOptions(parent=self)
+        ).tenant_id
+        tags = site_tags(cfg, "transfer-reader")
+        provider = entra_provider(f"{self._name}-entra", tenant, tags, self)
+        for reader in cfg.azcopy_readers:
+            role = AzcopyReadRole(
+                f"{self._name}-{reader.dr_site}-azcopy-reader",
+                AzcopyReadRoleArgs(
+                    reader=reader,
+                    provider_arn=provider.arn,
+                    tenant_id=tenant,
+                    key_arn=key.key_arn,
+                    tags=site_tags(cfg, "transfer-reader", dr_site=reader.dr_site),
+                ),
+                opts=self._child,
+            )
+            credentials[reader.dr_site] = pulumi.Output.all(
+                **{
+                    AZCOPY_IDENTITY_ID: role.identity_id,
+                    AZCOPY_CLIENT_ID: role.client_id,
+                    AZCOPY_PRINCIPAL_ID: role.principal_id,
+                    AZCOPY_TENANT_ID: role.tenant_id,
+                }
+            )
+        return credentials
 
     def _pulls(
         self,

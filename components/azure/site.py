@@ -37,9 +37,17 @@ from components.azure.replication import (
 from components.azure.writer import DualWriterArgs, dual_writer
 from components.config import TransferCredentials
 from gpudr.contract.grants import needs_write_grant
-from gpudr.contract.naming import storage_mover_name, writer_name
+from gpudr.contract.naming import stack_name, storage_mover_name, writer_name
 from gpudr.contract.site import LinkConfig, SiteConfig
-from gpudr.contract.stack import AZURE_STS_CLIENT_ID, AZURE_TENANT_ID
+from gpudr.contract.stack import (
+    AZCOPY_CREDENTIALS,
+    AZCOPY_IMAGE_KEY,
+    AZCOPY_TENANT_ID,
+    AZURE_STS_CLIENT_ID,
+    AZURE_TENANT_ID,
+    copy_credential_command,
+    key,
+)
 from gpudr.contract.tags import DrRole, bucket_tags, pool_tags, site_tags
 
 LINK_KINDS = ("vnet-peering", "vpn")
@@ -101,6 +109,7 @@ class AzureSite(pulumi.ComponentResource):
             opts=pulumi.InvokeOutputOptions(parent=self)
         )
         self._subscription_id = client.subscription_id
+        self._tenant_id = client.tenant_id
         peers = _peers(cfg)
         vpn_links = _vpn_links(cfg)
 
@@ -143,6 +152,8 @@ class AzureSite(pulumi.ComponentResource):
                 self._vpn_to_gcp(link, network)
         if cfg.onprem is not None:
             self._onprem(buckets, network, args.credentials or TransferCredentials(), args.failover)
+        else:
+            self._azcopy(buckets, args.credentials or TransferCredentials(), args.failover)
         credentials = self._sts_readers(buckets)
 
         paths = {k: v.path for k, v in buckets.items()}
@@ -359,6 +370,62 @@ class AzureSite(pulumi.ComponentResource):
             private_endpoints=path.endpoints,
         )
 
+    def _azcopy(
+        self,
+        buckets: dict[str, AzureDataBucket],
+        creds: TransferCredentials,
+        failover: bool,
+    ) -> None:
+        """AzCopy jobs copying an AWS primary's buckets into the replica containers
+        (components/azure/azcopy.py). Without the identity the primary's stack created, or
+        without the image, nothing is declared: a job cannot run without either."""
+        cfg = self._cfg
+        inbound = [b for b in cfg.buckets if any(t.service == "azcopy" for t in b.inbound)]
+        if not inbound:
+            return
+        missing = [key(n) for n, _ in AZCOPY_CREDENTIALS if not creds.azcopy_identity.get(n)] + (
+            [AZCOPY_IMAGE_KEY] if creds.azcopy_image is None else []
+        )
+        if missing:
+            primaries = sorted({t.source_site for b in inbound for t in b.inbound})
+            pulumi.log.warn(_missing_azcopy(cfg, primaries, missing), resource=self)
+            return
+        from components.azure.azcopy import AzcopyPull, AzcopyPullArgs, AzcopyTarget
+
+        assert creds.azcopy_image is not None  # in `missing` otherwise
+        # The identity must be of this subscription's tenant: the primary's stack created it
+        # with its own Azure provider, and a job cannot run as another tenant's identity.
+        copied = creds.azcopy_identity[AZCOPY_TENANT_ID]
+        self._tenant_id.apply(lambda tenant: _same_tenant(cfg, tenant, copied))
+        AzcopyPull(
+            f"{self._name}-azcopy",
+            AzcopyPullArgs(
+                system=cfg.system,
+                site=cfg.site,
+                resource_group_name=self._group,
+                location=cfg.region,
+                subscription_id=self._subscription_id,
+                log_workspace_id=self._log_workspace_id,
+                identity=creds.azcopy_identity,
+                image=creds.azcopy_image,
+                targets=[
+                    AzcopyTarget(
+                        data_class=b.data_class,
+                        account_name=buckets[b.data_class].account_name,
+                        account_id=buckets[b.data_class].account_id,
+                        container=b.name,
+                        transfer=t,
+                        tags=site_tags(cfg, "transfer", data_class=b.data_class),
+                    )
+                    for b in inbound
+                    for t in b.inbound
+                ],
+                tags=site_tags(cfg, "transfer"),
+                hold_schedules=failover,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(buckets.values())),
+        )
+
     def _upload_path(
         self,
         buckets: dict[str, AzureDataBucket],
@@ -469,6 +536,36 @@ class AzureSite(pulumi.ComponentResource):
                 **{AZURE_STS_CLIENT_ID: federated.client_id, AZURE_TENANT_ID: federated.tenant_id}
             )
         return credentials
+
+
+def _same_tenant(cfg: SiteConfig, tenant: str, copied: str) -> str:
+    if tenant and copied.lower() != tenant.lower():
+        raise ValueError(
+            f"site {cfg.site}: gpudr:{AZCOPY_TENANT_ID} is {copied}, but this stack's Azure "
+            f"tenant is {tenant}; deploy the primary's stack against this site's tenant and copy "
+            "its transfer_credentials again"
+        )
+    return tenant
+
+
+def _missing_azcopy(cfg: SiteConfig, primaries: list[str], missing: list[str]) -> str:
+    """The commands that give this stack the identity the primary's stack created and the
+    jobs' image, then deploy (first deployment: this stack, the primary's, this one again)."""
+    stack = pulumi.get_stack()
+    lines = [
+        f"AzCopy jobs into {cfg.site} are not declared: {', '.join(missing)} not set. The "
+        "primary's stack creates the identity; once it is deployed, copy its ids, push the "
+        "image (docker/azcopy/Dockerfile) and run this stack again:"
+    ]
+    for primary in primaries:
+        source = stack_name(cfg.system, primary)
+        for name, secret in AZCOPY_CREDENTIALS:
+            lines.append(f"  {copy_credential_command(source, cfg.site, name, secret, stack)}")
+    lines.append(
+        f"  pulumi config set {AZCOPY_IMAGE_KEY} <registry>/<repository>@sha256:<digest> -s {stack}"
+    )
+    lines.append(f"  pulumi up -s {stack}")
+    return "\n".join(lines)
 
 
 def _peers(cfg: SiteConfig) -> list[VnetPeer]:

@@ -38,6 +38,7 @@ from gpudr.build.stackconfig import (
     transfer_credential_keys,
 )
 from gpudr.contract.stack import (
+    AZCOPY_IMAGE_KEY,
     DATASYNC_AGENT_ARNS_KEY,
     EXPRESSROUTE_PROVISIONED_KEY,
     ONPREM_S3_ACCESS_KEY,
@@ -49,7 +50,7 @@ from gpudr.contract.stack import (
 )
 from gpudr.contract.stack import key as config_key_of
 from gpudr.core.design import Design
-from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, Cloud, StorageKind, WeightsLock
+from gpudr.core.enums import DRILL_DESTROY_MARGIN_S, Cloud, Mechanism, StorageKind, WeightsLock
 from gpudr.core.spec import OnPremSite, Plan, Site, drill_schedule
 from gpudr.core.units import fmt_duration
 from gpudr.docs.diff import MARKER as DIFF_MARKER
@@ -165,6 +166,12 @@ def render_stack_files(design: Design, command: str) -> list[Rendered]:
                 for c in transfer_credential_keys(design, site)
             ],
             **_onprem_context(plan, site, name),
+            "azcopy_image": (
+                f"pulumi config set {AZCOPY_IMAGE_KEY} <registry>/<repository>@sha256:<digest> "
+                f"-s {name}"
+            )
+            if any(f.mechanism == Mechanism.AZCOPY for f in design.flows if f.dr == site.name)
+            else "",
         }
         config = stack_config_values(design, site)
         text = _render_stack(context, {"config": config})

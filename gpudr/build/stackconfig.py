@@ -12,6 +12,7 @@ from typing import Any
 
 from gpudr.contract import naming
 from gpudr.contract.site import (
+    AzcopyReader,
     AzureStsReader,
     BucketConfig,
     ClusterConfig,
@@ -29,6 +30,7 @@ from gpudr.contract.site import (
     SystemPool,
 )
 from gpudr.contract.stack import (
+    AZCOPY_CREDENTIALS,
     AZURE_STS_CREDENTIALS,
     DATASYNC_CREDENTIALS,
     DEFAULT_MODE,
@@ -229,6 +231,11 @@ def _inbound(plan: Plan, f: DataFlow, site: Site, primary: Site) -> tuple[Inboun
     if f.mechanism not in PULLED or f.schedule is None:
         return ()
     sts_from_s3 = f.mechanism == Mechanism.STS and primary.cloud == Cloud.AWS
+    role = ""
+    if sts_from_s3:
+        role = naming.sts_reader_role_name(plan.name, site.name)
+    elif f.mechanism == Mechanism.AZCOPY:
+        role = naming.azcopy_reader_role_name(plan.name, site.name)
     transfer = InboundTransfer(
         service=f.mechanism,
         source_cloud=primary.cloud,
@@ -238,8 +245,8 @@ def _inbound(plan: Plan, f: DataFlow, site: Site, primary: Site) -> tuple[Inboun
         source_account=primary.account,
         source_project=primary.project,
         schedule_s=f.schedule.interval_s,
-        # Only STS from S3 assumes a role; other sources sign in otherwise.
-        role_name=naming.sts_reader_role_name(plan.name, site.name) if sts_from_s3 else "",
+        # Only STS and AzCopy from S3 assume a role; other sources sign in otherwise.
+        role_name=role,
         mirror_deletes=f.data_class == DataClass.CHECKPOINTS,
         source_storage_account=storage_account_name(plan, primary, f.data_class)
         if primary.cloud == Cloud.AZURE
@@ -405,6 +412,7 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
         sts_readers=_sts_readers(design, site),
         datasync_readers=_datasync_readers(design, site),
         azure_sts_readers=_azure_sts_readers(design, site),
+        azcopy_readers=_azcopy_readers(design, site),
         logs=LogsConfig(
             sink=naming.log_sink_name(site.cloud, plan.name, site.name, site.region),
             retention_days=plan.logging.retention_days,
@@ -462,6 +470,27 @@ def _azure_sts_readers(design: Design, site: Site) -> tuple[AzureStsReader, ...]
             dr_site=dr.name,
             gcp_project=dr.project or "",
             storage_accounts=(*previous.storage_accounts, account) if previous else (account,),
+        )
+    return tuple(out.values())
+
+
+def _azcopy_readers(design: Design, site: Site) -> tuple[AzcopyReader, ...]:
+    """On an AWS primary: one read role and identity per Azure DR site copying with AzCopy."""
+    plan = design.plan
+    out: dict[str, AzcopyReader] = {}
+    for f in design.flows:
+        if f.primary != site.name or f.mechanism != Mechanism.AZCOPY:
+            continue
+        dr = plan.sites[f.dr]
+        previous = out.get(dr.name)
+        bucket = bucket_name(plan, site, f.data_class)
+        out[dr.name] = AzcopyReader(
+            role_name=naming.azcopy_reader_role_name(plan.name, dr.name),
+            dr_site=dr.name,
+            dr_region=dr.region,
+            identity_name=naming.azcopy_identity_name(plan.name, dr.name),
+            resource_group=naming.azcopy_identity_group(plan.name, dr.name),
+            buckets=(*previous.buckets, bucket) if previous else (bucket,),
         )
     return tuple(out.values())
 
@@ -688,7 +717,8 @@ class CredentialKey:
 def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey, ...]:
     """What `site` (a DR site) must copy from its primary's outputs before its pulls can sign
     in: the HMAC key a GCP primary creates for DataSync, the federated identity an Azure primary
-    creates for Storage Transfer Service. Empty for every other site."""
+    creates for Storage Transfer Service, the identity an AWS primary creates for AzCopy jobs.
+    Empty for every other site."""
     plan = design.plan
     primary = plan.sites.get(site.protects or "")
     if site.role != SiteRole.DR or primary is None:
@@ -699,6 +729,8 @@ def transfer_credential_keys(design: Design, site: Site) -> tuple[CredentialKey,
         keys += DATASYNC_CREDENTIALS
     if any(r.dr_site == site.name for r in src.azure_sts_readers):
         keys += AZURE_STS_CREDENTIALS
+    if any(r.dr_site == site.name for r in src.azcopy_readers):
+        keys += AZCOPY_CREDENTIALS
     return tuple(
         CredentialKey(key(k), secret, stack_name(plan, primary), site.name) for k, secret in keys
     )

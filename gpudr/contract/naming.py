@@ -133,6 +133,39 @@ def azure_sts_identity_name(system: str, dr_site: str) -> str:
     return f"gpudr-{system}-{dr_site}-sts-reader"[:128]
 
 
+def azcopy_reader_role_name(system: str, dr_site: str) -> str:
+    """The AWS role an Azure DR site's AzCopy jobs assume (by federation) to read the primary."""
+    return f"gpudr-{system}-{dr_site}-azcopy-reader"[:64]
+
+
+def azcopy_identity_name(system: str, dr_site: str) -> str:
+    """The user-assigned identity an Azure DR site's AzCopy jobs run as (3-128 characters),
+    created by the AWS primary's stack in its own resource group (`azcopy_identity_group`)."""
+    return f"gpudr-{system}-{dr_site}-azcopy"[:128]
+
+
+def azcopy_identity_group(system: str, dr_site: str) -> str:
+    """The resource group, in the DR region, holding only that identity: the primary's stack
+    owns it, apart from the DR stack's own group (`resource_group_name`)."""
+    return f"gpudr-{system}-{dr_site}-azcopy-identity"[:90]
+
+
+# Container Apps names: 2-32 lower-case letters, digits and hyphens, starting with a letter and
+# ending with a letter or digit (jobs and managed environments alike).
+CONTAINER_APPS_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+
+
+def azcopy_environment_name(system: str, site: str) -> str:
+    """The Container Apps environment an Azure DR site's AzCopy jobs run in."""
+    return f"gpudr-azcopy-{_digest(system, site, 'azcopy-env')[:12]}"
+
+
+def azcopy_job_name(system: str, site: str, data_class: str) -> str:
+    """One class's AzCopy job: the class in clear (the runbook and the pack read it), a digest
+    of the plan and site to keep it unique in the resource group within 32 characters."""
+    return f"azcopy-{data_class}-{_digest(system, site, data_class, 'azcopy')[:8]}"
+
+
 # --- dual writers ------------------------------------------------------------------------------
 
 

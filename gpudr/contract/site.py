@@ -60,7 +60,9 @@ class InboundTransfer:
     """A scheduled pull into this (replica) bucket, owned by the DR stack: the DR site holds
     the job and the identity it uses, so it can run and change them with the primary gone."""
 
-    service: str  # sts (into GCS) | datasync (into S3) | datasync-agent (into S3, on premises)
+    # sts (into GCS) | datasync (into S3) | datasync-agent (into S3, on premises) | azcopy (into
+    # Blob, from S3)
+    service: str
     source_cloud: str  # aws | gcp | azure | onprem
     source_site: str
     source_region: str
@@ -68,7 +70,9 @@ class InboundTransfer:
     source_account: str | None  # AWS account owning the source bucket (sts from S3)
     source_project: str | None  # GCP project owning the source bucket (datasync from GCS)
     schedule_s: int  # repeat interval the RPO implies (whole hours, at least 1 h)
-    role_name: str  # sts from S3: the AWS IAM role it assumes (federated from Google); else ""
+    # sts and azcopy from S3: the AWS IAM role it assumes (federated from Google or Entra ID);
+    # else ""
+    role_name: str
     # Checkpoints: the source keeps the last N and deletes older ones; the sink mirrors those
     # deletes, or copies pile up forever. The sink is versioned, so a mirrored delete leaves a
     # noncurrent version that its lifecycle keeps. Other classes never delete at the sink.
@@ -240,6 +244,21 @@ class AzureStsReader:
 
 
 @dataclass(frozen=True)
+class AzcopyReader:
+    """On an AWS primary: what an Azure DR site's AzCopy jobs sign in as. A user-assigned
+    identity in the DR region (in a resource group of its own, owned by this stack) whose Entra
+    token AWS STS exchanges for a session of a read-only role on these buckets: web identity
+    federation, no access key anywhere. The identity's ids leave as `transfer_credentials`."""
+
+    role_name: str
+    dr_site: str
+    dr_region: str  # where the identity and its group are created
+    identity_name: str
+    resource_group: str  # the identity's own group (naming.azcopy_identity_group)
+    buckets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class OnPremSource:
     """On a DR site protecting an on-premises site: what its scheduled pulls read there and the
     link they come over, whichever the DR cloud: AWS DataSync tasks over Direct Connect or a
@@ -326,6 +345,7 @@ class SiteConfig:
     sts_readers: tuple[StsReader, ...] = ()
     datasync_readers: tuple[DataSyncReader, ...] = ()
     azure_sts_readers: tuple[AzureStsReader, ...] = ()
+    azcopy_readers: tuple[AzcopyReader, ...] = ()
     # None only in a config built by hand; `from_dict` requires it, and every site component
     # refuses to build without it (`require_logs`): a site never deploys unlogged.
     logs: LogsConfig | None = None
@@ -342,6 +362,8 @@ class SiteConfig:
             for key in CCI_LINK_FIELDS:  # only a Cross-Cloud Interconnect has them
                 if link[key] is None:
                     del link[key]
+        if not cleaned["azcopy_readers"]:  # only an AWS primary protected by Azure has them
+            del cleaned["azcopy_readers"]
         return cleaned
 
     @staticmethod
@@ -385,6 +407,10 @@ class SiteConfig:
         d["azure_sts_readers"] = tuple(
             AzureStsReader(**{**x, "storage_accounts": tuple(x["storage_accounts"])})
             for x in d.get("azure_sts_readers", ())
+        )
+        d["azcopy_readers"] = tuple(
+            AzcopyReader(**{**x, "buckets": tuple(x["buckets"])})
+            for x in d.get("azcopy_readers", ())
         )
         if d.get("onprem") is not None:
             src = _ints(

@@ -7,6 +7,8 @@ Standard library only: the Pulumi program reads this module.
 
 from __future__ import annotations
 
+import re
+
 from gpudr.core.enums import Mode
 
 CONFIG_NAMESPACE = "gpudr"
@@ -40,6 +42,37 @@ AZURE_TENANT_ID = "azure_tenant_id"
 # federated identity.
 DATASYNC_CREDENTIALS = ((GCS_HMAC_ACCESS_ID, False), (GCS_HMAC_SECRET, True))
 AZURE_STS_CREDENTIALS = ((AZURE_STS_CLIENT_ID, False), (AZURE_TENANT_ID, False))
+
+# AzCopy into an Azure DR site from S3: the user-assigned identity the AWS primary's stack created
+# for the DR site's jobs (its resource id, client id and principal (object) id, and its
+# tenant), which the primary's read role trusts. Not secret: ids, no key.
+AZCOPY_IDENTITY_ID = "azcopy_identity_id"
+AZCOPY_CLIENT_ID = "azcopy_client_id"
+AZCOPY_PRINCIPAL_ID = "azcopy_principal_id"
+AZCOPY_TENANT_ID = "azcopy_tenant_id"
+AZCOPY_CREDENTIALS = (
+    (AZCOPY_IDENTITY_ID, False),
+    (AZCOPY_CLIENT_ID, False),
+    (AZCOPY_PRINCIPAL_ID, False),
+    (AZCOPY_TENANT_ID, False),
+)
+# ... and the image its jobs run (docker/azcopy/Dockerfile), pushed by the operator and named by
+# digest: `<registry>/<repository>@sha256:<64 hex>`. A tag could be moved to another image.
+AZCOPY_IMAGE = "azcopy_image"
+AZCOPY_IMAGE_KEY = key(AZCOPY_IMAGE)
+IMAGE_BY_DIGEST = re.compile(r"[a-z0-9][a-z0-9.:-]*(/[a-z0-9._-]+)+@sha256:[0-9a-f]{64}")
+
+
+def image_error(value: str) -> str | None:
+    """Why `gpudr:azcopy_image` is refused (one line), or None when it names an image by digest."""
+    if IMAGE_BY_DIGEST.fullmatch(value):
+        return None
+    return (
+        f"{AZCOPY_IMAGE_KEY} {value!r} does not name an image by digest; push "
+        "docker/azcopy/Dockerfile's image and set `<registry>/<repository>@sha256:<64 hex>` "
+        "(`docker buildx imagetools inspect <tag>` prints the digest)"
+    )
+
 
 # A DR stack pulling from on premises: {agent name: agent ARN}, set by the operator once each
 # agent VM is activated (`pulumi config set --path 'gpudr:datasync_agent_arns.<name>' <arn>`).
@@ -76,9 +109,15 @@ OPERATOR_KEYS = (
     STORAGE_MOVER_AGENTS_KEY,
     EXPRESSROUTE_PROVISIONED_KEY,
     CCI_PROVISIONED_KEY,
+    AZCOPY_IMAGE_KEY,
     *(
         key(name)
-        for name, _ in (*DATASYNC_CREDENTIALS, *AZURE_STS_CREDENTIALS, *ONPREM_S3_CREDENTIALS)
+        for name, _ in (
+            *DATASYNC_CREDENTIALS,
+            *AZURE_STS_CREDENTIALS,
+            *ONPREM_S3_CREDENTIALS,
+            *AZCOPY_CREDENTIALS,
+        )
     ),
 )
 # The operator keys whose value is a secret: a stack file may hold them only as the secrets

@@ -51,6 +51,9 @@ class Tag(StrEnum):
     QUOTA_MBPS = "quota-mbps"
     # what one run may use whatever the path carries: its job runs on one agent (Storage Mover)
     AGENT_MBPS = "agent-mbps"
+    # A replica an AzCopy job copies into: the S3 bucket the job must read (the pack refuses a
+    # job reading any other)
+    SOURCE_BUCKET = "source-bucket"
     # a write-once (weights) copy: compliance, or governance for a trial the pack must approve
     LOCK = "lock"
     # GPU pools
@@ -166,6 +169,9 @@ def bucket_tags(site: SiteConfig, bucket: BucketConfig) -> dict[str, str]:
         extra["agent_mbps"] = _number(round(bucket.agent_gbps * 1000, 3))
     if bucket.object_lock_days is not None:
         extra["lock"] = bucket.object_lock_mode
+    azcopy = [t for t in bucket.inbound if t.service == "azcopy"]
+    if azcopy:
+        extra["source_bucket"] = azcopy[0].source_bucket
     return site_tags(site, data_role(bucket.role), **extra)
 
 
@@ -252,6 +258,7 @@ class BucketTags:
     publish_window_s: float | None
     quota_mbps: float | None
     agent_mbps: float | None = None
+    source_bucket: str | None = None  # azcopy replicas: the S3 bucket their jobs read
 
 
 REQUIRED_BUCKET_TAGS = (Tag.DATA_CLASS, Tag.MECHANISM, Tag.RPO_S, Tag.BURST_BYTES, Tag.STEADY_KBPS)
@@ -279,4 +286,5 @@ def read_bucket_tags(cloud: str, tags: Mapping[str, Any]) -> BucketTags:
         publish_window_s=num(Tag.PUBLISH_WINDOW_S),
         quota_mbps=num(Tag.QUOTA_MBPS),
         agent_mbps=num(Tag.AGENT_MBPS),
+        source_bucket=read_tag(cloud, tags, Tag.SOURCE_BUCKET),
     )

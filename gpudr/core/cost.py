@@ -160,6 +160,28 @@ RULES: dict[str, Rule] = {
         {Cloud.AZURE: ("storage_mover_gb",)},
         "{data_class} Storage Mover fee (agents on premises; its Blob writes not priced)",
     ),
+    # AzCopy jobs at an Azure DR site: the Container Apps job's replicas bill per vCPU-second
+    # and GiB-second allocated while a run lasts (Consumption plan), and every block the Blob
+    # service writes from its S3 URL is a write transaction on the replica account. Neither
+    # price was found in a source gpudr can cite (prices.yaml missing): listed as unpriced.
+    "azcopy-job-vcpu": Rule(
+        "replication",
+        "vCPU-second",
+        {Cloud.AZURE: ("container_apps_vcpu_second",)},
+        "{data_class} AzCopy job runs, vCPU (every {every})",
+    ),
+    "azcopy-job-memory": Rule(
+        "replication",
+        "GiB-second",
+        {Cloud.AZURE: ("container_apps_gib_second",)},
+        "{data_class} AzCopy job runs, memory (every {every})",
+    ),
+    "azcopy-blob-writes": Rule(
+        "replication",
+        "GB",
+        {Cloud.AZURE: ("blob_write_operations_gb",)},
+        "{data_class} AzCopy block writes into the replica (Put Block From URL)",
+    ),
     # Enhanced-mode DataSync bills every task execution.
     "datasync-executions": Rule(
         "replication",
@@ -391,6 +413,8 @@ TRANSFER_ROUTE: dict[tuple[str, str], str] = {
     (Cloud.AWS, Cloud.GCP): "internet_egress",
     (Cloud.GCP, Cloud.AWS): "internet_egress",
     (Cloud.AZURE, Cloud.GCP): "internet_egress",
+    # AzCopy's service-to-service copy: the Blob service fetches each object from S3's public
+    # endpoint, so the bytes leave AWS as data transfer out to the internet.
     (Cloud.AWS, Cloud.AZURE): "internet_egress",
 }
 # Extra per-GB fee of a mechanism: the cloud that runs it and its rule.

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from gpudr.core import cost, hardware, reference, sizing
 from gpudr.core.cost import HOURS_PER_MONTH, SECONDS_PER_MONTH, Usage
 from gpudr.core.enums import (
+    AZCOPY_JOB_MEMORY_GIB,
+    AZCOPY_JOB_VCPU,
     DATA_CLASSES,
     DR_PATTERNS,
     DUAL_REGION,
@@ -270,6 +272,8 @@ def choose_mechanism(
         return Mechanism.AZURE_OR
     if pair == (Cloud.GCP, Cloud.AWS):
         return Mechanism.DATASYNC
+    if pair == (Cloud.AWS, Cloud.AZURE):
+        return Mechanism.AZCOPY
     return Mechanism.STS  # aws -> gcp, azure -> gcp
 
 
@@ -292,6 +296,7 @@ SERVICE_PATHS: dict[str, ServicePath] = {
     Mechanism.STS: ServicePath.STS,
     Mechanism.DATASYNC: ServicePath.DATASYNC,
     Mechanism.AZURE_OR: ServicePath.AZURE_OR,
+    Mechanism.AZCOPY: ServicePath.AZCOPY,
 }
 
 
@@ -381,6 +386,12 @@ def _path_capacity(
     if kind == ServicePath.DATASYNC:
         default = "quotas.datasync_gbps default (assumption: AWS publishes no agentless rate)"
         return plan.quotas.datasync_gbps, _quota_source(plan, "datasync_gbps", default), None
+    if kind == ServicePath.AZCOPY:
+        default = (
+            "quotas.azcopy_gbps default (assumption: Microsoft publishes no service-to-service "
+            "rate from S3; the replica account's ingress limit bounds it)"
+        )
+        return plan.quotas.azcopy_gbps, _quota_source(plan, "azcopy_gbps", default), None
     return _link_capacity(plan, kind, need_gbps, dx_locations, vpn_peer)
 
 
@@ -676,7 +687,27 @@ def _estimate(
         headroom=plan.headroom,
         rate_cap_gbps=limits.rate_cap_gbps,
         wait_s=limits.wait_s,
+        max_run_s=sizing.max_run_s(mech),
+        intervals=sizing.pull_intervals_s(mech),
     )
+    longest = sizing.max_run_s(mech)
+    if longest is not None and schedule.transfer_s > sizing.run_limit_s(
+        longest, schedule.interval_s
+    ):
+        # The run is stopped when its AWS session ends (its presigned URLs die with it) or the
+        # next run is due (the job's replica timeout): what it has not copied by then never
+        # arrives, and the next run starts over. No interval bounds the data loss.
+        est = sizing.RpoEstimate(
+            math.inf,
+            math.inf,
+            schedule.transfer_s,
+            False,
+            f"one run's transfer ({fmt_duration(schedule.transfer_s)} even every "
+            f"{fmt_duration(schedule.interval_s)}) outlasts the run's limit: the next run, and "
+            f"the {fmt_duration(longest)} AWS session its presigned S3 URLs are signed with. "
+            "Raise quotas.azcopy_gbps to a measured rate, or shrink what one run copies",
+        )
+        return est, schedule
     queued = (
         f" after waiting up to {fmt_duration(schedule.wait_s)} for the other classes' runs on "
         "the same agents"
@@ -1716,12 +1747,30 @@ def _mechanism_usages(plan: Plan, f: DataFlow, gb: float) -> Iterator[Usage]:
         runs = SECONDS_PER_MONTH / f.schedule.interval_s
         every = fmt_duration(f.schedule.interval_s)
         yield _usage("datasync-executions", dr, runs, True, data_class=f.data_class, every=every)
+    if f.mechanism == Mechanism.AZCOPY:
+        yield from _azcopy_usages(f, dr, gb)
     if f.mechanism in (Mechanism.CRR_RTC, Mechanism.CRR):
         yield _usage("replication-metrics", primary, 4, True, data_class=f.data_class)
         yield _usage("replication-alarms", primary, 2, True, data_class=f.data_class)
     if f.mechanism == Mechanism.DUAL_WRITE and dr.cloud == Cloud.AWS:
         # Per GB the receiving site's S3 interface endpoint takes in (its hours: below).
         yield _usage("endpoint-processing", dr, gb, True, data_class=f.data_class)
+
+
+def _azcopy_usages(f: DataFlow, dr: Site, gb: float) -> Iterator[Usage]:
+    """An AzCopy class at its Azure DR site: each run's replica allocated for the run's
+    transfer (its cores and memory: enums.AZCOPY_JOB_VCPU, AZCOPY_JOB_MEMORY_GIB), and the
+    replica account's block writes. The S3 egress is the primary's transfer line."""
+    yield _usage("azcopy-blob-writes", dr, gb, True, data_class=f.data_class)
+    if f.schedule is None:
+        return
+    runs = SECONDS_PER_MONTH / f.schedule.interval_s
+    seconds = runs * f.schedule.transfer_s
+    every = fmt_duration(f.schedule.interval_s)
+    cls = f.data_class
+    vcpu, memory = seconds * AZCOPY_JOB_VCPU, seconds * AZCOPY_JOB_MEMORY_GIB
+    yield _usage("azcopy-job-vcpu", dr, vcpu, True, data_class=cls, every=every)
+    yield _usage("azcopy-job-memory", dr, memory, True, data_class=cls, every=every)
 
 
 def _endpoint_usages(plan: Plan, flows: list[DataFlow]) -> Iterator[Usage]:

@@ -62,6 +62,7 @@ PULLED = (
     Mechanism.DATASYNC_AGENT,
     Mechanism.STS_AGENT,
     Mechanism.STORAGE_MOVER,
+    Mechanism.AZCOPY,
 )
 # Pulls from an on-premises site through agents there, bound by the WAN bandwidth committed to DR
 # (and the agents' own limits), not a vendor quota.
@@ -203,6 +204,7 @@ class ServicePath(StrEnum):
     STS = "sts"
     DATASYNC = "datasync"
     AZURE_OR = "azure-or"
+    AZCOPY = "azcopy"
 
 
 class Mode(StrEnum):
@@ -246,6 +248,24 @@ def cloudwatch_retention_days(days: int) -> int:
         f"log retention of {days} days is longer than CloudWatch Logs keeps logs "
         f"({CLOUDWATCH_RETENTION_DAYS[-1]} days at most); shorten the plan's logging.retention"
     )
+
+
+# The longest an AWS role session lasts (IAM's upper bound on a role's MaxSessionDuration,
+# which AssumeRoleWithWebIdentity's DurationSeconds cannot exceed). AzCopy presigns each S3
+# object's URL with the session's credentials, so the URLs die with the session: one AzCopy run
+# must finish within it. The AWS primary's read role declares it, the planner refuses a run
+# longer than it, and the pack checks the registered job's timeout against it.
+AWS_MAX_SESSION_S = 43200
+# What one AzCopy job replica is allocated (a Container Apps Consumption profile pairs 0.5 GiB
+# with each 0.25 vCPU, up to 4 vCPU): the service-to-service copy moves no data through the
+# replica, which only lists and schedules blocks. The job declares it and the plan bills it.
+AZCOPY_JOB_VCPU = 1.0
+AZCOPY_JOB_MEMORY_GIB = 2.0
+# The repeat intervals (hours) a 5-field cron expression keeps exactly, day after day: the
+# divisors of 24 ("0 */h * * *"), and daily. "0 */5 * * *" fires at 0, 5, ..., 20 and again at
+# 0: a 4 h gap, not 5. A job scheduled by cron (AzCopy's Container Apps jobs) runs at one of
+# these, which the planner sizes and the pack reads back.
+CRON_INTERVAL_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)
 
 
 # Private ASNs on gpudr's side of BGP: transit gateways from 64600 up, one per site (its

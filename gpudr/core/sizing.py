@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudr.core import reference
-from gpudr.core.enums import DR_PATTERNS, DataClass, Mechanism, Pattern, PoolKind
+from gpudr.core.enums import (
+    AWS_MAX_SESSION_S,
+    CRON_INTERVAL_HOURS,
+    DR_PATTERNS,
+    DataClass,
+    Mechanism,
+    Pattern,
+    PoolKind,
+)
 from gpudr.core.units import transfer_seconds
 
 # --- the facts that cross to the policy pack, at the precision the tags carry them -------------
@@ -306,6 +314,35 @@ def min_pull_interval_s(mechanism: str) -> int:
     return int(reference.mechanism(mechanism)["min_interval_s"])
 
 
+# The longest one run of a pull may take, by mechanism: an AzCopy run reads S3 through URLs
+# presigned with one AWS role session, which ends after at most 12 h (enums.AWS_MAX_SESSION_S);
+# what is not copied by then fails, and the next run starts over from its listing.
+MAX_RUN_S: dict[str, int] = {Mechanism.AZCOPY: AWS_MAX_SESSION_S}
+
+
+def max_run_s(mechanism: str) -> int | None:
+    """How long one run of the mechanism may last before it fails, or None (no bound)."""
+    return MAX_RUN_S.get(mechanism)
+
+
+def run_limit_s(max_run_s: float, interval_s: float) -> float:
+    """How long one run of a bounded pull may take: within its session, and before the next
+    run starts (the job's replica timeout: a cron schedule starts the next run whether or not
+    the last one finished, and two runs would copy the same objects twice)."""
+    return min(max_run_s, interval_s)
+
+
+# Mechanisms scheduled by a cron expression: they repeat only at the intervals cron keeps.
+CRON_SCHEDULED = (Mechanism.AZCOPY,)
+
+
+def pull_intervals_s(mechanism: str) -> tuple[int, ...] | None:
+    """The repeat intervals a mechanism's schedule can express, or None (any whole hour)."""
+    if mechanism in CRON_SCHEDULED:
+        return tuple(h * 3600 for h in CRON_INTERVAL_HOURS)
+    return None
+
+
 def achieved_rpo(
     flow: Flow,
     lag_floor_s: float | None,
@@ -398,6 +435,7 @@ def pull_at(
     rpo_s: float | None,
     rate_cap_gbps: float | None = None,
     wait_s: float = 0.0,
+    max_run_s: float | None = None,
 ) -> Schedule:
     """A pull every `interval_s` on a path of `capacity_gbps` shared with other flows.
 
@@ -410,7 +448,8 @@ def pull_at(
     on one agent). `wait_s`: how long a run may queue behind other classes' runs on the same
     workers (a DataSync agent runs one task at a time, and every task uses every agent).
     It fits when base + interval + wait + transfer x headroom meets the RPO: the same margin
-    every other path keeps.
+    every other path keeps; and, where one run must finish within `max_run_s` (an AzCopy run
+    within its AWS session), when the transfer does, and before the next run starts.
     """
     available = capacity_gbps - other_steady_gbps
     if rate_cap_gbps is not None:
@@ -420,6 +459,8 @@ def pull_at(
     rpo = flow.base_rpo_s + interval_s + wait_s + transfer
     margin = flow.base_rpo_s + interval_s + wait_s + transfer * headroom
     fits = rpo_s is None or margin <= rpo_s + 1e-6
+    if max_run_s is not None and transfer > run_limit_s(max_run_s, interval_s):
+        fits = False
     return Schedule(interval_s, run, transfer, rpo, fits, wait_s)
 
 
@@ -435,10 +476,20 @@ def scheduled_transfer(
     headroom: float = 1.0,
     rate_cap_gbps: float | None = None,
     wait_s: float = 0.0,
+    max_run_s: float | None = None,
+    intervals: Sequence[int] | None = None,
 ) -> Schedule:
     """The longest whole-step repeat interval whose worst case still meets the RPO (fewer,
-    larger runs). With no RPO target the interval is the maximum (a daily copy). When even the
-    shortest allowed interval misses the RPO, the shortest is returned with fits=False."""
+    larger runs). With no RPO target the interval is the longest whose run finishes within
+    `max_run_s`, if any (else the maximum: a daily copy). When even the shortest allowed
+    interval misses the RPO, the shortest is returned with fits=False. `intervals`: the only
+    repeat intervals the schedule can express (a cron expression's), instead of every step from
+    the minimum to the maximum."""
+    candidates = sorted(
+        i
+        for i in (intervals or range(min_interval_s, max_interval_s + 1, step_s))
+        if min_interval_s <= i <= max_interval_s
+    )
 
     def at(interval: int) -> Schedule:
         return pull_at(
@@ -450,18 +501,19 @@ def scheduled_transfer(
             rpo_s=rpo_s,
             rate_cap_gbps=rate_cap_gbps,
             wait_s=wait_s,
+            max_run_s=max_run_s,
         )
 
     if rpo_s is None:
-        return at(max_interval_s)
-    best = at(min_interval_s)
-    interval = min_interval_s + step_s
-    while interval <= max_interval_s:
+        # The longest whose run finishes in time (with no run bound, the longest).
+        fitting = [s for s in (at(i) for i in reversed(candidates)) if s.fits]
+        return fitting[0] if fitting else at(candidates[0])
+    best = at(candidates[0])
+    for interval in candidates[1:]:
         candidate = at(interval)
         if not candidate.fits:
             break
         best = candidate
-        interval += step_s
     return best
 
 
@@ -472,6 +524,7 @@ QUOTA_KEYS: dict[str, str] = {
     Mechanism.CRR_RTC: "s3_rtc_gbps",
     Mechanism.STS: "sts_gbps",
     Mechanism.DATASYNC: "datasync_gbps",
+    Mechanism.AZCOPY: "azcopy_gbps",
     Mechanism.GCS_TURBO: "gcs_turbo_gbps",
     Mechanism.GCS_DUAL_REGION: "gcs_dual_region_gbps",
 }

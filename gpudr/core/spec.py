@@ -346,6 +346,7 @@ class Quotas:
     datasync_agent_gbps: float = 10.0  # per agent on premises (reference data quotas:)
     sts_agent_gbps: float = 10.0  # per Storage Transfer agent on premises (the same)
     storage_mover_agent_gbps: float = 1.0  # per Azure Storage Mover agent (an assumption)
+    azcopy_gbps: float = 10.0  # AzCopy from S3 into an Azure DR site (an assumption)
 
 
 @dataclass(frozen=True)
@@ -1511,6 +1512,12 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
                 "is required when a gcp site protects this aws site: Storage Transfer "
                 "Service assumes a role in this account by its ARN",
             )
+        if pair == (Cloud.AWS, Cloud.AZURE) and primary.account is None:
+            r.error(
+                f"sites.{primary.name}.account",
+                "is required when an azure site protects this aws site: its AzCopy jobs "
+                "assume a role in this account by its ARN",
+            )
         _, links = PAIRS[pair]
         # Without a kind, a pair with a dedicated alternative is left to the design (the need
         # chooses); any other gets its default.
@@ -2357,6 +2364,7 @@ def _parse_quotas(r: _Reader, raw: Any) -> Quotas:
         "datasync_agent_gbps",
         "sts_agent_gbps",
         "storage_mover_agent_gbps",
+        "azcopy_gbps",
     )
     s = r.mapping(raw, "quotas", keys)
     values: dict[str, float] = {}

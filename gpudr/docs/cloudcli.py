@@ -360,6 +360,33 @@ def mover_job(group: str, mover: str, project: str, job: str, verb: str) -> Argv
     return _cmd(line, g=group, m=mover, p=project, j=job)
 
 
+def managed_identity_id(group: str, name: str) -> Argv:
+    """A user-assigned identity's resource id."""
+    return _cmd("az identity show -g {g} -n {n} --query id -o tsv", g=group, n=name)
+
+
+def containerapp_job(group: str, job: str, verb: str, identity: str = "") -> Argv:
+    """A Container Apps job (the AzCopy pulls): `stop` its running execution, `start` one now,
+    `identity-remove` or `identity-assign` the user-assigned identity its runs sign in as (the
+    pause at failover, and its undoing), show its `identity-type` (`None` once removed), or
+    list its `executions`."""
+    where = "-g {g} -n {j}"
+    if verb == "executions":
+        line = "az containerapp job execution list " + where + " --query {q} -o table"
+        columns = "[].{name:name,status:properties.status,start:properties.startTime}"
+        return _cmd(line, g=group, j=job, q=Quoted(columns))
+    if verb == "identity-type":
+        line = "az containerapp job identity show " + where + " --query type -o tsv"
+        return _cmd(line, g=group, j=job)
+    if verb == "name":
+        return _cmd("az containerapp job show " + where + " --query name -o tsv", g=group, j=job)
+    if verb in ("identity-remove", "identity-assign"):
+        action = verb.split("-", 1)[1]
+        line = f"az containerapp job identity {action} " + where + " --user-assigned {i}"
+        return _cmd(line, g=group, j=job, i=identity)
+    return _cmd("az containerapp job " + verb + " " + where, g=group, j=job)
+
+
 def logic_workflow(group: str, name: str, *, state: str | None = None) -> Argv:
     """`state` None: show a Logic App's state; else set it (Enabled, Disabled)."""
     if state is None:

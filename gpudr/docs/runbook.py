@@ -31,6 +31,7 @@ from gpudr.build.stackconfig import (
     stack_name,
     transfer_credential_keys,
 )
+from gpudr.contract import naming
 from gpudr.contract.naming import (
     GPU_TAINT,
     POOL_LABEL,
@@ -430,14 +431,37 @@ def _copy(cloud: str, source: str, target: str, regions: Sequence[str], *, keep:
 # --- per mechanism: the scheduled pulls -----------------------------------------------------------
 
 
+# Pulls whose runs are Container Apps jobs (AzCopy): paused by taking away the identity their
+# runs sign in as, to AWS and to Blob alike, so no run can copy from the primary.
+JOB_PULLS = (Mechanism.AZCOPY,)
+# The shell variable the pause and its undoing read the identity's resource id from.
+AZCOPY_IDENTITY_VAR = "AZCOPY_IDENTITY"
+
+
 def pull_var(f: DataFlow) -> str:
-    """The shell variable holding one class's job (Storage Transfer) or task (DataSync)."""
-    return f"{'JOB' if f.mechanism == Mechanism.STS else 'TASK'}_{var_name(f.data_class)}"
+    """The shell variable holding one class's job (Storage Transfer, AzCopy) or task
+    (DataSync)."""
+    job = f.mechanism in (Mechanism.STS, *JOB_PULLS)
+    return f"{'JOB' if job else 'TASK'}_{var_name(f.data_class)}"
+
+
+def azcopy_identity_lookup(dr: SiteConfig) -> str:
+    """Sets AZCOPY_IDENTITY to the resource id of the identity the DR site's AzCopy jobs run
+    as: found by its names (the primary's stack created it in the DR region, in a group of its
+    own), so neither stack's state is needed."""
+    group = naming.azcopy_identity_group(dr.system, dr.site)
+    name = naming.azcopy_identity_name(dr.system, dr.site)
+    return f"{AZCOPY_IDENTITY_VAR}=$({shell(cli.managed_identity_id(group, name))})"
 
 
 def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTransfer) -> str:
     """Sets `pull_var(f)`. Storage Transfer names its jobs itself, so the job is found by the
-    description gpudr writes (it names the sink); DataSync tasks carry gpudr's name."""
+    description gpudr writes (it names the sink); DataSync tasks and AzCopy jobs carry gpudr's
+    name (the AzCopy job's is checked to exist)."""
+    if f.mechanism in JOB_PULLS:
+        name = naming.azcopy_job_name(dr.system, dr.site, bucket.data_class)
+        argv = cli.containerapp_job(str(dr.resource_group), name, "name")
+        return f"{pull_var(f)}=$({shell(argv)})"
     if f.mechanism == Mechanism.STS:
         argv = cli.sts_jobs(str(dr.project), bucket)
     else:
@@ -448,6 +472,15 @@ def pull_lookup(dr: SiteConfig, bucket: BucketConfig, f: DataFlow, t: InboundTra
 
 def pull_schedule(dr: SiteConfig, f: DataFlow, t: InboundTransfer, enabled: bool) -> str:
     var = f"${pull_var(f)}"
+    if f.mechanism in JOB_PULLS:
+        # A Container Apps job's schedule cannot be disabled: its runs lose their identity
+        # instead (and the running one is stopped), so none can sign in to AWS or write Blob.
+        group, identity = str(dr.resource_group), f"${AZCOPY_IDENTITY_VAR}"
+        verb = "identity-assign" if enabled else "identity-remove"
+        change = shell(cli.containerapp_job(group, var, verb, identity))
+        if enabled:
+            return change
+        return f"{shell(cli.containerapp_job(group, var, 'stop'))}; {change}"
     if f.mechanism == Mechanism.STS:
         return shell(cli.sts_job_status(var, str(dr.project), enable=enabled))
     expression = datasync_schedule(t.schedule_s)
@@ -456,6 +489,8 @@ def pull_schedule(dr: SiteConfig, f: DataFlow, t: InboundTransfer, enabled: bool
 
 def pull_status(dr: SiteConfig, f: DataFlow) -> str:
     var = f"${pull_var(f)}"
+    if f.mechanism in JOB_PULLS:
+        return shell(cli.containerapp_job(str(dr.resource_group), var, "identity-type"))
     if f.mechanism == Mechanism.STS:
         return shell(cli.sts_job_status(var, str(dr.project)))
     return shell(cli.datasync_status(var, dr.region))
@@ -464,6 +499,8 @@ def pull_status(dr: SiteConfig, f: DataFlow) -> str:
 def pull_runs(dr: SiteConfig, f: DataFlow, limit: int) -> str:
     """The newest runs, newest first (Storage Transfer) or all executions (DataSync)."""
     var = f"${pull_var(f)}"
+    if f.mechanism in JOB_PULLS:
+        return shell(cli.containerapp_job(str(dr.resource_group), var, "executions"))
     if f.mechanism == Mechanism.STS:
         return shell(cli.sts_runs(var, limit))
     return shell(cli.datasync_runs(var, dr.region))
@@ -471,6 +508,8 @@ def pull_runs(dr: SiteConfig, f: DataFlow, limit: int) -> str:
 
 def pull_run_now(dr: SiteConfig, f: DataFlow) -> str:
     var = f"${pull_var(f)}"
+    if f.mechanism in JOB_PULLS:
+        return shell(cli.containerapp_job(str(dr.resource_group), var, "start"))
     if f.mechanism == Mechanism.STS:
         return shell(cli.sts_run(var, str(dr.project)))
     return shell(cli.datasync_run(var, dr.region))
@@ -842,17 +881,20 @@ def _pause_pulls_step(pair: _Pair, node: StepNode) -> Body:
     scheduled = [f for f in pair.flows if f.mechanism in PULLED]
     commands: list[str] = []
     checks = []
+    if any(f.mechanism in JOB_PULLS for f in scheduled):
+        commands.append(azcopy_identity_lookup(dcfg))
     for f in scheduled:
         b = pair.dr_bucket(f.data_class)
         for t in b.inbound:
             commands += [pull_lookup(dcfg, b, f, t), pull_schedule(dcfg, f, t, enabled=False)]
-        checks.append(Check(w.text("disabled", data_class=f.data_class), pull_status(dcfg, f)))
+        disabled = w.text("disabled", data_class=f.data_class, mechanism=f.mechanism)
+        checks.append(Check(disabled, pull_status(dcfg, f)))
     return Body(
         title=w.text("title"),
         why=w.text("why", mirrors=any(f.data_class == "checkpoints" for f in scheduled)),
         commands=tuple(commands),
         checks=tuple(checks),
-        on_failure=w.items("on_failure"),
+        on_failure=w.items("on_failure", jobs=any(f.mechanism in JOB_PULLS for f in scheduled)),
         notes=w.items("notes", stack=pair.dr_stack),
     )
 
@@ -1334,6 +1376,8 @@ def _replicating(pair: _Pair, f: DataFlow, w: Words) -> tuple[list[str], list[Ch
         rpo = shell(cli.gcs_describe_bucket(b, "value(rpo)"))
         checks.append(Check(w.text("rpo_setting", data_class=cls, setting=setting), rpo))
     elif f.mechanism in PULLED:
+        if f.mechanism in JOB_PULLS:
+            commands.append(azcopy_identity_lookup(dcfg))
         for t in b.inbound:
             commands += [
                 pull_lookup(dcfg, b, f, t),
@@ -1341,8 +1385,8 @@ def _replicating(pair: _Pair, f: DataFlow, w: Words) -> tuple[list[str], list[Ch
                 pull_run_now(dcfg, f),
             ]
         checks += [
-            Check(w.text("enabled", data_class=cls), pull_status(dcfg, f)),
-            Check(w.text("run_ends", data_class=cls), pull_runs(dcfg, f, 1)),
+            Check(w.text("enabled", data_class=cls, mechanism=f.mechanism), pull_status(dcfg, f)),
+            Check(w.text("run_ends", data_class=cls, mechanism=f.mechanism), pull_runs(dcfg, f, 1)),
         ]
     elif f.mechanism == Mechanism.AZURE_OR:
         shown = cli.blob_show(pair.primary_bucket(cls), new, "objectReplicationSourceProperties")

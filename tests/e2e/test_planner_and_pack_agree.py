@@ -1,5 +1,5 @@
 """The planner and the policy pack agree on every replicated data class, over random plans on all
-six cloud pairs.
+seven cloud pairs.
 
 Each plan is designed by the planner (`gpudr.core.design`), deployed offline by the real Pulumi
 program under mocks (both stacks, the DR stack with what its primary exported), and every stack
@@ -56,8 +56,11 @@ PAIRS = {
     ("aws", "gcp"): ["sts"],
     ("gcp", "aws"): ["datasync"],
     ("azure", "gcp"): ["sts"],
+    ("aws", "azure"): ["azcopy"],
 }
 MINUTES = [15, 30, 45, 60, 90, 120, 240]
+# Pairs whose DR link no stack declares yet (the pack cannot size a dual write on it).
+LINK_NOT_BUILT = {("aws", "azure")}
 
 
 def _duration(minutes: int) -> str:
@@ -67,7 +70,10 @@ def _duration(minutes: int) -> str:
 @st.composite
 def plans(draw: st.DrawFn) -> dict[str, Any]:
     pair = draw(st.sampled_from(sorted(PAIRS)))
-    mechanisms = ["auto", "dual-write", *PAIRS[pair]]
+    # Dual writes cross the DR link, which the pack sizes from the registered link: the AWS <->
+    # Azure VPN is not built yet (both stacks warn), so that pair draws none until it is.
+    dual = pair not in LINK_NOT_BUILT
+    mechanisms = ["auto", *(["dual-write"] if dual else []), *PAIRS[pair]]
     dr = dict(DR[pair[1]], role="dr", protects="prim")
     if pair == ("aws", "aws") and draw(st.booleans()):
         dr["link"] = {"kind": "direct-connect", "location": "EqDC2"}
@@ -82,6 +88,7 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             "datasync_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
             "gcs_turbo_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
             "gcs_dual_region_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
+            "azcopy_gbps": draw(st.sampled_from([0.5, 1, 5, 10])),
         },
         "data": {},
     }
@@ -97,7 +104,7 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             "replication": draw(st.sampled_from(mechanisms)),
         }
     if draw(st.booleans()):
-        rpo = draw(st.sampled_from(["0", "15m", "1h", "6h", "none"]))
+        rpo = draw(st.sampled_from(["0", "15m", "1h", "6h", "none"][0 if dual else 1 :]))
         plan["data"]["weights"] = {
             "size": f"{draw(st.integers(10, 2_000))}GB",
             "publish_window": draw(st.sampled_from(["30m", "1h", "2h"])),

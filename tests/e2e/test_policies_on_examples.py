@@ -38,6 +38,7 @@ EXAMPLES = [
     "aws-to-gcp-dedicated",  # dual writes over Cross-Cloud Interconnect
     "gcp-to-aws",  # DataSync pulls into S3
     "azure-to-gcp",  # Storage Transfer from Azure Blob, Azure VPN gateway to HA VPN
+    "aws-to-azure",  # AzCopy jobs copying from S3 into Blob
 ]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gpudr.contract import azcopy_job
 from gpudr.contract.azure_onprem import (
     BLOB_PRIVATE_ZONE,
     START_JOB_ACTIONS,
@@ -14,6 +15,7 @@ from gpudr.contract.azure_onprem import (
     started_jobs,
 )
 from policies.common import (
+    AZ_CONTAINER_APP_JOB,
     AZ_LOGIC_WORKFLOW,
     AZ_MOVER_ENDPOINT,
     AZ_MOVER_JOB,
@@ -815,3 +817,199 @@ def _daily_trigger(flow: Res) -> None:
 def test_storage_mover_pull(build: Callable[[], dict[str, Res]], expected: str | None) -> None:
     r = build()
     check(run_stack(replication_meets_rpo, list(r.values())), r["account"], expected)
+
+
+# --- AzCopy from S3, checked on the Azure replica --------------------------------------------
+
+AZCOPY_SOURCE = "llm-use1-checkpoints-abc123"
+AZCOPY_IDENTITY = (
+    "/subscriptions/s/resourceGroups/gpudr-llm-eus-azcopy-identity/providers/"
+    "Microsoft.ManagedIdentity/userAssignedIdentities/gpudr-llm-eus-azcopy"
+)
+
+
+def azcopy(every_h: int = 2, **config: Any) -> dict[str, Res]:
+    """An Azure replica of checkpoints (4 h RPO, 2.7 TB bursts every 45 min at 10 Gbps) written
+    by an AzCopy job (components/azure/azcopy.py): scheduled every `every_h` hours, one
+    replica, its replica timeout the interval, as the identity, reading the class's source."""
+    r = azure("checkpoints", AZURE_CHECKPOINTS)
+    retag(
+        r,
+        "account",
+        mechanism="azcopy",
+        dr_role="data-replica",
+        quota_mbps="10000",
+        source_bucket=AZCOPY_SOURCE,
+    )
+    account = r["account"].inputs["accountName"]
+    env = {
+        azcopy_job.ENV_SOURCE: AZCOPY_SOURCE,
+        azcopy_job.ENV_SOURCE_REGION: "us-east-1",
+        azcopy_job.ENV_DESTINATION: azcopy_job.blob_destination(account, "checkpoints"),
+        azcopy_job.ENV_ROLE_ARN: "arn:aws:iam::111122223333:role/gpudr-llm-eus-azcopy-reader",
+        azcopy_job.ENV_SESSION_S: "43200",
+        azcopy_job.ENV_CLIENT_ID: "3f1c2b7a-0000-4000-8000-000000000001",
+        azcopy_job.ENV_LOGIN: "MSI",
+    }
+    configuration: dict[str, Any] = {
+        "triggerType": "Schedule",
+        "scheduleTriggerConfig": {
+            "cronExpression": f"0 */{every_h} * * *",
+            "parallelism": 1,
+            "replicaCompletionCount": 1,
+        },
+        "replicaTimeout": every_h * 3600,
+        "replicaRetryLimit": 1,
+    }
+    configuration.update(config)
+    job = Res(
+        AZ_CONTAINER_APP_JOB,
+        "checkpoints-azcopy",
+        {
+            "jobName": "azcopy-checkpoints-0123abcd",
+            "identity": {"type": "UserAssigned", "userAssignedIdentities": [AZCOPY_IDENTITY]},
+            "configuration": configuration,
+            "template": {
+                "containers": [
+                    {
+                        "name": "azcopy",
+                        "image": "acr.azurecr.io/gpudr-azcopy@sha256:" + "ab" * 32,
+                        "command": list(azcopy_job.COMMAND),
+                        "env": [{"name": k, "value": v} for k, v in env.items()],
+                    }
+                ]
+            },
+        },
+    )
+    r["job"] = job
+    return r
+
+
+def azcopy_changed(change: Callable[[dict[str, Any]], object], **config: Any) -> dict[str, Res]:
+    r = azcopy(**config)
+    change(r["job"].inputs)
+    return r
+
+
+def _set_env(name: str, value: str | None) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        (container,) = inputs["template"]["containers"]
+        container["env"] = [e for e in container["env"] if e["name"] != name]
+        if value is not None:
+            container["env"].append({"name": name, "value": value})
+
+    return change
+
+
+def _trigger(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        inputs["configuration"]["scheduleTriggerConfig"].update(changes)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("build", "on_job", "on_account"),
+    [
+        pytest.param(lambda: azcopy(), None, None, id="every-2h"),
+        # every 4 h: 4 h + a run + the 45 min checkpoint interval > the 4 h RPO
+        pytest.param(lambda: azcopy(4), None, "runs every 4h", id="fires-less-often-than-rpo"),
+        pytest.param(
+            lambda: azcopy_changed(_trigger(cronExpression="0 0 31 2 *")),
+            None,
+            "no repeating schedule",
+            id="never-fires",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_trigger(cronExpression="0 3 * * 1")),
+            None,
+            "no repeating schedule",
+            id="weekly-not-daily",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(lambda i: i["configuration"].update(triggerType="Manual")),
+            "not a Schedule",
+            None,
+            id="manual-trigger",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_SOURCE, "someone-elses-bucket")),
+            "not the class's source bucket",
+            None,
+            id="reads-another-bucket",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(lambda i: i.pop("identity")),
+            "no user-assigned identity",
+            None,
+            id="no-identity",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_CLIENT_ID, None)),
+            "names no identity",
+            None,
+            id="identity-not-named-to-azcopy",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(
+                lambda i: i["template"]["containers"][0].update(command=["sh", "-c", "true"])
+            ),
+            "not gpudr's AzCopy entrypoint",
+            None,
+            id="another-command",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_trigger(parallelism=2)),
+            "parallelism is 2",
+            None,
+            id="two-replicas",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaTimeout=300),
+            None,
+            "replica timeout is 300",
+            id="timeout-shorter-than-a-run",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaTimeout=None),
+            None,
+            "replica timeout is None",
+            id="no-timeout",
+        ),
+        pytest.param(
+            lambda: {k: v for k, v in azcopy().items() if k != "job"},
+            None,
+            "no enabled AzCopy job",
+            id="no-job",
+        ),
+        pytest.param(
+            lambda: retag(azcopy(), "account", source_bucket=None),
+            "does not name its source",
+            None,
+            id="replica-names-no-source",
+        ),
+    ],
+)
+def test_azcopy_pull(
+    build: Callable[[], dict[str, Res]], on_job: str | None, on_account: str | None
+) -> None:
+    r = build()
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    job = [m for m, where in found if "job" in r and where == r["job"].urn]
+    account = [m for m, where in found if where == r["account"].urn]
+    assert len(found) == len(job) + len(account), found
+    for expected, messages in ((on_job, job), (on_account, account)):
+        if expected is None:
+            assert messages == [], messages
+        else:
+            assert len(messages) == 1 and expected in messages[0], messages
+
+
+def test_azcopy_run_longer_than_its_session_is_refused() -> None:
+    """At 100 Mbps a 266 GB checkpoint run takes ~6 h: past the 2 h interval, so the run would
+    be stopped before it ends; daily, it would outlast the 12 h session."""
+    r = retag(azcopy(), "account", quota_mbps="100")
+    found = run_stack(replication_meets_rpo, list(r.values()))
+    messages = [m for m, where in found if where == r["account"].urn]
+    assert len(found) == len(messages) == 1 and "cannot copy one run" in messages[0], found
+    assert "43200" in messages[0] or "12h" in messages[0], messages

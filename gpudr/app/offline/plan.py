@@ -12,6 +12,7 @@ from gpudr.app.offline.mocks_aws import OFFLINE_ACCOUNT as MOCK_ACCOUNT
 from gpudr.app.offline.run import StackRun, run_stack, unwrap_secret
 from gpudr.build.stackconfig import stack_config_values, stack_name
 from gpudr.contract.stack import (
+    AZCOPY_IMAGE_KEY,
     CONFIG_NAMESPACE,
     DATASYNC_AGENT_ARNS_KEY,
     EXPRESSROUTE_PROVISIONED_KEY,
@@ -21,7 +22,7 @@ from gpudr.contract.stack import (
 )
 from gpudr.contract.stack import key as config_key
 from gpudr.core.design import Design
-from gpudr.core.enums import StorageKind
+from gpudr.core.enums import Mechanism, StorageKind
 from gpudr.core.spec import OnPremSite
 
 # What the operator sets on a DR stack reading an S3-compatible store on premises, offline.
@@ -29,6 +30,10 @@ OFFLINE_S3_KEY = {
     config_key(ONPREM_S3_ACCESS_KEY): "OFFLINEACCESSKEY",
     config_key(ONPREM_S3_SECRET_KEY): "offline-not-a-real-secret",
 }
+
+
+# Where the offline AzCopy image is "pushed": a registry name that resolves nowhere.
+OFFLINE_REGISTRY = "gpudr-offline.azurecr.io"
 
 
 class ProgramError(RuntimeError):
@@ -53,6 +58,14 @@ def credential_config(outputs: Mapping[str, Any], dr_site: str) -> tuple[dict[st
         if secret or site_secret or all_secret:
             secret_keys.append(full)
     return config, secret_keys
+
+
+def pushed_image(design: Design, dr_site: str) -> dict[str, str]:
+    """The image an operator pushes for an Azure DR site's AzCopy jobs (docker/azcopy) and sets
+    by digest (`gpudr:azcopy_image`): an offline registry, and a digest derived from the plan
+    and the site, so that every run registers the same. Nothing is pushed."""
+    digest = hashlib.sha256(f"gpudr-offline/{design.plan.name}/{dr_site}".encode()).hexdigest()
+    return {AZCOPY_IMAGE_KEY: f"{OFFLINE_REGISTRY}/gpudr-azcopy@sha256:{digest}"}
 
 
 def activated_agents(onprem: OnPremSite, region: str) -> dict[str, Any]:
@@ -115,6 +128,8 @@ def run_design(
         if site.role == "dr" and site.protects in exported:
             copied, secret_keys = credential_config(exported[site.protects], site.name)
             config.update(copied)
+        if any(f.mechanism == Mechanism.AZCOPY for f in design.flows if f.dr == site.name):
+            config.update(pushed_image(design, site.name))
         if site.protects in plan.onprem:
             onprem = plan.onprem[site.protects]
             if site.cloud == "azure":

@@ -114,6 +114,11 @@ KINDS = {
         "Bucket Lock",
         "Cloud KMS key rings",
     ],
+    "aws-to-azure": [
+        "S3 Object Lock, COMPLIANCE",
+        "version-level immutability",
+        "Key Vault purge protection",
+    ],
 }
 
 

@@ -593,3 +593,70 @@ def test_azure_vpn_gbps(
 def test_the_aws_end_of_a_vpn_is_its_site_to_site_tunnel() -> None:
     assert (sizing.vpn_tunnel_gbps("aws"), sizing.azure_vpn_tunnels("aws")) == (1.25, 4)
     assert sizing.vpn_tunnel_gbps("aws") == sizing.ha_vpn_tunnel_gbps()
+
+
+# --- scheduled pulls bounded per run (AzCopy: cron intervals, a 12 h session) ---------------------
+
+
+def _azcopy_checkpoints(rpo_s: float | None) -> sizing.Flow:
+    """2 TB checkpoints every 45 min (266.67e9 B deltas), as examples/aws-to-azure.yaml."""
+    return sizing.checkpoint_flow(
+        "azcopy",
+        size_b=2e12,
+        interval_s=2700,
+        dedup_ratio=0.6,
+        compression_ratio=3,
+        rpo_s=rpo_s,
+    )
+
+
+def test_a_cron_scheduled_pull_repeats_only_at_intervals_cron_keeps() -> None:
+    intervals = sizing.pull_intervals_s("azcopy")
+    assert intervals == tuple(h * 3600 for h in (1, 2, 3, 4, 6, 8, 12, 24))
+    assert sizing.pull_intervals_s("sts") is None
+    # a 24 h RPO on a light flow: 23 h would fit, but cron cannot keep it, so 12 h
+    flow = replace(_azcopy_checkpoints(None), burst_bytes=1e9, steady_gbps=0.001)
+    free = sizing.scheduled_transfer(flow, 86400.0, 10.0, 0.0)
+    cron = sizing.scheduled_transfer(flow, 86400.0, 10.0, 0.0, intervals=intervals)
+    assert free.interval_s == 82800 and cron.interval_s == 43200
+
+
+@pytest.mark.parametrize(
+    ("gbps", "interval_s", "fits"),
+    [
+        (10.0, 7200, True),  # 800e9 B in 640 s
+        (0.2, 7200, False),  # 800e9 B in 32,000 s: past the 2 h until the next run
+        (0.2, 3600, False),  # 533e9 B in 21,333 s: past its hour
+    ],
+)
+def test_a_run_must_end_before_the_next_and_within_its_session(
+    gbps: float, interval_s: int, fits: bool
+) -> None:
+    pull = sizing.pull_at(
+        _azcopy_checkpoints(None),
+        interval_s,
+        capacity_gbps=gbps,
+        other_steady_gbps=0.0,
+        headroom=1.0,
+        rpo_s=None,
+        max_run_s=sizing.max_run_s("azcopy"),
+    )
+    assert pull.fits is fits
+    assert sizing.run_limit_s(43200, interval_s) == interval_s
+    assert sizing.run_limit_s(43200, 86400) == 43200 == sizing.max_run_s("azcopy")
+    assert sizing.max_run_s("sts") is None
+
+
+def test_without_an_rpo_a_bounded_pull_takes_the_longest_interval_whose_run_ends() -> None:
+    """Daily would need a 16 h run at 0.15 Gbps, past the 12 h session: 12 h runs (8 h) fit."""
+    flow = replace(_azcopy_checkpoints(None), burst_bytes=0.0, steady_gbps=0.1, burst_period_s=0.0)
+    s = sizing.scheduled_transfer(
+        flow,
+        None,
+        0.15,
+        0.0,
+        max_run_s=43200,
+        intervals=sizing.pull_intervals_s("azcopy"),
+    )
+    assert s.interval_s == 43200 and s.fits
+    assert s.transfer_s == pytest.approx(0.1 / 0.15 * 43200)

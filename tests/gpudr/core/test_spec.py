@@ -221,6 +221,20 @@ def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
     ), lines
 
 
+def test_an_aws_primary_protected_by_azure_copies_with_azcopy_and_needs_its_account(
+    example_raw: dict[str, Any],
+) -> None:
+    example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
+    with pytest.raises(PlanError) as caught:
+        parse_plan(example_raw)
+    assert [str(e) for e in caught.value.errors] == [
+        "sites.use1.account: is required when an azure site protects this aws site: its AzCopy "
+        "jobs assume a role in this account by its ARN"
+    ]
+    example_raw["sites"]["use1"]["account"] = "111122223333"
+    assert parse_plan(example_raw).sites["usw2"].cloud == "azure"
+
+
 def test_gcp_site_needs_project_and_zones(example_raw: dict[str, Any]) -> None:
     example_raw["sites"]["usw2"].update(cloud="gcp", region="us-east4", azs=["us-east4a", "x"])
     with pytest.raises(PlanError) as caught:

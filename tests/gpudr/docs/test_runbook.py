@@ -517,7 +517,7 @@ def test_scheduled_pulls_are_paused_then_resumed(case: Case) -> None:
             f
             for f in case.design.flows
             if (f.primary, f.dr) == (rb.primary.name, rb.dr.name)
-            and f.mechanism in ("sts", "datasync")
+            and f.mechanism in ("sts", "datasync", "azcopy")
         ]
         keys = {s.key for s in rb.steps}
         assert ("pause-pulls" in keys) == bool(scheduled)
@@ -528,6 +528,12 @@ def test_scheduled_pulls_are_paused_then_resumed(case: Case) -> None:
         for f in scheduled:
             if f.mechanism == "sts":
                 assert "--status=disabled" in pause and "--status=enabled" in resume
+            elif f.mechanism == "azcopy":
+                # a Container Apps schedule cannot be disabled: its runs lose their identity
+                assert "az containerapp job identity remove" in pause, pause
+                assert "az containerapp job stop" in pause, pause
+                assert "az containerapp job identity assign" in resume, resume
+                assert "az containerapp job start" in resume, resume
             else:
                 assert '"Status":"DISABLED"' in pause and '"Status":"ENABLED"' in resume
 
