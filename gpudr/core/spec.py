@@ -96,6 +96,13 @@ REFUSED_PAIRS = {
         "within 7 days, so replication would silently stop; protect this azure site from gcp "
         "(Storage Transfer Service with a federated identity, no secret) instead"
     ),
+    (Cloud.GCP, Cloud.AZURE): (
+        "nothing that copies into Blob storage reads Cloud Storage without a long-lived Google "
+        "key: AzCopy presigns each Cloud Storage URL with a service account's private key (its "
+        "GOOGLE_APPLICATION_CREDENTIALS must be a key file), Azure Data Factory reads Cloud "
+        "Storage with an HMAC key, and Storage Mover's cloud-to-cloud copy reads only Amazon S3; "
+        "protect this gcp site from another gcp region or from aws instead"
+    ),
 }
 # Continents for GCS custom dual-regions: both regions must be on the same one.
 GCS_CONTINENT = {"us": "US", "northamerica": "US", "europe": "EU", "asia": "ASIA"}
@@ -1495,15 +1502,6 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
             path,
             f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
             f"not supported: {REFUSED_PAIRS[pair]}",
-        )
-    elif pair not in PAIRS:
-        supported = ", ".join(f"{a} -> {b}" for a, b in PAIRS if a != b)
-        r.error(
-            path,
-            f"protecting {_article(primary.cloud)} {primary.cloud} site from {site.cloud} is "
-            "not supported yet "
-            f"(no managed replication gpudr deploys into {site.cloud} from {primary.cloud}); "
-            f"cross-cloud pairs supported: {supported}",
         )
     else:
         if pair == (Cloud.AWS, Cloud.GCP) and primary.account is None:

@@ -6,10 +6,13 @@ import math
 from typing import Any
 
 import pytest
+import yaml
 
 from gpudr.core import spec
 from gpudr.core.spec import PlanError, load_plan, parse_plan
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, ROOT
+
+EXAMPLES = ROOT / "examples"
 
 
 def _set(raw: dict[str, Any], path: str, value: Any) -> None:
@@ -207,18 +210,46 @@ def test_spec_defaults_have_sources() -> None:
         assert entry["source"] in reference.defaults()["sources"], name
 
 
-def test_unsupported_cross_cloud_pair(example_raw: dict[str, Any]) -> None:
-    example_raw["sites"]["use1"].update(
-        cloud="gcp", region="us-central1", project="acme-llm-prod", azs=["us-central1-a"]
-    )
-    example_raw["sites"]["usw2"].update(cloud="azure", region="westus", azs=["1", "2"])
+@pytest.mark.parametrize(
+    ("example", "dr", "site", "why"),
+    [
+        # Into Azure from GCP: every copier into Blob needs a long-lived Google key.
+        (
+            "gcp-two-region",
+            "use4",
+            {"cloud": "azure", "region": "westus", "azs": ["1", "2"], "project": None},
+            "protecting a gcp site from azure is not supported: nothing that copies into Blob "
+            "storage reads Cloud Storage without a long-lived Google key",
+        ),
+        # Into AWS from Azure: DataSync reads Blob only with a SAS token.
+        (
+            "azure-two-region",
+            "wus",
+            {"cloud": "aws", "region": "us-west-2", "azs": ["us-west-2a", "us-west-2b"]},
+            "protecting an azure site from aws is not supported: DataSync reads Azure Blob only "
+            "with a SAS token",
+        ),
+    ],
+)
+def test_refused_cross_cloud_pairs_say_why(
+    example: str, dr: str, site: dict[str, Any], why: str
+) -> None:
+    raw = yaml.safe_load((EXAMPLES / f"{example}.yaml").read_text())
+    raw["sites"][dr].update(site)
+    raw["sites"][dr] = {k: v for k, v in raw["sites"][dr].items() if v is not None}
     with pytest.raises(PlanError) as caught:
-        parse_plan(example_raw)
+        parse_plan(raw)
     lines = [str(e) for e in caught.value.errors]
-    assert any(
-        line.startswith("sites.usw2.protects: protecting a gcp site from azure is not supported")
-        for line in lines
-    ), lines
+    assert any(line.startswith(f"sites.{dr}.protects: {why}") for line in lines), lines
+
+
+def test_every_cloud_pair_is_planned_or_refused_with_a_reason() -> None:
+    from gpudr.core.enums import Cloud
+    from gpudr.core.spec import PAIRS, REFUSED_PAIRS
+
+    for primary in Cloud:
+        for dr in Cloud:
+            assert ((primary, dr) in PAIRS) != ((primary, dr) in REFUSED_PAIRS), (primary, dr)
 
 
 def test_an_aws_primary_protected_by_azure_copies_with_azcopy_and_needs_its_account(
