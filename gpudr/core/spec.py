@@ -1504,6 +1504,7 @@ def _check_pair(r: _Reader, sites: dict[str, Site], site: Site) -> None:
             f"not supported: {REFUSED_PAIRS[pair]}",
         )
     else:
+        pair = (primary.cloud, site.cloud)
         if pair == (Cloud.AWS, Cloud.GCP) and primary.account is None:
             r.error(
                 f"sites.{primary.name}.account",

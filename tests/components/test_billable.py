@@ -279,17 +279,7 @@ def test_every_billed_resource_has_its_usage(example: str) -> None:
     assert not missing, f"{example}: billed resources without a usage: {sorted(missing)}"
 
 
-# The plan bills the AWS <-> Azure VPN link (both ends) that the stacks do not declare yet (they
-# warn instead): strict, so the test fails once the link is built and this mark must go.
-VPN_NOT_BUILT = pytest.mark.xfail(
-    strict=True, reason="the AWS <-> Azure VPN link is billed by the plan but not built yet"
-)
-
-
-@pytest.mark.parametrize(
-    "example",
-    [pytest.param(e, marks=VPN_NOT_BUILT) if e == "aws-to-azure" else e for e in EXAMPLES],
-)
+@pytest.mark.parametrize("example", EXAMPLES)
 def test_the_plan_bills_as_many_as_the_stacks_register(example: str) -> None:
     d, stacks = _example(example)
     registered: Counter[tuple[str, str]] = Counter()

@@ -59,8 +59,6 @@ PAIRS = {
     ("aws", "azure"): ["azcopy"],
 }
 MINUTES = [15, 30, 45, 60, 90, 120, 240]
-# Pairs whose DR link no stack declares yet (the pack cannot size a dual write on it).
-LINK_NOT_BUILT = {("aws", "azure")}
 
 
 def _duration(minutes: int) -> str:
@@ -70,10 +68,7 @@ def _duration(minutes: int) -> str:
 @st.composite
 def plans(draw: st.DrawFn) -> dict[str, Any]:
     pair = draw(st.sampled_from(sorted(PAIRS)))
-    # Dual writes cross the DR link, which the pack sizes from the registered link: the AWS <->
-    # Azure VPN is not built yet (both stacks warn), so that pair draws none until it is.
-    dual = pair not in LINK_NOT_BUILT
-    mechanisms = ["auto", *(["dual-write"] if dual else []), *PAIRS[pair]]
+    mechanisms = ["auto", "dual-write", *PAIRS[pair]]
     dr = dict(DR[pair[1]], role="dr", protects="prim")
     if pair == ("aws", "aws") and draw(st.booleans()):
         dr["link"] = {"kind": "direct-connect", "location": "EqDC2"}
@@ -104,7 +99,7 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             "replication": draw(st.sampled_from(mechanisms)),
         }
     if draw(st.booleans()):
-        rpo = draw(st.sampled_from(["0", "15m", "1h", "6h", "none"][0 if dual else 1 :]))
+        rpo = draw(st.sampled_from(["0", "15m", "1h", "6h", "none"]))
         plan["data"]["weights"] = {
             "size": f"{draw(st.integers(10, 2_000))}GB",
             "publish_window": draw(st.sampled_from(["30m", "1h", "2h"])),
