@@ -181,7 +181,7 @@ def _link_capacity_gbps(stack: Stack, config: Mapping[str, Any]) -> tuple[float,
         found = True
         total += cci[0]
         parts.append(cci[1])
-    dx = _dx_capacity(stack)
+    dx = _dx_capacity(stack, cross_cloud=cci is not None)
     if dx is not None:
         found = True
         total += dx[0]
@@ -244,15 +244,19 @@ def _cci_capacity(stack: Stack) -> tuple[float, str] | None:
     return left, f"Cross-Cloud Interconnect ({shown}): {left:g} Gbps with one edge domain down"
 
 
-def _dx_capacity(stack: Stack) -> tuple[float, str] | None:
+def _dx_capacity(stack: Stack, cross_cloud: bool = False) -> tuple[float, str] | None:
     """The Direct Connect ports registered in this stack, as the planner sizes them: with two
     or more locations, what is left when the one with the most capacity fails
-    (`sizing.surviving_gbps`); at one location, every port."""
+    (`sizing.surviving_gbps`); at one location, every port. In a stack ordering a Cross-Cloud
+    Interconnect, a port that names no link is not counted: a Cross-Cloud Interconnect's port
+    whose tags were stripped would otherwise count whole, with no edge domain allowed to fail."""
     by_location: dict[str, float] = {}
     names: list[str] = []
     for conn in stack.of_type(DX_CONNECTION):
         if _in_cci(conn):
             continue  # a Cross-Cloud Interconnect's AWS end: judged with it
+        if cross_cloud and gpudr_tag(conn.resource_type, conn.props, Tag.LINK) is None:
+            continue
         gbps = _dx_gbps(conn.props.get("bandwidth")) or 0.0
         where = str(conn.props.get("location"))
         by_location[where] = by_location.get(where, 0.0) + gbps
@@ -304,6 +308,17 @@ def _vpn_capacity(stack: Stack, config: Mapping[str, Any]) -> tuple[float, str] 
             cap = min(vpn, aggregate)  # a SKU gpudr has no per-tunnel figure for
         if cap is not None:
             vpn, what = cap, f"{tunnels} VPN tunnels through {gateway.name} ({sku}): {cap:g} Gbps"
+    if not gateways and len(stack.of_type(AZ_VPN_CONNECTION)):
+        # The AWS primary's end of AWS -> Azure: the gateway (and its SKU) is the DR stack's and
+        # only looked up here. Count no more than the capacity the link was sized for (the DR
+        # stack refuses a gateway whose SKU carries less); a connection without it counts 0.
+        planned = [
+            number(get(c.props, "tags", "gpudr:capacity-gbps"))
+            for c in stack.of_type(AWS_VPN_CONNECTION)
+        ]
+        cap = min((p if p is not None else 0.0) for p in planned) if planned else 0.0
+        if cap < vpn:
+            vpn, what = cap, f"{what}, capped at the Azure gateway's planned {cap:g} Gbps"
     return vpn, what
 
 

@@ -34,8 +34,11 @@ from gpudr.core.enums import AWS_MAX_SESSION_S, AZCOPY_JOB_MEMORY_GIB, AZCOPY_JO
 # The Consumption workload profile every workload-profiles environment has: billed per second
 # of what a run is allocated, nothing while no run is going.
 CONSUMPTION = "Consumption"
-# A failed run is tried once more (a transient STS or Blob error), then left to the next one.
-RETRY_LIMIT = 1
+# A failed run is not retried: its replica may run until the next scheduled run (its timeout is
+# the interval, at most the 12 h session), so a retry could overlap that run, and two copies (and
+# two checkpoint mirror-deletes) would race. The next run copies what this one missed; the RPO
+# estimate already counts a whole interval between runs.
+RETRY_LIMIT = 0
 
 
 @dataclass(frozen=True)

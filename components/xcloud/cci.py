@@ -219,7 +219,11 @@ class CrossCloudInterconnect(pulumi.ComponentResource):
             address_family="ipv4",
             region=args.aws_region,
             tags=args.tags,
-            opts=child,
+            # The provider does not mark the BGP MD5 key AWS generates as secret: without this
+            # it would sit in the stack's state and previews in plain text.
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(additional_secret_outputs=["bgpAuthKey"])
+            ),
         )
         interface = gcp.compute.RouterInterface(
             f"{name}-bgp-if-{i}",
@@ -244,7 +248,7 @@ class CrossCloudInterconnect(pulumi.ComponentResource):
             ),
             # AWS generates the interface's BGP key: both sides must use it.
             md5_authentication_key=gcp.compute.RouterPeerMd5AuthenticationKeyArgs(
-                name=gcp_name, key=vif.bgp_auth_key
+                name=gcp_name, key=pulumi.Output.secret(vif.bgp_auth_key)
             ),
             opts=child,
         )

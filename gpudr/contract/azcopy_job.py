@@ -17,7 +17,8 @@ What a run does, all with the job's user-assigned managed identity and nothing s
 4. for checkpoints only, once the copy succeeded: deletes the replica's blobs whose key the
    source no longer lists (the source keeps the last N; `azcopy sync` has no S3 source). The
    replica is versioned: a delete leaves a noncurrent version its lifecycle keeps.
-A run that fails exits non-zero, which Container Apps retries up to the job's retry limit.
+A run that fails exits non-zero (a failed execution in Container Apps, not retried: the next
+scheduled run copies what it missed).
 
 Standard library only, and no gpudr import: the image holds this one file, python3 and azcopy.
 Its schedule's rules are gpudr/contract/azcopy.py.
@@ -43,8 +44,13 @@ COMMAND = ("python3", ENTRYPOINT_PATH)
 # The audience Entra ID issues tokens for when they are exchanged with another identity
 # provider; the AWS OIDC provider lists it as its client id, and the role's trust requires it.
 TOKEN_EXCHANGE_AUDIENCE = "api://AzureADTokenExchange"
-# The issuer of the identity's Entra tokens (v1 tokens): the AWS OIDC provider's URL.
-ENTRA_ISSUER = "https://sts.windows.net/{tenant}/"
+# The issuer of the identity's Entra tokens for that audience: the AWS OIDC provider's URL.
+# Entra ID issues a managed identity's token for `api://AzureADTokenExchange` as a v2.0 token
+# (issuer login.microsoftonline.com/<tenant>/v2.0, subject the identity's object id): Microsoft
+# Graph's federatedIdentityCredential examples trust a managed identity by exactly this issuer,
+# subject and audience. Not verified against a live token here: the runbook's first check
+# decodes one.
+ENTRA_ISSUER = "https://login.microsoftonline.com/{tenant}/v2.0"
 
 # The job's environment (set by components/azure/azcopy.py, read here and by the pack).
 ENV_SOURCE = "GPUDR_SOURCE_BUCKET"  # the S3 bucket
@@ -203,12 +209,35 @@ def blob_names(destination: str, bearer: str) -> Iterator[str]:
             return
 
 
+# A run deletes at most this share of the replica's blobs. Checkpoints keep the last N, so a
+# run normally deletes the one or two checkpoints that aged out; a source emptied (a bad
+# retention job, an attacker, the wrong bucket) must not empty the replica with it.
+MAX_DELETE_SHARE = 0.5
+
+
+class MirrorRefused(RuntimeError):
+    """The deletes a run would make look like a lost source, not an aged-out checkpoint."""
+
+
 def mirror_deletes(destination: str, bucket: str, region: str, creds: dict[str, str]) -> int:
-    """Delete the replica's blobs the source no longer has; how many were deleted."""
+    """Delete the replica's blobs the source no longer has; how many were deleted. Refuses (and
+    deletes nothing) when the source lists no object or when more than MAX_DELETE_SHARE of the
+    replica would go: the run fails, and Container Apps records the failed execution."""
     keep = set(s3_keys(bucket, region, creds))
+    if not keep:
+        raise MirrorRefused(
+            f"s3://{bucket} lists no object: refusing to delete the replica's blobs"
+        )
     bearer = identity_token(STORAGE_RESOURCE)
-    gone = [n for n in blob_names(destination, bearer) if n not in keep]
+    names = list(blob_names(destination, bearer))
+    gone = [n for n in names if n not in keep]
+    if len(gone) > MAX_DELETE_SHARE * len(names):
+        raise MirrorRefused(
+            f"{len(gone)} of the replica's {len(names)} blobs are gone from s3://{bucket}: "
+            f"more than {MAX_DELETE_SHARE:.0%}; refusing to delete them (check the source)"
+        )
     for name in gone:
+        print(f"gpudr-azcopy: deleting {name} (gone from the source)", flush=True)
         req = urllib.request.Request(
             f"{destination}/{urllib.parse.quote(name)}",
             method="DELETE",

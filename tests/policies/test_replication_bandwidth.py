@@ -284,10 +284,37 @@ def anchor(sku: str) -> Res:
             "2 VPN tunnels x 1.25 Gbps",
             id="aws-primary-two-azure-connections",
         ),
+        # ... and never more than the Azure gateway was sized for (its SKU is the DR stack's).
+        pytest.param(
+            [
+                *[
+                    link(AWS_VPN_CONNECTION, f"vpn-{i}", tags={"gpudr:capacity-gbps": "1.25"})
+                    for i in range(2)
+                ],
+                *[link(AZ_VPN_CONNECTION, f"conn-{i}") for i in range(4)],
+            ],
+            None,
+            "4 VPN tunnels x 1.25 Gbps, capped at the Azure gateway's planned 1.25 Gbps",
+            id="aws-primary-capped-at-the-planned-gateway",
+        ),
         pytest.param([link(AZ_VNET_PEERING, "peering")], None, None, id="vnet-peering-unbounded"),
         # Cross-Cloud Interconnect: each end with one edge availability domain down.
         pytest.param(
             cci(10, ["iad-zone1-1", "iad-zone2-1"]), None, None, id="cci-survives-a-domain"
+        ),
+        # The AWS ports' tags stripped: they count neither as the link's end nor as another
+        # Direct Connect link, so the link carries nothing.
+        pytest.param(
+            [
+                *cci(10, ["iad-zone1-1", "iad-zone2-1"], aws_speed=None),
+                *[
+                    link(DX_CONNECTION, f"lag-port-{i}", bandwidth="10Gbps", location="EqDC2")
+                    for i in range(2)
+                ],
+            ],
+            None,
+            "0 Gbps with one edge domain down",
+            id="cci-aws-ports-untagged",
         ),
         pytest.param(
             cci(10, ["iad-zone1-1", "iad-zone1-1"]),

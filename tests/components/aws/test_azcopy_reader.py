@@ -26,7 +26,7 @@ POLICY = "aws:iam/rolePolicy:RolePolicy"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 GROUP = "azure-native:resources:ResourceGroup"
 AUDIENCE = "api://AzureADTokenExchange"
-ISSUER = f"sts.windows.net/{OFFLINE_TENANT}/"
+ISSUER = f"login.microsoftonline.com/{OFFLINE_TENANT}/v2.0"
 
 
 @cache

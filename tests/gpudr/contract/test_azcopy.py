@@ -91,3 +91,40 @@ def test_the_image_is_named_by_digest(image: str, refused: bool) -> None:
     assert (problem is not None) is refused
     if problem:
         assert problem.startswith("gpudr:azcopy_image ") and "\n" not in problem
+
+
+class _FakeReplica:
+    """The entrypoint's HTTP calls faked: the source's keys and the replica's blobs."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, source: list[str], replica: list[str]):
+        self.deleted: list[str] = []
+        monkeypatch.setattr(azcopy_job, "s3_keys", lambda bucket, region, creds: iter(source))
+        monkeypatch.setattr(azcopy_job, "identity_token", lambda resource: "token")
+        monkeypatch.setattr(azcopy_job, "blob_names", lambda destination, bearer: iter(replica))
+        monkeypatch.setattr(azcopy_job, "_http", lambda req: self.deleted.append(req.full_url))
+
+    def run(self) -> int:
+        return azcopy_job.mirror_deletes("https://a.blob.core.windows.net/c", "b", "r", {})
+
+
+def test_mirror_deletes_only_what_aged_out_of_the_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    blobs = [f"ckpt-{i}/shard" for i in range(6)]
+    fake = _FakeReplica(monkeypatch, source=blobs[1:], replica=blobs)
+    assert fake.run() == 1
+    assert fake.deleted == ["https://a.blob.core.windows.net/c/ckpt-0/shard"]
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ([], "lists no object"),  # an emptied bucket: nothing may be deleted
+        (["ckpt-5/shard"], "5 of the replica's 6 blobs are gone"),  # most of it gone
+    ],
+)
+def test_mirror_deletes_refuses_what_looks_like_a_lost_source(
+    monkeypatch: pytest.MonkeyPatch, source: list[str], why: str
+) -> None:
+    fake = _FakeReplica(monkeypatch, source=source, replica=[f"ckpt-{i}/shard" for i in range(6)])
+    with pytest.raises(azcopy_job.MirrorRefused, match=why):
+        fake.run()
+    assert fake.deleted == []
