@@ -49,8 +49,22 @@ def read_policy(buckets: Sequence[str], key_arn: str) -> str:
                     "Action": grants.S3_GET_OBJECT,
                     "Resource": [f"{a}/*" for a in arns],
                 },
-                # Read only: the transfer can never write or delete at the primary.
-                {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": key_arn},
+                # Read only: the transfer can never write or delete at the primary. The site key
+                # also encrypts its log groups and other buckets: decrypt only what S3 encrypted
+                # for these buckets (the object's ARN, or the bucket's with S3 Bucket Keys).
+                {
+                    "Effect": "Allow",
+                    "Action": "kms:Decrypt",
+                    "Resource": key_arn,
+                    "Condition": {
+                        "StringLike": {
+                            "kms:EncryptionContext:aws:s3:arn": [
+                                *arns,
+                                *(f"{a}/*" for a in arns),
+                            ]
+                        }
+                    },
+                },
             ],
         }
     )

@@ -85,6 +85,12 @@ def test_the_role_reads_the_pulled_buckets_and_nothing_else() -> None:
     assert len(reader.buckets) == 2  # checkpoints and datasets; weights are dual-written
     assert {f"arn:aws:s3:::{b}" for b in reader.buckets} <= buckets
     assert not any("weights" in r for r in buckets), buckets
+    # The site key decrypts only what S3 encrypted for these buckets (not its log groups).
+    (decrypt,) = [s for s in statements if s["Action"] == "kms:Decrypt"]
+    context = decrypt["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
+    assert set(context) == {
+        f"arn:aws:s3:::{b}{tail}" for b in reader.buckets for tail in ("", "/*")
+    }
 
 
 def test_the_identity_lives_in_the_dr_region_in_a_group_of_its_own() -> None:
