@@ -48,6 +48,8 @@ from gpudr.contract.azure_onprem import (
     recurrence_s,
     started_jobs,
 )
+from gpudr.contract.site import mirrors_deletes
+from gpudr.contract.stack import AZCOPY_IMAGE_KEY, IMAGE_BY_DIGEST
 from gpudr.core import enums, sizing
 
 from .common import (
@@ -361,6 +363,25 @@ def _azcopy_destinations(stack: Stack, account: PolicyResource) -> set[str]:
     }
 
 
+def _number(value: object) -> float | None:
+    """A registered integer or float setting, or None (a string, a bool, missing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _session_s(env: dict[str, object]) -> int | None:
+    """The AWS session a run asks STS for (the job's GPUDR_SESSION_SECONDS, which the
+    entrypoint passes as DurationSeconds), or None when it is not a whole number of seconds."""
+    value = env.get(azcopy_job.ENV_SESSION_S)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def _mirrors_deletes(d: DataClass) -> bool:
+    """Whether the class's pull mirrors the source's deletes (the contract's rule)."""
+    return mirrors_deletes(d.data_class)
+
+
 def _azcopy_problems(job: PolicyResource, d: DataClass, env: dict[str, object]) -> list[str]:
     """Why a job writing this replica is not the class's pull, as gpudr declares it."""
     _, command = _job_env(job)
@@ -382,14 +403,82 @@ def _azcopy_problems(job: PolicyResource, d: DataClass, env: dict[str, object]) 
             f"it reads {env.get(azcopy_job.ENV_SOURCE)!r}, not the class's source bucket "
             f"{d.source_bucket!r}"
         )
+    # One container, no init container: anything else in the template runs as the same
+    # identity, with its AWS session and its write grant on the replica.
+    containers = items(get(job.props, "template", "containers"))
+    init = items(get(job.props, "template", "initContainers"))
+    if len(containers) != 1 or init:
+        problems.append(
+            f"its template runs {len(containers)} container(s) and {len(init)} init "
+            "container(s), not gpudr's one AzCopy container (remove the others: they would "
+            "run as the job's identity)"
+        )
+    image = get(next(iter(containers), None), "image")
+    if not isinstance(image, str) or not IMAGE_BY_DIGEST.fullmatch(image):
+        problems.append(
+            f"its image {image!r} is not pinned by digest (a tag can be moved to another "
+            f"image): set {AZCOPY_IMAGE_KEY} to <registry>/<repository>@sha256:<64 hex>"
+        )
     if list(items(command)) != list(azcopy_job.COMMAND):
         problems.append(f"it runs {command!r}, not gpudr's AzCopy entrypoint")
+    session = env.get(azcopy_job.ENV_SESSION_S)
+    if _session_s(env) != enums.AWS_MAX_SESSION_S:
+        problems.append(
+            f"its {azcopy_job.ENV_SESSION_S} is {session!r}, not the plan's "
+            f"{enums.AWS_MAX_SESSION_S} (a run must be able to last the "
+            f"{seconds(enums.AWS_MAX_SESSION_S)} session the plan sized; set it to "
+            f"{enums.AWS_MAX_SESSION_S})"
+        )
+    mirror = "true" if _mirrors_deletes(d) else "false"
+    if env.get(azcopy_job.ENV_MIRROR_DELETES) != mirror:
+        why = (
+            "checkpoints mirror the source's deletes, or the replica keeps every checkpoint"
+            if _mirrors_deletes(d)
+            else f"a {d.data_class} replica must not lose what the source deletes"
+        )
+        problems.append(
+            f"its {azcopy_job.ENV_MIRROR_DELETES} is "
+            f"{env.get(azcopy_job.ENV_MIRROR_DELETES)!r}, not {mirror!r} ({why}; set it to "
+            f"{mirror!r})"
+        )
     trigger = get(config, "scheduleTriggerConfig")
     for field in ("parallelism", "replicaCompletionCount"):
         value = get(trigger, field)
-        if value is not None and value != 1:
-            problems.append(f"its {field} is {value:g}: two replicas would copy the same objects")
+        if value is not None and _number(value) != 1:
+            problems.append(
+                f"its {field} is {value!r}, not 1: two replicas would copy the same objects"
+            )
+    retries = _number(get(config, "replicaRetryLimit"))
+    if retries is None or not retries.is_integer() or retries < 0:
+        problems.append(
+            f"its replicaRetryLimit is {get(config, 'replicaRetryLimit')!r}, not a whole "
+            "number of retries (set it: "
+            "ARM documents no default, so how long a failing run lasts is unknown)"
+        )
     return problems
+
+
+def _overlap(job: PolicyResource, interval_s: float, limit_s: float) -> str | None:
+    """Why a run and its retries may still be going when the next run starts, or outlast the
+    run limit (the next run, the AWS session): each retry is a new replica given the whole
+    replicaTimeout, and a cron schedule starts the next execution whether or not this one
+    ended. None when both fit, or when the timeout is not a number (refused with the run)."""
+    config = job.props.get("configuration")
+    timeout = _number(get(config, "replicaTimeout"))
+    retries = _number(get(config, "replicaRetryLimit"))
+    if timeout is None or retries is None:
+        return None
+    worst = timeout * (1 + retries)
+    if worst <= interval_s and timeout <= limit_s:
+        return None
+    return (
+        f"its replicaTimeout {timeout:g} s x (1 + replicaRetryLimit {retries:g}) = "
+        f"{seconds(worst)} against {seconds(interval_s)} between runs and a run limit of "
+        f"{seconds(limit_s)}: a run and its retries could still be copying when the next run "
+        "starts. Keep replicaTimeout x (1 + replicaRetryLimit) within the interval and "
+        "replicaTimeout within the run limit (replicaRetryLimit 0: the next run copies what "
+        "a failed one left)"
+    )
 
 
 def _azcopy_schedules(
@@ -398,8 +487,8 @@ def _azcopy_schedules(
     """(job, cron interval) of each AzCopy job writing a container of this account that is the
     class's pull as gpudr declares it; every other job writing here is refused, and so is a
     job whose run outlasts what it is allowed (its replica timeout, its AWS session, the next
-    run). The interval is None for a schedule that never fires or that gpudr cannot read; and
-    whether any job was refused."""
+    run) or whose retries may overlap the next run. The interval is None for a schedule that
+    never fires or that gpudr cannot read; and whether any job was refused."""
     destinations = _azcopy_destinations(stack, account)
     out: list[tuple[PolicyResource, float | None]] = []
     refused = False
@@ -421,20 +510,34 @@ def _azcopy_schedules(
         cron = get(config, "scheduleTriggerConfig", "cronExpression")
         interval = azcopy_schedule.cron_interval_s(str(cron)) if cron is not None else None
         if interval is not None:
+            # The shorter of the session the job asks for and the longest one AWS grants.
+            session = min(_session_s(env) or 0, sizing.max_run_s(d.mechanism) or math.inf)
+            limit = sizing.run_limit_s(session, interval)
             run = _pull(stack, d, interval).transfer_s
             timeout = get(config, "replicaTimeout")
-            limit = sizing.run_limit_s(sizing.max_run_s(d.mechanism) or math.inf, interval)
-            if run > limit or not isinstance(timeout, int | float) or timeout < run:
+            if run > limit or _number(timeout) is None or timeout < run:
                 # On the replica, as every pull's RPO verdict is: the class is what is not met.
                 report(
                     f"{describe(account)} cannot meet {_target(d)}: its AzCopy job "
                     f"{job.name} cannot copy one run in time: a "
                     f"run takes {seconds(run)} at the asserted rate, its replica timeout is "
                     f"{timeout!r} s, and a run must end within {seconds(limit)} (the next run "
-                    f"or the {seconds(enums.AWS_MAX_SESSION_S)} AWS session its presigned S3 "
+                    f"or the {seconds(session)} AWS session its presigned S3 "
                     "URLs are signed with). Raise quotas.azcopy_gbps to a measured rate, "
                     "shorten the schedule or set replica_timeout to the run (gpudr generate).",
                     account.urn,
+                )
+                refused = True
+                continue
+            # After the run's verdict, which the planner gives too: the class is not met
+            # whatever the retries; a run that fits must still not overlap the next one.
+            overlap = _overlap(job, interval, limit)
+            if overlap is not None:
+                report(
+                    f"{describe(job)} writes into {describe(account)} but is not its "
+                    f"{d.data_class} pull: {overlap}. Regenerate the stack "
+                    "(components/azure/azcopy.py declares the job).",
+                    job.urn,
                 )
                 refused = True
                 continue

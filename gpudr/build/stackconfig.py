@@ -28,6 +28,7 @@ from gpudr.contract.site import (
     SiteConfig,
     StsReader,
     SystemPool,
+    mirrors_deletes,
 )
 from gpudr.contract.stack import (
     AZCOPY_CREDENTIALS,
@@ -247,7 +248,7 @@ def _inbound(plan: Plan, f: DataFlow, site: Site, primary: Site) -> tuple[Inboun
         schedule_s=f.schedule.interval_s,
         # Only STS and AzCopy from S3 assume a role; other sources sign in otherwise.
         role_name=role,
-        mirror_deletes=f.data_class == DataClass.CHECKPOINTS,
+        mirror_deletes=mirrors_deletes(f.data_class),
         source_storage_account=storage_account_name(plan, primary, f.data_class)
         if primary.cloud == Cloud.AZURE
         else None,
@@ -315,7 +316,7 @@ def _onprem_inbound(plan: Plan, f: DataFlow, onprem: OnPremSite) -> tuple[Inboun
             source_project=None,
             schedule_s=f.schedule.interval_s,
             role_name="",
-            mirror_deletes=f.data_class == DataClass.CHECKPOINTS,
+            mirror_deletes=mirrors_deletes(f.data_class),
         ),
     )
 

@@ -18,11 +18,19 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import Any
 
-from gpudr.core.enums import Pattern, WeightsLock
+from gpudr.core.enums import DataClass, Pattern, WeightsLock
 
 # An Azure site's Key Vault keeps a deleted vault or key this long, unpurgeable (purge
 # protection): the plan names it among the settings a deployment cannot undo.
 KEY_VAULT_SOFT_DELETE_DAYS = 90
+
+
+def mirrors_deletes(data_class: str) -> bool:
+    """Whether a class's scheduled pull deletes at the replica what the source deleted:
+    checkpoints only (the source keeps the last N; a replica of every checkpoint would grow
+    without bound). Datasets and weights keep what the source lost. The stack config sets each
+    pull by it and the policy pack checks each registered pull against it."""
+    return data_class == DataClass.CHECKPOINTS
 
 
 @dataclass(frozen=True)

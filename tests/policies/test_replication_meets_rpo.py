@@ -828,11 +828,15 @@ AZCOPY_IDENTITY = (
 )
 
 
-def azcopy(every_h: int = 2, **config: Any) -> dict[str, Res]:
-    """An Azure replica of checkpoints (4 h RPO, 2.7 TB bursts every 45 min at 10 Gbps) written
-    by an AzCopy job (components/azure/azcopy.py): scheduled every `every_h` hours, one
-    replica, its replica timeout the interval, as the identity, reading the class's source."""
-    r = azure("checkpoints", AZURE_CHECKPOINTS)
+def azcopy(
+    every_h: int = 2, name: str = "checkpoints", facts: dict[str, str] | None = None, **config: Any
+) -> dict[str, Res]:
+    """An Azure replica of checkpoints (4 h RPO, 2.7 TB bursts every 45 min at 10 Gbps), or of
+    the class `facts` describe, written by an AzCopy job (components/azure/azcopy.py):
+    scheduled every `every_h` hours, one replica, its replica timeout the interval and no retry
+    (a retry given the whole timeout would overlap the next run), as the identity, reading the
+    class's source, mirroring the source's deletes for checkpoints only."""
+    r = azure(name, facts or AZURE_CHECKPOINTS)
     retag(
         r,
         "account",
@@ -845,9 +849,10 @@ def azcopy(every_h: int = 2, **config: Any) -> dict[str, Res]:
     env = {
         azcopy_job.ENV_SOURCE: AZCOPY_SOURCE,
         azcopy_job.ENV_SOURCE_REGION: "us-east-1",
-        azcopy_job.ENV_DESTINATION: azcopy_job.blob_destination(account, "checkpoints"),
+        azcopy_job.ENV_DESTINATION: azcopy_job.blob_destination(account, name),
         azcopy_job.ENV_ROLE_ARN: "arn:aws:iam::111122223333:role/gpudr-llm-eus-azcopy-reader",
         azcopy_job.ENV_SESSION_S: "43200",
+        azcopy_job.ENV_MIRROR_DELETES: "true" if name == "checkpoints" else "false",
         azcopy_job.ENV_CLIENT_ID: "3f1c2b7a-0000-4000-8000-000000000001",
         azcopy_job.ENV_LOGIN: "MSI",
     }
@@ -859,21 +864,21 @@ def azcopy(every_h: int = 2, **config: Any) -> dict[str, Res]:
             "replicaCompletionCount": 1,
         },
         "replicaTimeout": every_h * 3600,
-        "replicaRetryLimit": 1,
+        "replicaRetryLimit": 0,
     }
     configuration.update(config)
     job = Res(
         AZ_CONTAINER_APP_JOB,
-        "checkpoints-azcopy",
+        f"{name}-azcopy",
         {
-            "jobName": "azcopy-checkpoints-0123abcd",
+            "jobName": f"azcopy-{name}-0123abcd",
             "identity": {"type": "UserAssigned", "userAssignedIdentities": [AZCOPY_IDENTITY]},
             "configuration": configuration,
             "template": {
                 "containers": [
                     {
                         "name": "azcopy",
-                        "image": "acr.azurecr.io/gpudr-azcopy@sha256:" + "ab" * 32,
+                        "image": AZCOPY_IMAGE,
                         "command": list(azcopy_job.COMMAND),
                         "env": [{"name": k, "value": v} for k, v in env.items()],
                     }
@@ -883,6 +888,30 @@ def azcopy(every_h: int = 2, **config: Any) -> dict[str, Res]:
     )
     r["job"] = job
     return r
+
+
+AZCOPY_IMAGE = "acr.azurecr.io/gpudr-azcopy@sha256:" + "ab" * 32
+# Datasets pulled by AzCopy: a daily RPO, the source only adds (no delete is mirrored).
+AZURE_DATASETS = {**{k: v for k, v in DATASETS.items() if k != "quota-mbps"}}
+
+
+def _container(**changes: Any) -> Callable[[dict[str, Any]], None]:
+    def change(inputs: dict[str, Any]) -> None:
+        inputs["template"]["containers"][0].update(changes)
+
+    return change
+
+
+def _sidecar(inputs: dict[str, Any]) -> None:
+    inputs["template"]["containers"].append(
+        {"name": "sidecar", "image": AZCOPY_IMAGE, "command": ["sh", "-c", "sleep infinity"]}
+    )
+
+
+def _init_container(inputs: dict[str, Any]) -> None:
+    inputs["template"]["initContainers"] = [
+        {"name": "init", "image": AZCOPY_IMAGE, "command": ["sh", "-c", "true"]}
+    ]
 
 
 def azcopy_changed(change: Callable[[dict[str, Any]], object], **config: Any) -> dict[str, Res]:
@@ -963,6 +992,125 @@ def _trigger(**changes: Any) -> Callable[[dict[str, Any]], None]:
             "parallelism is 2",
             None,
             id="two-replicas",
+        ),
+        # --- the session, the container, the deletes, the retries, the replica counts ---
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_SESSION_S, "3600")),
+            "GPUDR_SESSION_SECONDS is '3600', not the plan's 43200",
+            None,
+            id="session-shorter-than-plan",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_SESSION_S, "86400")),
+            "GPUDR_SESSION_SECONDS is '86400'",
+            None,
+            id="session-longer-than-aws-grants",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_SESSION_S, None)),
+            "GPUDR_SESSION_SECONDS is None",
+            None,
+            id="no-session",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_sidecar),
+            "runs 2 container(s) and 0 init container(s)",
+            None,
+            id="sidecar",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_init_container),
+            "runs 1 container(s) and 1 init container(s)",
+            None,
+            id="init-container",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_container(image="acr.azurecr.io/gpudr-azcopy:latest")),
+            "not pinned by digest",
+            None,
+            id="image-by-tag",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_container(image="acr.azurecr.io/gpudr-azcopy@sha256:abc")),
+            "not pinned by digest",
+            None,
+            id="image-short-digest",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_MIRROR_DELETES, "false")),
+            "GPUDR_MIRROR_DELETES is 'false', not 'true'",
+            None,
+            id="checkpoints-keep-deleted",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_set_env(azcopy_job.ENV_MIRROR_DELETES, None)),
+            "GPUDR_MIRROR_DELETES is None, not 'true'",
+            None,
+            id="checkpoints-mirror-unset",
+        ),
+        pytest.param(
+            lambda: azcopy(name="datasets", facts=AZURE_DATASETS),
+            None,
+            None,
+            id="datasets-every-2h",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(
+                _set_env(azcopy_job.ENV_MIRROR_DELETES, "true"),
+                name="datasets",
+                facts=AZURE_DATASETS,
+            ),
+            "GPUDR_MIRROR_DELETES is 'true', not 'false'",
+            None,
+            id="datasets-mirror-deletes",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaRetryLimit=1),
+            "7200 s x (1 + replicaRetryLimit 1) = 4h",
+            None,
+            id="retry-overlaps-next-run",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaTimeout=3 * 3600),
+            "10800 s x (1 + replicaRetryLimit 0) = 3h",
+            None,
+            id="timeout-overlaps-next-run",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaTimeout=3600, replicaRetryLimit=1),
+            None,
+            None,
+            id="one-retry-within-interval",
+        ),
+        pytest.param(
+            lambda: retag(azcopy(replicaRetryLimit=1), "account", quota_mbps="100"),
+            None,
+            "cannot copy one run",
+            id="run-too-long-reported-before-overlap",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaRetryLimit=None),
+            "replicaRetryLimit is None",
+            None,
+            id="no-retry-limit",
+        ),
+        pytest.param(
+            lambda: azcopy(replicaRetryLimit="0"),
+            "replicaRetryLimit is '0'",
+            None,
+            id="retry-limit-not-a-number",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_trigger(parallelism="2")),
+            "parallelism is '2'",
+            None,
+            id="parallelism-a-string",
+        ),
+        pytest.param(
+            lambda: azcopy_changed(_trigger(replicaCompletionCount=True)),
+            "replicaCompletionCount is True",
+            None,
+            id="completion-count-a-bool",
         ),
         pytest.param(
             lambda: azcopy(replicaTimeout=300),
