@@ -422,78 +422,74 @@ def _site_config(design: Design, site: Site) -> SiteConfig:
     )
 
 
+def _pulled_by_dr(design: Design, site: Site, mechanism: Mechanism) -> dict[str, list[str]]:
+    """On a primary: for each DR site pulling from it with `mechanism`, the data classes it
+    pulls, in the design's order (every cross-cloud reader grants its DR site these)."""
+    out: dict[str, list[str]] = {}
+    for f in design.flows:
+        if f.primary == site.name and f.mechanism == mechanism:
+            out.setdefault(f.dr, []).append(f.data_class)
+    return out
+
+
 def _sts_readers(design: Design, site: Site) -> tuple[StsReader, ...]:
     """On an AWS primary: the roles Storage Transfer Service jobs at GCP DR sites assume."""
     plan = design.plan
-    out: dict[str, StsReader] = {}
-    for f in design.flows:
-        if f.primary != site.name or f.mechanism != Mechanism.STS or site.cloud != Cloud.AWS:
-            continue
-        dr = plan.sites[f.dr]
-        bucket = bucket_name(plan, site, f.data_class)
-        role = naming.sts_reader_role_name(plan.name, dr.name)
-        previous = out.get(role)
-        buckets = (*previous.buckets, bucket) if previous else (bucket,)
-        out[role] = StsReader(role_name=role, gcp_project=dr.project or "", buckets=buckets)
-    return tuple(out.values())
+    if site.cloud != Cloud.AWS:
+        return ()
+    return tuple(
+        StsReader(
+            role_name=naming.sts_reader_role_name(plan.name, dr),
+            gcp_project=plan.sites[dr].project or "",
+            buckets=tuple(bucket_name(plan, site, c) for c in classes),
+        )
+        for dr, classes in _pulled_by_dr(design, site, Mechanism.STS).items()
+    )
 
 
 def _datasync_readers(design: Design, site: Site) -> tuple[DataSyncReader, ...]:
     """On a GCP primary: one HMAC-keyed reader per AWS DR site pulling with DataSync."""
     plan = design.plan
-    out: dict[str, DataSyncReader] = {}
-    for f in design.flows:
-        if f.primary != site.name or f.mechanism != Mechanism.DATASYNC:
-            continue
-        dr = plan.sites[f.dr]
-        previous = out.get(dr.name)
-        bucket = bucket_name(plan, site, f.data_class)
-        out[dr.name] = DataSyncReader(
-            account_id=naming.datasync_reader_id(plan.name, dr.name),
-            dr_site=dr.name,
-            buckets=(*previous.buckets, bucket) if previous else (bucket,),
+    return tuple(
+        DataSyncReader(
+            account_id=naming.datasync_reader_id(plan.name, dr),
+            dr_site=dr,
+            buckets=tuple(bucket_name(plan, site, c) for c in classes),
         )
-    return tuple(out.values())
+        for dr, classes in _pulled_by_dr(design, site, Mechanism.DATASYNC).items()
+    )
 
 
 def _azure_sts_readers(design: Design, site: Site) -> tuple[AzureStsReader, ...]:
     """On an Azure primary: one federated reader identity per GCP DR site."""
     plan = design.plan
-    out: dict[str, AzureStsReader] = {}
-    for f in design.flows:
-        if f.primary != site.name or f.mechanism != Mechanism.STS or site.cloud != Cloud.AZURE:
-            continue
-        dr = plan.sites[f.dr]
-        previous = out.get(dr.name)
-        account = storage_account_name(plan, site, f.data_class)
-        out[dr.name] = AzureStsReader(
-            identity_name=naming.azure_sts_identity_name(plan.name, dr.name),
-            dr_site=dr.name,
-            gcp_project=dr.project or "",
-            storage_accounts=(*previous.storage_accounts, account) if previous else (account,),
+    if site.cloud != Cloud.AZURE:
+        return ()
+    return tuple(
+        AzureStsReader(
+            identity_name=naming.azure_sts_identity_name(plan.name, dr),
+            dr_site=dr,
+            gcp_project=plan.sites[dr].project or "",
+            storage_accounts=tuple(storage_account_name(plan, site, c) for c in classes),
         )
-    return tuple(out.values())
+        for dr, classes in _pulled_by_dr(design, site, Mechanism.STS).items()
+    )
 
 
 def _azcopy_readers(design: Design, site: Site) -> tuple[AzcopyReader, ...]:
     """On an AWS primary: one read role and identity per Azure DR site copying with AzCopy."""
     plan = design.plan
-    out: dict[str, AzcopyReader] = {}
-    for f in design.flows:
-        if f.primary != site.name or f.mechanism != Mechanism.AZCOPY:
-            continue
-        dr = plan.sites[f.dr]
-        previous = out.get(dr.name)
-        bucket = bucket_name(plan, site, f.data_class)
-        out[dr.name] = AzcopyReader(
-            role_name=naming.azcopy_reader_role_name(plan.name, dr.name),
-            dr_site=dr.name,
-            dr_region=dr.region,
-            identity_name=naming.azcopy_identity_name(plan.name, dr.name),
-            resource_group=naming.azcopy_identity_group(plan.name, dr.name),
-            buckets=(*previous.buckets, bucket) if previous else (bucket,),
+    return tuple(
+        AzcopyReader(
+            role_name=naming.azcopy_reader_role_name(plan.name, dr),
+            dr_site=dr,
+            dr_region=plan.sites[dr].region,
+            identity_name=naming.azcopy_identity_name(plan.name, dr),
+            resource_group=naming.azcopy_identity_group(plan.name, dr),
+            buckets=tuple(bucket_name(plan, site, c) for c in classes),
         )
-    return tuple(out.values())
+        for dr, classes in _pulled_by_dr(design, site, Mechanism.AZCOPY).items()
+    )
 
 
 def _accelerator(cloud: str, gpu: str) -> str | None:
