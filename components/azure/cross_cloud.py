@@ -20,6 +20,7 @@ from pulumi_azure_native import authorization, managedidentity, network
 from components.azure.arm import STORAGE_BLOB_DATA_READER, assignment_name, role_definition_id
 from components.azure.vpn import (
     IP_CONFIGURATIONS,
+    AzureVpnArgs,
     GatewaySpec,
     declare_gateway,
     gateway_arm_id,
@@ -27,7 +28,7 @@ from components.azure.vpn import (
     vpn_gateway_name,
 )
 from components.xcloud.bgp import BgpTunnel, declare_bgp_tunnel
-from gpudr.contract.site import AzureStsReader, LinkConfig, PeerConfig
+from gpudr.contract.site import AzureStsReader
 
 # Storage Transfer Service presents a Google-signed ID token for its service agent; Entra ID
 # exchanges it for an Azure token when a federated credential on the identity matches issuer,
@@ -151,22 +152,6 @@ IPSEC_POLICY = network.IpsecPolicyArgs(
 )
 
 
-@dataclass(frozen=True)
-class GcpVpnArgs:
-    resource_group_name: pulumi.Input[str]
-    location: str
-    subscription_id: pulumi.Input[str]
-    cidr: str  # the site's range: the GatewaySubnet is carved from it (network.py)
-    network_name: str  # the site's virtual network
-    # The site's network component: the GatewaySubnet waits for all of it (the VNet exists,
-    # and Azure refuses concurrent changes to one virtual network).
-    network: pulumi.Resource
-    asn: int  # this site's private ASN (transit_gateway_asn in the site config)
-    peer: PeerConfig
-    link: LinkConfig
-    tags: dict[str, str]
-
-
 class GcpVpn(pulumi.ComponentResource):
     """An active-active Azure VPN gateway joined to the GCP DR site's HA VPN gateway: two
     tunnels (one per HA VPN interface, each to one Azure instance), IKEv2, BGP over each.
@@ -181,7 +166,7 @@ class GcpVpn(pulumi.ComponentResource):
     public_ips: pulumi.Output[list[str]]
 
     def __init__(
-        self, name: str, args: GcpVpnArgs, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: AzureVpnArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:links:GcpVpn", name, None, opts)
         _check_vpn(name, args)
@@ -324,7 +309,7 @@ class GcpVpn(pulumi.ComponentResource):
         )
 
 
-def _check_vpn(name: str, args: GcpVpnArgs) -> None:
+def _check_vpn(name: str, args: AzureVpnArgs) -> None:
     """The plan's side of the link: the GCP peer's names and ASN, the gateway SKU, and the
     two tunnels an active-active gateway to an HA VPN gateway has."""
     peer, link = args.peer, args.link

@@ -146,10 +146,7 @@ class AzureSite(pulumi.ComponentResource):
         self._writers(buckets)
         clusters = self._clusters(network, client.tenant_id, args.failover)
         for link in vpn_links:
-            if cfg.role == "dr":
-                self._vpn_anchor(link, network)
-            else:
-                self._vpn_to_gcp(link, network)
+            self._vpn(link, network)
         if cfg.onprem is not None:
             self._onprem(buckets, network, args.credentials or TransferCredentials(), args.failover)
         else:
@@ -455,39 +452,20 @@ class AzureSite(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[end]),
         )
 
-    def _vpn_to_gcp(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
-        """The VPN gateway and tunnels to a GCP DR site, both halves owned by this stack."""
-        # Imported here: only a site joined to GCP loads the GCP SDK.
-        from components.azure.cross_cloud import GcpVpn, GcpVpnArgs
+    def _vpn(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
+        """This site's VPN gateway for a vpn link (`_vpn_links` admits only these two): on a
+        primary, the gateway and the tunnels to a GCP DR site, both halves owned by this stack;
+        on a DR site, the gateway an AWS primary's VPN joins (the AWS stack declares the rest)."""
+        # Imported here: only a site with a VPN loads them (GcpVpn loads the GCP SDK).
+        from components.azure.cross_cloud import GcpVpn
+        from components.azure.vpn import AwsVpnAnchor, AzureVpnArgs
 
         cfg = self._cfg
         peer = next(p for p in cfg.peers if p.site == link.peer_site)
-        GcpVpn(
-            f"{self._name}-to-{peer.site}",
-            GcpVpnArgs(
-                resource_group_name=self._group,
-                location=cfg.region,
-                subscription_id=self._subscription_id,
-                cidr=cfg.cidr,
-                network_name=cfg.network_name,
-                network=network,
-                asn=cfg.transit_gateway_asn,
-                peer=peer,
-                link=link,
-                tags=site_tags(cfg, "dr-link", peer=peer.site, link=link.kind),
-            ),
-            opts=self._child,
-        )
-
-    def _vpn_anchor(self, link: LinkConfig, network: AzureSiteNetwork) -> None:
-        """The gateway an AWS primary's VPN joins; the AWS stack declares the rest."""
-        from components.azure.vpn import AwsVpnAnchor, AwsVpnAnchorArgs
-
-        cfg = self._cfg
-        peer = next(p for p in cfg.peers if p.site == link.peer_site)
-        AwsVpnAnchor(
-            f"{self._name}-from-{peer.site}",
-            AwsVpnAnchorArgs(
+        component, joins = (AwsVpnAnchor, "from") if cfg.role == "dr" else (GcpVpn, "to")
+        component(
+            f"{self._name}-{joins}-{peer.site}",
+            AzureVpnArgs(
                 resource_group_name=self._group,
                 location=cfg.region,
                 subscription_id=self._subscription_id,

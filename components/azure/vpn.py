@@ -169,15 +169,20 @@ def declare_gateway(
 
 
 @dataclass(frozen=True)
-class AwsVpnAnchorArgs:
+class AzureVpnArgs:
+    """An Azure site's VPN gateway and what it joins: the same for an Azure primary's VPN to a
+    GCP DR site (cross_cloud.GcpVpn) and an Azure DR site's anchor for an AWS primary."""
+
     resource_group_name: pulumi.Input[str]
     location: str
     subscription_id: pulumi.Input[str]
-    cidr: str
-    network_name: str
+    cidr: str  # the site's range: the GatewaySubnet is carved from it (network.py)
+    network_name: str  # the site's virtual network
+    # The site's network component: the GatewaySubnet waits for all of it (the VNet exists,
+    # and Azure refuses concurrent changes to one virtual network).
     network: pulumi.Resource
-    asn: int
-    peer: PeerConfig  # the AWS primary
+    asn: int  # this site's private ASN (transit_gateway_asn in the site config)
+    peer: PeerConfig  # the other cloud's site
     link: LinkConfig
     tags: dict[str, str]
 
@@ -194,7 +199,7 @@ class AwsVpnAnchor(pulumi.ComponentResource):
     capacity_gbps: pulumi.Output[float]
 
     def __init__(
-        self, name: str, args: AwsVpnAnchorArgs, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: AzureVpnArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpudr:links:AwsVpnAnchor", name, None, opts)
         link = args.link
