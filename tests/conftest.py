@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,25 @@ EXAMPLE = ROOT / "examples" / "aws-two-region.yaml"
 PACK_CONFIG_PATH = ROOT / "examples" / "pack-config.json"
 PACK_CONFIG: dict[str, dict[str, Any]] = json.loads(PACK_CONFIG_PATH.read_text())
 os.environ["GPUDR_POLICY_CONFIG"] = str(PACK_CONFIG_PATH)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_plan_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A plan cache of the session's own for fixtures wider than a test (set up before
+    `_own_plan_cache`): no test writes `.gpudr-cache` into the checkout."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPUDR_CACHE_DIR", str(tmp_path_factory.mktemp("plan-cache-session")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_plan_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test its own, empty plan cache (`gpudr plan --cache-dir`): a test that patches the
+    program or the pack must not be answered from another test's run. The cache's own tests
+    name their directories."""
+    monkeypatch.setenv("GPUDR_CACHE_DIR", str(tmp_path_factory.mktemp("plan-cache")))
 
 
 @pytest.fixture

@@ -13,21 +13,22 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from gpudr.app.env import POLICY_CONFIG_ENV
+from gpudr.app.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
+from gpudr.app.env import CACHE_DIR_ENV, POLICY_CONFIG_ENV, PROGRESS_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
 from gpudr.app.outputs import escape_problem, output_file_problem, output_root_problem
+from gpudr.app.planrun import CachedRun, PlanReport, run_designs
 from gpudr.build.stackconfig import stack_name
 from gpudr.core.design import Design, design
 from gpudr.core.spec import Plan, PlanError, load_plan
 from gpudr.docs.report import (
     build_portfolio,
-    build_report,
+    portfolio_json,
     portfolio_markdown,
     portfolio_text,
     render_text,
@@ -39,7 +40,8 @@ if TYPE_CHECKING:  # imported where used: the other commands do not load jinja2
     from gpudr.app.generate import Outcome
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
-# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered.
+# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered (json: from
+# the reports' text, see `_render`).
 _FORMATS: dict[str, tuple[Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]]] = {
     "text": (render_text, portfolio_text),
     "markdown": (to_markdown, portfolio_markdown),
@@ -86,7 +88,7 @@ def _check_output(output: str | None) -> None:
 
 
 def _progress(message: str) -> None:
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() or os.environ.get(PROGRESS_ENV):
         click.echo(f"... {message}", err=True)
 
 
@@ -99,6 +101,21 @@ class _Path(click.Path):
         return super().convert(value, param, ctx)
 
 
+# Where `gpudr plan` (and each side of `gpudr diff`) keeps reports to reuse (gpudr/app/cache.py).
+_cache_dir = click.option(
+    "--cache-dir",
+    type=_Path(file_okay=False),
+    envvar=CACHE_DIR_ENV,
+    show_envvar=True,
+    default=DEFAULT_CACHE_DIR,
+    show_default=True,
+    help="Where plans' reports are kept and reused: a plan whose file, gpudr's code, the "
+    "installed packages and the pack config are unchanged is not run again. Created with a "
+    ".gitignore; keep it where only you (or your CI's cache) write.",
+)
+_no_cache = click.option(
+    "--no-cache", is_flag=True, help="Run every plan; neither read nor write the cache."
+)
 # What the commands that take one plan, or write one document, say about it.
 _plan_file = click.argument("plan_file", metavar="PLAN.yaml", type=_Path(dir_okay=False))
 _output = click.option("--output", "-o", type=_Path(dir_okay=False), help="Write here, not stdout.")
@@ -142,6 +159,8 @@ def main() -> None:
     help="Plans run at once, each in a worker process [default: the cores gpudr may use, at "
     "most one per plan]. 1 runs every plan in this process, one after another.",
 )
+@_cache_dir
+@_no_cache
 def plan(
     plan_files: tuple[str, ...],
     stack: str | None,
@@ -150,6 +169,8 @@ def plan(
     policy_config: str | None,
     no_policy: bool,
     jobs: int | None,
+    cache_dir: str,
+    no_cache: bool,
 ) -> None:
     """Show what each site stack would create, whether the targets are met, and the cost.
 
@@ -164,57 +185,113 @@ def plan(
     if len(set(plan_files)) != len(plan_files):
         twice = sorted({f for f in plan_files if plan_files.count(f) > 1})
         _fail(f"{', '.join(twice)}: given more than once; give each plan once", EXIT_BAD_INPUT)
-    # Every plan is checked before anything runs: a typo in the tenth plan costs nothing.
-    if len(plan_files) == 1:
-        designs = [_load(plan_files[0])[1]]
-    else:
-        loaded = [_try_load(path) for path in plan_files]
-        bad = sum(item is None for item in loaded)
-        if bad:
-            _fail(
-                f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT
-            )
-        designs = [item[1] for item in loaded if item is not None]
-    _refuse_shared_stacks(designs)
-    sites = None
-    if stack is not None:
-        spec = designs[0].plan
-        matches = [s.name for s in spec.sites.values() if stack in (s.name, stack_name(spec, s))]
-        if not matches:
-            names = ", ".join(stack_name(spec, s) for s in spec.sites.values())
-            _fail(
-                f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT
-            )
-        sites = matches
     config = _policy_config(policy_config) if not no_policy else None
-    try:
-        reports = _run_plans(designs, sites, config, jobs)
-    except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
-        _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    sites = _stack_sites(plan_files[0], stack) if stack is not None else None
+    cached = None if no_cache else _open_cache(cache_dir, config, sites)
+    # The cache first: a plan it holds is neither loaded nor run (its key covers both).
+    reports: dict[int, PlanReport] = cached.lookup(plan_files) if cached else {}
+    if cached and reports:
+        _progress(f"plan cache: {len(reports)} of {len(plan_files)} plan(s) from {cache_dir}")
+    misses = [i for i in range(len(plan_files)) if i not in reports]
+    # Every other plan is checked before anything runs: a typo in the tenth plan costs nothing.
+    suffix = "; nothing was run or written" if len(plan_files) == 1 else ""
+    loaded = [_try_load(plan_files[i], suffix) for i in misses]
+    bad = sum(item is None for item in loaded)
+    if bad:
+        if len(plan_files) == 1:
+            sys.exit(EXIT_BAD_INPUT)
+        _fail(f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT)
+    designs = [item[1] for item in loaded if item is not None]
+    _refuse_shared_stacks(
+        [_stacks_of(d) for d in designs] + [(r.source, list(r.stacks)) for r in reports.values()]
+    )
+    fresh = _run_designs(designs, sites, config, jobs) if designs else []
+    for index, report in zip(misses, fresh, strict=True):
+        reports[index] = report
+        if cached:
+            cached.store(index, report)
+    ordered = [reports[i] for i in range(len(plan_files))]
+    _emit(_render(fmt, ordered), output)
+    verdicts = [r.verdict for r in ordered]
+    met = all(meets for meets, _ in verdicts) and all(ok is not False for _, ok in verdicts)
+    sys.exit(0 if met else EXIT_NOT_MET)
+
+
+def _render(fmt: str, reports: list[PlanReport]) -> str:
+    """The plans' reports in `--format`: one plan's report, or the portfolio's."""
+    if fmt == "json":
+        # From the reports' stored text, never encoded again: a cached portfolio of a hundred
+        # plans is written in milliseconds, not the seconds json.dumps(indent=2) takes.
+        if len(reports) == 1:
+            return reports[0].text + "\n"
+        return portfolio_json([r.text for r in reports])
     render_one, render_portfolio = _FORMATS[fmt]
     if len(reports) == 1:
-        report = reports[0]
-        text = render_one(report)
-    else:
-        report = build_portfolio(reports)
-        text = render_portfolio(report)
-    _emit(text, output)
-    sys.exit(0 if report["meets"] and report["policy_ok"] is not False else EXIT_NOT_MET)
+        return render_one(reports[0].report)
+    return render_portfolio(build_portfolio([r.report for r in reports]))
 
 
-def _refuse_shared_stacks(designs: list[Design]) -> None:
-    """Two plans that name the same stack would deploy into one another's state."""
+def _run_designs(
+    designs: list[Design], sites: list[str] | None, config: dict[str, Any] | None, jobs: int | None
+) -> list[PlanReport]:
+    """`planrun.run_designs`, its failures as one line and an exit code."""
+    # Imports Pulumi and gRPC: only when a plan runs.
+    from gpudr.app.offline.policy import PolicyPackError
+    from gpudr.app.offline.portfolio import PlanRunError
+
+    try:
+        return run_designs(designs, sites, config, jobs, progress=_progress)
+    except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
+        _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+    except PlanRunError as exc:
+        _fail(str(exc), EXIT_PROGRAM)
+    except PolicyPackError as exc:
+        # A bad --policy-config is the user's input; a pack that does not run is ours.
+        code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
+        _fail(f"policy pack: {exc}", code)
+
+
+def _stack_sites(plan_file: str, stack: str) -> list[str]:
+    """The sites `--stack` names (a stack or a site name) in the one plan given."""
+    spec = _load(plan_file)[0]
+    matches = [s.name for s in spec.sites.values() if stack in (s.name, stack_name(spec, s))]
+    if not matches:
+        names = ", ".join(stack_name(spec, s) for s in spec.sites.values())
+        _fail(f'--stack "{stack}" is not a stack of this plan; use one of {names}', EXIT_BAD_INPUT)
+    return matches
+
+
+def _open_cache(
+    cache_dir: str, config: dict[str, Any] | None, sites: list[str] | None
+) -> CachedRun:
+    from gpudr.app.cache import Context, PlanCache
+
+    if problem := output_root_problem(cache_dir, "--cache-dir"):
+        _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
+    return CachedRun(
+        PlanCache(Path(cache_dir)),
+        Context.current(config, sites),
+        warn=lambda line: click.echo(f"gpudr: warning: {line}", err=True),
+    )
+
+
+def _stacks_of(des: Design) -> tuple[str, list[str]]:
+    return des.plan.source, [stack_name(des.plan, s) for s in des.plan.sites.values()]
+
+
+def _refuse_shared_stacks(plans: list[tuple[str, list[str]]]) -> None:
+    """Two plans (source, stack names) that name the same stack would deploy into one another's
+    state."""
     owner: dict[str, str] = {}
-    for des in designs:
-        for site in des.plan.sites.values():
-            name = stack_name(des.plan, site)
+    for source, stacks in plans:
+        for name in stacks:
             if name in owner:
                 _fail(
-                    f'{des.plan.source} and {owner[name]} both have stack "{name}"; '
+                    f'{source} and {owner[name]} both have stack "{name}"; '
                     f"give the plans different names",
                     EXIT_BAD_INPUT,
                 )
-            owner[name] = des.plan.source
+            owner[name] = source
 
 
 def _policy_config(config_path: str | None) -> dict[str, Any]:
@@ -236,49 +313,6 @@ def _policy_config(config_path: str | None) -> dict[str, Any]:
     if not isinstance(config, dict):
         _fail(f"--policy-config {config_path}: not a JSON object", EXIT_BAD_INPUT)
     return config
-
-
-def _run_plans(
-    designs: list[Design],
-    sites: list[str] | None,
-    policy_config: dict[str, Any] | None,
-    jobs: int | None,
-) -> list[dict[str, Any]]:
-    """Each plan's report, in the plans' order: the programs under mocks (in worker processes
-    when there are several plans and cores), each plan's stacks sent to the one policy pack as
-    soon as they are known, while the next plans run (no pack when `policy_config` is None)."""
-    from concurrent.futures import Future
-
-    # Imports Pulumi: only when running.
-    from gpudr.app.offline.policy import PackSession, PolicyPackError, Violation, with_violations
-    from gpudr.app.offline.portfolio import PlanRunError, Workers, default_jobs
-
-    runs: dict[int, list[dict[str, Any]]] = {}
-    verdicts: dict[int, Future[dict[str, list[Violation]]]] = {}
-    try:
-        # The workers are forked before the pack's thread starts.
-        with Workers(designs, jobs or default_jobs(), progress=_progress, sites=sites) as workers:
-            if not workers.in_process:
-                _progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
-            with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
-                for index, stacks in workers.results():
-                    runs[index] = stacks
-                    if pack is not None:
-                        _progress(
-                            f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
-                        )
-                        verdicts[index] = pack.submit(stacks)
-                found = {index: verdict.result() for index, verdict in verdicts.items()}
-    except PlanRunError as exc:
-        _fail(str(exc), EXIT_PROGRAM)
-    except PolicyPackError as exc:
-        # A bad --policy-config is the user's input; a pack that does not run is ours.
-        code = EXIT_BAD_INPUT if "policy config" in str(exc) else EXIT_PROGRAM
-        _fail(f"policy pack: {exc}", code)
-    return [
-        build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
-        for i, des in enumerate(designs)
-    ]
 
 
 @main.command()
@@ -335,7 +369,7 @@ def generate(
         click.echo(f"gpudr: {problem}; nothing was written", err=True)
     if problems:
         sys.exit(EXIT_BAD_INPUT)
-    _refuse_shared_stacks(designs)
+    _refuse_shared_stacks([_stacks_of(d) for d in designs])
     from gpudr.app.generate import plaintext_secrets, reconcile, render_all
 
     # Every plan is rendered before anything is written, and all files are written at once:
@@ -438,7 +472,16 @@ def _check(plan_file: str, outcomes: list[Outcome], secrets: list[str]) -> int:
     help="Most characters of markdown (default 60000: a GitHub comment holds 65,536; 0: no "
     "limit). Detail is summarised to fit, never cut.",
 )
-def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -> None:
+@_cache_dir
+@_no_cache
+def diff(
+    plan_file: str,
+    base_ref: str,
+    output: str | None,
+    limit: int | None,
+    cache_dir: str,
+    no_cache: bool,
+) -> None:
     """Markdown for a pull request: what changes from the plan at --base REF to the working tree.
 
     Runs `gpudr plan` on both, each with its own code (a change to components/ or policies/
@@ -448,8 +491,11 @@ def diff(plan_file: str, base_ref: str, output: str | None, limit: int | None) -
     from gpudr.app.prdiff import DiffError, run_diff
 
     _check_output(output)
+    if not no_cache and (problem := output_root_problem(cache_dir, "--cache-dir")):
+        _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
+    cache = None if no_cache else Path(cache_dir).absolute()
     try:
-        text = run_diff(plan_file, base_ref, limit=limit, progress=_progress)
+        text = run_diff(plan_file, base_ref, limit=limit, progress=_progress, cache_dir=cache)
     except DiffError as exc:
         click.echo(f"gpudr: {exc}", err=True)
         for line in exc.details:

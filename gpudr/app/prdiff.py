@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpudr.app.env import POLICY_CONFIG_ENV
+from gpudr.app.env import POLICY_CONFIG_ENV, PROGRESS_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 from gpudr.core.paths import PROJECT_DIR
 from gpudr.docs.diff import DEFAULT_LIMIT, diff_reports
@@ -172,12 +172,43 @@ class _Run:
     err: Path
     started: float = field(default_factory=time.monotonic)
     code: int | None = None
+    shown: int = 0  # bytes of `err` read for progress lines
+
+    def progress_lines(self) -> list[str]:
+        """The progress lines (`... what`) the run wrote to its stderr since the last call."""
+        try:
+            with self.err.open("rb") as handle:
+                handle.seek(self.shown)
+                data = handle.read()
+        except OSError:
+            return []
+        done = data.rfind(b"\n") + 1  # whole lines only: the rest is still being written
+        self.shown += done
+        lines = data[:done].decode(errors="replace").splitlines()
+        return [line.removeprefix("... ") for line in lines if line.startswith("... ")]
 
 
-def _start(side: str, label: str, project: Path, plan: Path, tmp: Path) -> _Run:
+def _cache_args(project: Path, cache_dir: Path | None) -> list[str]:
+    """`gpudr plan`'s cache options for a side, if its code has the cache: the one directory,
+    absolute (a side runs from its own project), or none at all with --no-cache."""
+    cli = project / "gpudr" / "app" / "cli.py"
+    try:
+        has_cache = '"--cache-dir"' in cli.read_text(encoding="utf-8")
+    except OSError:
+        has_cache = False
+    if not has_cache:
+        return []
+    return ["--cache-dir", str(cache_dir)] if cache_dir is not None else ["--no-cache"]
+
+
+def _start(
+    side: str, label: str, project: Path, plan: Path, tmp: Path, cache_dir: Path | None
+) -> _Run:
     """`gpudr plan` with `project`'s code first on the path, from `project`."""
     out, err = tmp / f"{side}.json", tmp / f"{side}.stderr"
     env = dict(os.environ)
+    # Its progress lines go to its stderr file, which is no terminal: `_wait` shows them.
+    env[PROGRESS_ENV] = "1"
     env["PYTHONPATH"] = os.pathsep.join(
         x for x in (str(project), os.environ.get("PYTHONPATH", "")) if x
     )
@@ -189,7 +220,15 @@ def _start(side: str, label: str, project: Path, plan: Path, tmp: Path) -> _Run:
     plan_arg = os.path.relpath(plan, project)
     with err.open("wb") as err_file:
         proc = subprocess.Popen(
-            [*plan_command(project), plan_arg, "--format", "json", "-o", str(out)],
+            [
+                *plan_command(project),
+                plan_arg,
+                "--format",
+                "json",
+                "-o",
+                str(out),
+                *_cache_args(project, cache_dir),
+            ],
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -207,6 +246,9 @@ def _wait(runs: Sequence[_Run], progress: Callable[[str], None] | None) -> None:
     while pending:
         for run in list(pending):
             code = run.proc.poll()
+            if progress:
+                for line in run.progress_lines():
+                    progress(f"{run.side}: {line}")
             if code is not None:
                 run.code = code
                 pending.remove(run)
@@ -262,8 +304,12 @@ def run_diff(
     *,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
+    cache_dir: Path | None = None,
 ) -> str:
     """Markdown of what changes from the plan at `base_ref` to the plan in the working tree.
+    Both sides use the plan cache in `cache_dir` (None: none), when their code has it: a base
+    side already planned (an earlier push of the pull request, the base branch's own run) is
+    read, not run.
 
     Raises DiffError: exit 2 for bad input (no plan, not git, unknown ref, an invalid plan on
     either side), 3 when a plan run fails."""
@@ -273,7 +319,7 @@ def run_diff(
         base_label += f" ({sides.sha[:7]})"
     head_label = _head_label(sides)
     with tempfile.TemporaryDirectory(prefix="gpudr-diff-") as tmp_name:
-        results = _run_sides(sides, base_ref, Path(tmp_name), progress)
+        results = _run_sides(sides, base_ref, Path(tmp_name), progress, cache_dir)
     failed = {side: r for side, r in results.items() if isinstance(r, tuple)}
     if failed:
         raise _failure(failed, base_ref)
@@ -307,15 +353,20 @@ def _code_notes(sides: Sides, base_ref: str) -> list[str]:
 
 
 def _run_sides(
-    sides: Sides, base_ref: str, tmp: Path, progress: Callable[[str], None] | None
+    sides: Sides,
+    base_ref: str,
+    tmp: Path,
+    progress: Callable[[str], None] | None,
+    cache_dir: Path | None,
 ) -> dict[str, dict[str, Any] | tuple[int, list[str]]]:
     """Each side's report (or its failure, as `_report` gives it), the two runs at once; the
     base side only when the plan exists there."""
     runs: list[_Run] = []
     try:
         if sides.base_has_plan:
-            runs.append(_start_base(sides, base_ref, tmp, progress))
-        runs.append(_start("head", "working tree", PROJECT_DIR, sides.root / sides.plan_rel, tmp))
+            runs.append(_start_base(sides, base_ref, tmp, progress, cache_dir))
+        head_plan = sides.root / sides.plan_rel
+        runs.append(_start("head", "working tree", PROJECT_DIR, head_plan, tmp, cache_dir))
         if progress:
             progress(
                 "running the plan "
@@ -332,7 +383,11 @@ def _run_sides(
 
 
 def _start_base(
-    sides: Sides, base_ref: str, tmp: Path, progress: Callable[[str], None] | None
+    sides: Sides,
+    base_ref: str,
+    tmp: Path,
+    progress: Callable[[str], None] | None,
+    cache_dir: Path | None,
 ) -> _Run:
     """The base commit's plan (and project, when it has one) extracted below `tmp`, and its
     `gpudr plan` started."""
@@ -342,7 +397,7 @@ def _start_base(
         progress(f"extracting {base_ref} ({sides.sha[:7]})")
     extract(sides.root, sides.sha, [sides.plan_rel, *([rel] if rel is not None else [])], tree)
     base_project = tree / rel if rel is not None else PROJECT_DIR
-    return _start("base", base_ref, base_project, tree / sides.plan_rel, tmp)
+    return _start("base", base_ref, base_project, tree / sides.plan_rel, tmp, cache_dir)
 
 
 def _failure(failed: dict[str, tuple[int, list[str]]], base_ref: str) -> DiffError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -215,7 +216,48 @@ def _cost(design: Design) -> dict[str, Any]:
 def to_json(report: Mapping[str, Any]) -> str:
     """Strict JSON: a NaN or infinity that reached the report is a bug, refused here rather than
     written as `NaN`/`Infinity`, which no JSON parser accepts."""
-    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    return plan_json(report) + "\n"
+
+
+def plan_json(report: Mapping[str, Any]) -> str:
+    """One plan's report as `gpudr plan --format json` writes it (without the final newline),
+    and as the plan cache stores it: a portfolio of stored plans is then written by
+    `portfolio_json` without encoding any of them again."""
+    return json.dumps(report, indent=2, sort_keys=False, allow_nan=False)
+
+
+# A top-level key of `plan_json`'s text: the only lines indented by exactly two spaces (nested
+# keys have four or more; a string holds no raw newline, JSON escapes it).
+_MEETS = re.compile(r'^  "meets": (true|false),?$', re.MULTILINE)
+_POLICY_OK = re.compile(r'^  "policy_ok": (true|false|null),?$', re.MULTILINE)
+_JSON_VALUES = {"true": True, "false": False, "null": None}
+
+
+def plan_verdict(text: str) -> tuple[bool, bool | None]:
+    """(`meets`, `policy_ok`) of a plan's `plan_json` text, read without decoding the rest."""
+    meets, policy = _MEETS.search(text), _POLICY_OK.search(text)
+    if meets is None or policy is None:
+        raise ValueError("not a plan report: no top-level meets and policy_ok")
+    return meets.group(1) == "true", _JSON_VALUES[policy.group(1)]
+
+
+def _portfolio_head(verdicts: Sequence[tuple[bool, bool | None]]) -> dict[str, Any]:
+    """The portfolio's `meets` (every plan meets every target) and `policy_ok` (False when the
+    pack refuses any stack of any plan, None when it was not run)."""
+    policies = [p for _, p in verdicts]
+    return {
+        "schema": SCHEMA_VERSION,
+        "meets": all(m for m, _ in verdicts),
+        "policy_ok": None if None in policies else all(policies),
+    }
+
+
+def portfolio_json(texts: Sequence[str]) -> str:
+    """`to_json(build_portfolio(reports))` from each plan's `plan_json(report)`, by nesting the
+    texts as `json.dumps(..., indent=2)` nests a list of objects two levels down."""
+    head = json.dumps(_portfolio_head([plan_verdict(t) for t in texts]), indent=2)
+    plans = ",\n".join("    " + text.replace("\n", "\n    ") for text in texts)
+    return f'{head.removesuffix(chr(10) + "}")},\n  "plans": [\n{plans}\n  ]\n}}\n'
 
 
 # --- key settings -----------------------------------------------------------------------------
@@ -677,13 +719,8 @@ def build_portfolio(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Several plans' reports, in the order the plans were given, with the portfolio verdict:
     `meets` when every plan meets every target; `policy_ok` False when the pack refuses any
     stack of any plan, None when it was not run."""
-    verdicts = [r["policy_ok"] for r in reports]
-    return {
-        "schema": SCHEMA_VERSION,
-        "meets": all(r["meets"] for r in reports),
-        "policy_ok": None if None in verdicts else all(verdicts),
-        "plans": [dict(r) for r in reports],
-    }
+    verdict = _portfolio_head([(r["meets"], r["policy_ok"]) for r in reports])
+    return {**verdict, "plans": [dict(r) for r in reports]}
 
 
 def _rows_portfolio(portfolio: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:

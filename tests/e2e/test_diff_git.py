@@ -64,13 +64,15 @@ def git(repo: Path, *args: str) -> str:
     return proc.stdout
 
 
-def gpudr_diff(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def gpudr_diff(
+    repo: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it from the repository: the repository's own gpudr."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
         [sys.executable, "-m", "gpudr", "diff", *args],
         cwd=repo,
-        env={**env, **GIT_ENV},
+        env={**inherited, **GIT_ENV, **(env or {})},
         capture_output=True,
         text=True,
         timeout=300,
@@ -234,3 +236,29 @@ def test_a_plan_outside_git_is_bad_input(repo: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"gpudr: {outside} is not in a git repository;")
     assert len(proc.stderr.splitlines()) == 1
+
+
+def test_a_second_diff_reads_both_sides_from_the_cache_and_shows_progress(
+    repo: Path, tmp_path: Path
+) -> None:
+    """As the pull-request workflow runs it on the next push: the base commit's plan (its own
+    code) and the head's are in the restored cache. GPUDR_PROGRESS stands in for a terminal:
+    each side's progress is shown as it runs."""
+    cache = tmp_path / "cache"
+    args = ("--base", "HEAD~1", PLAN, "--cache-dir", str(cache))
+    env = {"GPUDR_PROGRESS": "1"}
+    first = gpudr_diff(repo, *args, env=env)
+    assert first.returncode == 0, first.stderr
+    lines = first.stderr.splitlines()
+    assert "... head: running the program for stack llm-training-use1 under mocks" in lines
+    assert "... base: running the program for stack llm-training-use1 under mocks" in lines
+    assert any(line.startswith("... base (HEAD~1) done in ") for line in lines)
+    assert len(list(cache.glob("v*/*/*.json"))) == 2  # one entry per side
+    second = gpudr_diff(repo, *args, env=env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert "... base: plan cache: 1 of 1 plan(s) from " in second.stderr
+    assert "... head: plan cache: 1 of 1 plan(s) from " in second.stderr
+    assert "running the program" not in second.stderr
+    uncached = gpudr_diff(repo, "--base", "HEAD~1", PLAN, "--no-cache")
+    assert uncached.stdout == first.stdout

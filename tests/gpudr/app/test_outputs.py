@@ -51,7 +51,7 @@ def no_run(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("the plans ran before the output was checked")
 
-    monkeypatch.setattr(cli, "_run_plans", refuse)
+    monkeypatch.setattr(cli, "_run_designs", refuse)
     monkeypatch.setattr("gpudr.app.prdiff.run_diff", refuse)
 
 

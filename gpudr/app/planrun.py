@@ -1,0 +1,154 @@
+"""`gpudr plan`'s work behind the CLI: what the plan cache holds, and the programs under mocks and
+the policy pack for what it does not.
+
+The CLI checks its inputs, asks `lookup` which plans the cache answers, loads and validates the
+others, runs them (`run_designs`) and stores their reports (`store`). A hit is not loaded or
+validated again: its key covers the plan's bytes and every line of code that validates it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpudr.app.cache import CacheError, Context, Entry, Miss, PlanCache, plan_key
+from gpudr.core import yamlsafe
+from gpudr.core.design import Design
+from gpudr.docs.report import build_report, plan_json, plan_verdict
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class PlanReport:
+    """One plan's report: its `plan_json` text (what the cache stores, what `--format json`
+    writes) and, decoded from that text when a format needs it, its data. A fresh report is
+    decoded from its text too, so that a cached report renders byte for byte as a fresh one."""
+
+    text: str
+    stacks: tuple[str, ...]  # its stacks' names
+    source: str  # the plan's path, as the report names it
+    _data: dict[str, Any] | None = None
+
+    @classmethod
+    def fresh(cls, report: dict[str, Any]) -> PlanReport:
+        stacks = tuple(s["name"] for s in report["stacks"])
+        return cls(plan_json(report), stacks, report["plan"]["source"])
+
+    @property
+    def report(self) -> dict[str, Any]:
+        if self._data is None:
+            self._data = json.loads(self.text)
+        return self._data
+
+    @property
+    def verdict(self) -> tuple[bool, bool | None]:
+        """(meets every target, policy_ok: False when the pack refuses a stack, None unrun)."""
+        return plan_verdict(self.text)
+
+
+def plan_source(path: str) -> str:
+    """How a report names the plan given as `path` (`core.spec.load_plan`'s `source`)."""
+    return str(Path(path))
+
+
+def _read_plan(path: str) -> bytes | None:
+    """The plan's bytes; None when it cannot be read or is over the size `load_plan` accepts
+    (then it is not cached: `load_plan` says what is wrong)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(yamlsafe.MAX_BYTES + 1)
+    except (OSError, ValueError):
+        return None
+    return data if len(data) <= yamlsafe.MAX_BYTES else None
+
+
+@dataclass
+class CachedRun:
+    """The cache as one `gpudr plan` run uses it: each plan's key, the hits, and the stores."""
+
+    cache: PlanCache
+    context: Context
+    warn: Callable[[str], None]
+    keys: dict[int, tuple[str, str]] = field(default_factory=dict)  # index -> (key, source)
+    _store_failed: bool = False
+
+    def lookup(self, paths: Sequence[str]) -> dict[int, PlanReport]:
+        """{plan index: its stored report} for every plan the cache holds."""
+        hits: dict[int, PlanReport] = {}
+        for index, path in enumerate(paths):
+            data = _read_plan(path)
+            if data is None:
+                continue
+            source = plan_source(path)
+            key = plan_key(source, data, self.context)
+            self.keys[index] = (key, source)
+            found = self.cache.get(key)
+            if isinstance(found, Miss):
+                if found.problem:
+                    self.warn(
+                        f"plan cache: {found.problem}; running {source} again and rewriting it"
+                    )
+                continue
+            hits[index] = PlanReport(found.text, found.stacks, source)
+        return hits
+
+    def store(self, index: int, report: PlanReport) -> None:
+        """Store a plan's report; a cache that cannot be written is said once, and the run goes
+        on without it."""
+        if index not in self.keys or self._store_failed:
+            return
+        key, source = self.keys[index]
+        try:
+            self.cache.put(key, source, Entry(report.text, report.stacks))
+        except CacheError as exc:
+            self._store_failed = True
+            self.warn(f"{exc}; the reports are not cached")
+
+
+def run_designs(
+    designs: Sequence[Design],
+    sites: Sequence[str] | None,
+    policy_config: Mapping[str, Any] | None,
+    jobs: int | None,
+    progress: Progress | None = None,
+) -> list[PlanReport]:
+    """Each plan's report, in the plans' order: the programs under mocks (in worker processes
+    when there are several plans and cores), each plan's stacks sent to the one policy pack as
+    soon as they are known, while the next plans run (no pack when `policy_config` is None).
+
+    Raises PlanRunError (a program failed) and PolicyPackError (the pack did not run)."""
+    # Imports Pulumi: only when running.
+    from gpudr.app.offline.policy import PackSession, Violation, with_violations
+    from gpudr.app.offline.portfolio import Workers, default_jobs
+
+    runs: dict[int, list[dict[str, Any]]] = {}
+    verdicts: dict[int, Future[dict[str, list[Violation]]]] = {}
+    # The workers are forked before the pack's thread starts.
+    with Workers(designs, jobs or default_jobs(), progress=progress, sites=sites) as workers:
+        if not workers.in_process and progress:
+            progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
+        with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
+            for index, stacks in workers.results():
+                runs[index] = stacks
+                if pack is not None:
+                    if progress:
+                        progress(
+                            f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
+                        )
+                    verdicts[index] = pack.submit(stacks)
+            found = {index: verdict.result() for index, verdict in verdicts.items()}
+    return [
+        PlanReport.fresh(
+            build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
+        )
+        for i, des in enumerate(designs)
+    ]
+
+
+__all__ = ["CachedRun", "PlanReport", "plan_source", "run_designs"]
