@@ -266,13 +266,18 @@ def _open_cache(
 ) -> CachedRun:
     from gpudr.app.cache import Context, PlanCache
 
-    if problem := output_root_problem(cache_dir, "--cache-dir"):
-        _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
+    _check_cache_dir(cache_dir)
     return CachedRun(
         PlanCache(Path(cache_dir)),
         Context.current(config, sites),
         warn=lambda line: click.echo(f"gpudr: warning: {line}", err=True),
     )
+
+
+def _check_cache_dir(cache_dir: str) -> None:
+    """Refuse a --cache-dir that cannot hold the cache before the work, not after it."""
+    if problem := output_root_problem(cache_dir, "--cache-dir"):
+        _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
 
 
 def _stacks_of(des: Design) -> tuple[str, list[str]]:
@@ -491,8 +496,8 @@ def diff(
     from gpudr.app.prdiff import DiffError, run_diff
 
     _check_output(output)
-    if not no_cache and (problem := output_root_problem(cache_dir, "--cache-dir")):
-        _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
+    if not no_cache:
+        _check_cache_dir(cache_dir)
     cache = None if no_cache else Path(cache_dir).absolute()
     try:
         text = run_diff(plan_file, base_ref, limit=limit, progress=_progress, cache_dir=cache)
