@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.doc import TARGET_CHANGED_S, TARGET_COLD_MB, _cache_section, _cli_growth
+from bench.doc import (
+    TARGET_CHANGED_S,
+    TARGET_COLD_MB,
+    _cache_section,
+    _cache_targets,
+    _cli_growth,
+)
 from bench.procs import TreePeak
 from bench.results import CALIBRATED, SIZE, CacheBench, ChangedPlan, CliRun, DiffRun
 from bench.synth import (
@@ -117,7 +123,8 @@ def test_a_plan_without_data_is_not_changed_and_the_next_of_its_pair_is(tmp_path
 
 
 def _cli(walls: list[float], pss: float | None = None) -> CliRun:
-    return CliRun(None, CALIBRATED, 11, walls, 8.0, [("gpudr", 60.0)], 1, 1150, 22, [], {}, pss)
+    pairs = {"aws->gcp": 4, "azure->azure": 7}
+    return CliRun(None, CALIBRATED, 11, walls, 8.0, [("gpudr", 60.0)], 1, 1150, 22, [], pairs, pss)
 
 
 def _changed(pair: str, walls: list[float]) -> ChangedPlan:
@@ -167,7 +174,7 @@ def test_issue_21_verdicts_follow_the_figures() -> None:
     assert _line(text, "| ... its peak summed PSS").endswith(
         "| 500 MB | 600 MB | at most 600 MB | **met** |"
     )
-    assert _line(text, "| `gpudr diff`").endswith("| 4.00 s | 2.00 s | - | 2.0x faster |")
+    assert _line(text, "| `gpudr diff`").endswith("| 4.00 s | 2.00 s | - | 2.00x faster |")
     assert _line(text, "| ... warm").startswith("| ... warm (the same diff again: 2 of 2 sides")
     over = "\n".join(_cache_section(_cache([fast], 5.01, TARGET_COLD_MB + 1), 1000, 2))
     assert _line(over, "| 100 systems, one plan changed, cache warm").endswith("| **met** |")
@@ -175,3 +182,11 @@ def test_issue_21_verdicts_follow_the_figures() -> None:
     assert _line(over, "| ... its peak summed PSS").endswith(
         "| 601 MB | at most 600 MB | **missed** |"
     )
+    # The Targets table's rows judge the same figures.
+    changed, cold, memory = _cache_targets(_cache([fast], 5.01, TARGET_COLD_MB + 1))
+    assert (
+        changed[0].startswith("issue 21: 100 systems, one plan changed") and changed[2] == "**met**"
+    )
+    assert cold[0] == "issue 21: 1,150-resource portfolio on aws, gcp and azure, cold: at most 5 s"
+    assert cold[1:] == ["5.01 s, 11 plans, a fresh cache each run", "**missed**"]
+    assert memory[1:] == ["601 MB at once (summed PSS)", "**missed**"]
