@@ -142,6 +142,63 @@ def cli_label(jobs: int | None) -> str:
 
 
 @dataclass
+class ChangedPlan:
+    """Issue 21: the largest portfolio with one plan changed, `gpudr plan` over all of it with
+    a copy of a cache warmed from the unchanged portfolio (a fresh copy for each run)."""
+
+    pair: str  # the changed plan's cloud pair, e.g. "aws->aws"
+    plan: str  # its file name
+    change: str  # e.g. "data.checkpoints.size: 2TB -> 4TB"
+    systems: int
+    walls: list[float]
+    cpus: list[float]
+    from_cache: list[int]  # per run: the plans read from the cache (those it did not store)
+
+    @property
+    def wall_s(self) -> float:
+        return sorted(self.walls)[len(self.walls) // 2]
+
+    @property
+    def cpu_s(self) -> float:
+        """The CPU of the run with the median wall."""
+        return self.cpus[self.walls.index(self.wall_s)]
+
+
+@dataclass
+class DiffRun:
+    """One `gpudr diff --base HEAD~1 PLAN` from a temporary repository, spawn to exit."""
+
+    wall_s: float
+    exit_code: int
+    from_cache: int  # sides whose plan came from the cache (its progress lines say so)
+    progress_lines: int  # the `... what` lines it wrote to stderr while it ran
+
+
+@dataclass
+class CacheBench:
+    """Issue 21's figures, each with the code before the plan cache (`before`, extracted from
+    that commit) and after it (this checkout), from the same bench run."""
+
+    before: str  # the before commit, as the document names it
+    cold_before: CliRun  # the calibrated portfolio; before: no cache
+    cold_after: CliRun  # the same, each run with a fresh, empty --cache-dir
+    changed: list[ChangedPlan]  # one per cloud pair
+    changed_before: CliRun  # the before code over the first pair's changed portfolio, once
+    changed_uncached: CliRun  # the same portfolio with this code and --no-cache, once
+    warm_equals_uncached: bool  # a warm run's JSON report, byte for byte that run's
+    diff_plan: str
+    diff_change: str
+    diff_before: DiffRun
+    diff_cold: DiffRun  # a fresh, empty --cache-dir
+    diff_warm: DiffRun  # the same diff again, with the cache the cold run filled
+    diff_warm_equals_cold: bool  # the two runs' markdown, byte for byte
+
+    @property
+    def slowest_pair(self) -> ChangedPlan:
+        return max(self.changed, key=lambda c: c.wall_s)
+
+
+@dataclass
 class Results:
     config: Config
     quick: bool
@@ -154,6 +211,7 @@ class Results:
     loop: CliLoop | None  # one process per plan
     pack_start_s: list[float]
     elapsed_s: float = 0.0
+    cache: CacheBench | None = None  # issue 21's before/after figures
 
     def cli_run(self, role: str, jobs: int | None = None) -> CliRun | None:
         for r in self.cli:

@@ -10,6 +10,7 @@ classes, sizes, patterns and links. Every plan written is validated by `gpudr.co
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,9 @@ PAIR_CYCLE: tuple[tuple[str, str], ...] = (
     ("azure", "azure"),
     ("aws", "azure"),
 )
+# The data classes a plan may hold, in the order `change_size` looks for one to resize.
+DATA_CLASSES = ("checkpoints", "weights", "datasets")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]+)")
 WORDS = ("llm", "asr", "vision", "rec", "embed", "speech", "code", "chat", "rank", "ocr")
 DX_LOCATIONS = ("EqDC2", "EqSe2", "CSOW", "EqLA3", "EqCH2", "CoreSite")
 
@@ -250,3 +254,49 @@ def pairs_of(plans: Sequence[SynthPlan]) -> dict[str, int]:
         key = f"{p.pair[0]}->{p.pair[1]}"
         out[key] = out.get(key, 0) + 1
     return out
+
+
+def _data_class(path: Path) -> str | None:
+    """The first of DATA_CLASSES the plan file holds, if any."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")).get("data") or {}
+    return next((name for name in DATA_CLASSES if name in data), None)
+
+
+def change_size(path: Path) -> str:
+    """Double the size of the plan's first data class, in place: a plan that really differs
+    (its buckets' sizing, the bandwidth and the cost follow the size) and is still valid
+    (`load_plan`). Returns what changed, e.g. "data.checkpoints.size: 2TB -> 4TB".
+
+    Raises ValueError when the plan has no data class, or the changed plan does not validate."""
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    name = _data_class(path)
+    if name is None:
+        raise ValueError(f"{path.name} has no data class to resize")
+    old = str(doc["data"][name]["size"])
+    match = _SIZE.fullmatch(old)
+    if match is None:
+        raise ValueError(f"{path.name}: data.{name}.size {old!r} is not a number and a unit")
+    new = f"{float(match.group(1)) * 2:g}{match.group(2)}"
+    doc["data"][name]["size"] = new
+    # As write_portfolio writes it: only the size differs from the file it replaces.
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    try:
+        load_plan(path)
+    except PlanError as exc:
+        problems = "; ".join(str(e) for e in exc.errors)
+        raise ValueError(
+            f"{path.name} with data.{name}.size {new} does not validate: {problems}"
+        ) from exc
+    return f"data.{name}.size: {old} -> {new}"
+
+
+def plans_to_change(plans: Sequence[SynthPlan]) -> list[SynthPlan]:
+    """For each cloud pair the portfolio holds, in PAIR_CYCLE order, its first plan with a data
+    class (which `change_size` can resize)."""
+    chosen = []
+    for pair in dict.fromkeys(PAIR_CYCLE):  # each pair once, in the cycle's order
+        found = (p for p in plans if p.pair == pair and _data_class(p.path) is not None)
+        first = next(found, None)
+        if first is not None:
+            chosen.append(first)
+    return chosen
