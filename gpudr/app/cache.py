@@ -38,7 +38,6 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +98,9 @@ def code_digest(project: Path = PROJECT_DIR) -> str:
 
 def installed_versions() -> list[str]:
     """`name==version` of every distribution this interpreter sees, sorted."""
+    # Imported here: importlib.metadata costs every command a fiftieth of a second.
+    from importlib import metadata
+
     found = {
         # Normalized as pip does (PEP 503): pulumi_aws and pulumi-aws are one distribution.
         f"{re.sub(r'[-_.]+', '-', dist.metadata['Name'] or '').lower()}=={dist.version}"
