@@ -18,6 +18,7 @@ from bench.doc import (
     _cache_section,
     _cache_targets,
     _cli_growth,
+    _floor,
 )
 from bench.procs import TreePeak
 from bench.results import CALIBRATED, SIZE, CacheBench, ChangedPlan, CliRun, DiffRun
@@ -160,7 +161,7 @@ def test_issue_21_verdicts_follow_the_figures() -> None:
     at = TARGET_CHANGED_S
     # The slowest pair's median is judged: a pair just over the target misses it for all.
     fast, slow = _changed("gcp->gcp", [1.0, at, 9.0]), _changed("aws->aws", [at + 0.01])
-    text = "\n".join(_cache_section(_cache([fast, slow], 5.0, TARGET_COLD_MB), 1000, 2))
+    text = "\n".join(_cache_section(_cache([fast, slow], 5.0, TARGET_COLD_MB), 1000, 2, ""))
     assert _line(text, "| 100 systems, one plan changed, cache warm").endswith(
         f"| {at + 0.01:.2f} s (aws->aws) | at most {at:g} s on 2 cores (2 here) | **missed** |"
     )
@@ -176,7 +177,7 @@ def test_issue_21_verdicts_follow_the_figures() -> None:
     )
     assert _line(text, "| `gpudr diff`").endswith("| 4.00 s | 2.00 s | - | 2.00x faster |")
     assert _line(text, "| ... warm").startswith("| ... warm (the same diff again: 2 of 2 sides")
-    over = "\n".join(_cache_section(_cache([fast], 5.01, TARGET_COLD_MB + 1), 1000, 2))
+    over = "\n".join(_cache_section(_cache([fast], 5.01, TARGET_COLD_MB + 1), 1000, 2, ""))
     assert _line(over, "| 100 systems, one plan changed, cache warm").endswith("| **met** |")
     assert _line(over, "| `gpudr plan`, 1,150").endswith("| 5.01 s | at most 5 s | **missed** |")
     assert _line(over, "| ... its peak summed PSS").endswith(
@@ -190,3 +191,12 @@ def test_issue_21_verdicts_follow_the_figures() -> None:
     assert cold[0] == "issue 21: 1,150-resource portfolio on aws, gcp and azure, cold: at most 5 s"
     assert cold[1:] == ["5.01 s, 11 plans, a fresh cache each run", "**missed**"]
     assert memory[1:] == ["601 MB at once (summed PSS)", "**missed**"]
+
+
+def test_the_floor_is_the_work_spread_over_the_cores() -> None:
+    cache = _cache([_changed("aws->aws", [1.0])], 5.01, TARGET_COLD_MB)
+    text = _floor(cache, work=8.0, sdk_import=2.0, cores=2)
+    assert "8.00 s of work" in text and "spread perfectly over 2 cores, 4.00 s" in text
+    assert f"**missed** at 5.01 s) used {cache.cold_after.cpu_s:.2f} s of CPU" in text
+    assert "2.00 s when one process imports every SDK" in text
+    assert "(met at" in _floor(_cache([_changed("aws->aws", [1.0])], 5.0, 1), 8.0, 2.0, 2)
