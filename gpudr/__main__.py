@@ -1,5 +1,5 @@
 """`python -m gpudr`: the CLI, as the `gpudr` script runs it (`gpudr.app.cli`)."""
 
-from gpudr.app.cli import main
+from gpudr.app.cli import entry
 
-main()
+entry()

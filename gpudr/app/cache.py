@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -97,15 +96,17 @@ def code_digest(project: Path = PROJECT_DIR) -> str:
 
 
 def installed_versions() -> list[str]:
-    """`name==version` of every distribution this interpreter sees, sorted."""
-    # Imported here: importlib.metadata costs every command a fiftieth of a second.
-    from importlib import metadata
-
-    found = {
-        # Normalized as pip does (PEP 503): pulumi_aws and pulumi-aws are one distribution.
-        f"{re.sub(r'[-_.]+', '-', dist.metadata['Name'] or '').lower()}=={dist.version}"
-        for dist in metadata.distributions()
-    }
+    """Every distribution this interpreter can import from, as its metadata directory's name
+    (`pulumi_aws-7.51.1.dist-info`: the name and the version, as pip wrote them), sorted. The
+    directory names say what `importlib.metadata` would read from each METADATA file, in a
+    fiftieth of the time: a warm `gpudr plan` pays this on every run."""
+    found: set[str] = set()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # not a directory (a zip, a missing entry)
+            continue
+        found.update(n for n in names if n.endswith((".dist-info", ".egg-info")))
     return sorted(found)
 
 

@@ -128,21 +128,37 @@ def run_designs(
     from gpudr.app.offline.portfolio import Workers, default_jobs
 
     runs: dict[int, list[dict[str, Any]]] = {}
-    verdicts: dict[int, Future[dict[str, list[Violation]]]] = {}
+    verdicts: dict[int, list[Future[dict[str, list[Violation]]]]] = {}
+    packs: list[PackSession] = []  # the one pack, once started
+
+    def stack_done(index: int, stack: dict[str, Any]) -> None:
+        """In this process, each stack goes to the pack as soon as it has run: the pack judges
+        a plan's primary while its DR stack runs."""
+        if packs:
+            if progress:
+                progress(f"policy pack: stack {stack['name']}")
+            verdicts.setdefault(index, []).append(packs[0].submit([stack]))
+
     # The workers are forked before the pack's thread starts.
-    with Workers(designs, jobs or default_jobs(), progress=progress, sites=sites) as workers:
+    with Workers(
+        designs, jobs or default_jobs(), progress=progress, sites=sites, on_stack=stack_done
+    ) as workers:
         if not workers.in_process and progress:
             progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
         with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
+            packs.extend([pack] if pack is not None else [])
             for index, stacks in workers.results():
                 runs[index] = stacks
-                if pack is not None:
+                if pack is not None and index not in verdicts:  # a worker's: all its stacks
                     if progress:
                         progress(
                             f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
                         )
-                    verdicts[index] = pack.submit(stacks)
-            found = {index: verdict.result() for index, verdict in verdicts.items()}
+                    verdicts[index] = [pack.submit(stacks)]
+            found = {
+                index: {name: found for f in futures for name, found in f.result().items()}
+                for index, futures in verdicts.items()
+            }
     return [
         PlanReport.fresh(
             build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])

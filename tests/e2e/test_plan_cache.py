@@ -91,7 +91,9 @@ def test_changing_a_package_version_misses(tmp_path: Path, monkeypatch: pytest.M
     cache = tmp_path / "cache"
     plan(EXAMPLE, "--format", "json", "--cache-dir", cache)
     real = cache_module.installed_versions()
-    bumped = ["pulumi-aws==99.0.0" if line.startswith("pulumi-aws==") else line for line in real]
+    bumped = [
+        "pulumi_aws-99.0.0.dist-info" if line.startswith("pulumi_aws-") else line for line in real
+    ]
     assert bumped != real
     monkeypatch.setattr(cache_module, "installed_versions", lambda: bumped)
     plan(EXAMPLE, "--format", "json", "--cache-dir", cache)
@@ -228,3 +230,23 @@ def test_only_the_stacks_asked_for_are_their_own_entry(tmp_path: Path) -> None:
     assert len(entries(cache)) == 2
     assert [s["site"] for s in one["stacks"]] == ["use1"]
     assert len(json.loads(whole.stdout)["stacks"]) == 2
+
+
+@pytest.mark.parametrize("met", [True, False], ids=["met", "not met"])
+def test_the_command_exits_with_the_plans_code_and_its_output_whole(
+    tmp_path: Path, met: bool
+) -> None:
+    """`gpudr plan` skips the interpreter's teardown once its programs have run (cli.entry):
+    the exit code and every byte of stdout must still come out."""
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    if not met:
+        raw.pop("quotas")  # the checkpoint stream overruns the default RTC rate
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(raw))
+    argv = [sys.executable, "-m", "gpudr", "plan", str(plan_file), "--format", "json"]
+    proc = subprocess.run(
+        [*argv, "--no-cache"], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert proc.returncode == (0 if met else 1), proc.stderr
+    assert json.loads(proc.stdout)["meets"] is met
+    assert proc.stdout == plan(plan_file, "--format", "json", "--no-cache").stdout

@@ -100,11 +100,15 @@ def run_design(
     design: Design,
     sites: Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    on_stack: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run the wanted sites' stacks, as a user deploys them: primaries first, then each DR stack
     with what its primary exported for it (`transfer_credentials`) in its own config, secrets as
     secret config. A DR stack on another cloud than its primary cannot sign in to pull without
-    it, so when only that DR stack is wanted its primary runs too, and is not listed."""
+    it, so when only that DR stack is wanted its primary runs too, and is not listed.
+
+    `on_stack` is given each wanted stack's record as soon as it has run (the policy pack can
+    judge the primary while the DR stack runs)."""
     plan = design.plan
     order = list(plan.sites)
     wanted = set(sites) if sites is not None else set(order)
@@ -117,7 +121,7 @@ def run_design(
     # Primaries before DR stacks; within each, the plan's order.
     ordered = sorted(needed, key=lambda n: (plan.sites[n].role != "primary", order.index(n)))
     exported: dict[str, Mapping[str, Any]] = {}  # primary site -> its stack outputs
-    runs: dict[str, tuple[StackRun, dict[str, Any]]] = {}
+    records: dict[str, dict[str, Any]] = {}
     for name in ordered:
         site = plan.sites[name]
         stack = stack_name(plan, site)
@@ -148,8 +152,10 @@ def run_design(
             raise ProgramError(f"stack {stack}: {type(exc).__name__}: {exc}") from exc
         if site.role == "primary":
             exported[name] = run.outputs
-        runs[name] = (run, config)
-    return [_stack_record(design, name, *runs[name]) for name in order if name in wanted]
+        records[name] = _stack_record(design, name, run, config)
+        if on_stack is not None and name in wanted:
+            on_stack(records[name])
+    return [records[name] for name in order if name in wanted]
 
 
 def _stack_record(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import multiprocessing
 import os
@@ -115,14 +116,18 @@ class Workers:
         jobs: int,
         progress: Callable[[str], None] | None = None,
         sites: Sequence[str] | None = None,
+        on_stack: Callable[[int, dict[str, Any]], None] | None = None,
     ) -> None:
-        """`sites`: only these sites' stacks (`gpudr plan --stack`), for a single plan."""
+        """`sites`: only these sites' stacks (`gpudr plan --stack`), for a single plan.
+        `on_stack(plan index, stack record)`: each stack as soon as it has run, in this process
+        (one job) only; workers send a plan's stacks when the plan is done."""
         if sites is not None and len(designs) != 1:
             raise ValueError("sites are for a single plan")
         self.designs = list(designs)
         self.sites = list(sites) if sites is not None else None
         self.jobs = max(1, min(jobs, len(self.designs)))
         self.progress = progress
+        self.on_stack = on_stack
         self._workers: list[_Worker] = []
 
     @property
@@ -215,8 +220,9 @@ class Workers:
         from gpudr.app.offline.plan import ProgramError, run_design
 
         for index, des in enumerate(self.designs):
+            each = functools.partial(self.on_stack, index) if self.on_stack else None
             try:
-                stacks = run_design(des, self.sites, progress=self.progress)
+                stacks = run_design(des, self.sites, progress=self.progress, on_stack=each)
             except ProgramError as exc:
                 raise PlanRunError(f"{_label(des)}: {exc}") from exc
             yield index, stacks

@@ -165,15 +165,22 @@ def test_bytecode_caches_and_virtualenvs_are_not_code(project: Path, noise: str)
 
 
 def test_one_package_version_changes_the_environment() -> None:
-    versions = ["grpcio==1.85.3", "pulumi==3.272.0", "pulumi-aws==7.51.1"]
-    bumped = ["grpcio==1.85.3", "pulumi==3.272.0", "pulumi-aws==7.51.2"]
+    versions = ["grpcio-1.85.3.dist-info", "pulumi_aws-7.51.1.dist-info"]
+    bumped = ["grpcio-1.85.3.dist-info", "pulumi_aws-7.51.2.dist-info"]
     assert environment_digest(versions) != environment_digest(bumped)
     assert environment_digest(versions) == environment_digest(list(versions))
 
 
-def test_the_environment_lists_the_sdks() -> None:
-    names = {line.split("==")[0] for line in cache_module.installed_versions()}
-    assert {"pulumi", "pulumi-aws", "pulumi-gcp", "pulumi-azure-native", "pulumi-policy"} <= names
+def test_the_environment_names_every_distribution_and_its_version() -> None:
+    """Each installed distribution, with the version importlib.metadata reads from it."""
+    from importlib import metadata
+
+    listed = set(cache_module.installed_versions())
+    for name in ("pulumi", "pulumi_aws", "pulumi_gcp", "pulumi_azure_native", "pulumi_policy"):
+        dist = metadata.distribution(name)
+        assert f"{name}-{dist.version}.dist-info" in listed, name
+    for dist in metadata.distributions():
+        assert dist._path.name in listed, dist._path  # type: ignore[attr-defined]
 
 
 # --- entries --------------------------------------------------------------------------------
