@@ -7,6 +7,11 @@ here and run `make generate`.
 Each SHA is the commit the version's tag points to in the action's own repository. Every pin
 stays on the major version the workflow was written and linted against (actionlint knows these
 majors' inputs); a new major is a reviewed change of the template, not a bump.
+
+A repository can hold several actions in sub-directories (`actions/cache/restore`,
+`actions/cache/save`): one pin per repository, and the template names the sub-directory
+(`Pin.at`), so they all run the same commit. Dependabot bumps each `uses:` line of the
+repository to the same release, one SHA and version to copy here.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ class Pin:
     @property
     def uses(self) -> str:
         return f"{self.action}@{self.sha} # {self.version}"
+
+    def at(self, path: str) -> str:
+        """`uses:` for the action in directory `path` of the repository, at the same commit."""
+        return f"{self.action}/{path}@{self.sha} # {self.version}"
 
 
 _PINS = (
@@ -41,6 +50,10 @@ _PINS = (
     # with OIDC for a drill's checks on an Azure DR site (they run `az`).
     Pin("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
     Pin("azure/login", "7184910d9eb2b1c5e48f7073824a90609bb9b6d6", "v2.3.1"),
+    # The plan and diff jobs' plan cache, through its `restore` and `save` actions (`Pin.at`):
+    # the save runs even after a plan that fails; the one-step `actions/cache` saves only after
+    # a job that succeeded (its post step's `post-if: success()`).
+    Pin("actions/cache", "0057852bfaa89a56745cba8c7296529d2fc39830", "v4.3.0"),
 )
 # owner/name -> its pin. The template looks actions up by name: a missing one is an error.
 PINS: dict[str, Pin] = {pin.action: pin for pin in _PINS}

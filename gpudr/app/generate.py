@@ -30,6 +30,8 @@ from typing import Any
 import yaml
 
 from gpudr.app.actions import PINS
+from gpudr.app.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
+from gpudr.app.env import CACHE_DIR_ENV
 from gpudr.app.outputs import write_all
 from gpudr.build.stackconfig import (
     stack_clouds,
@@ -289,6 +291,9 @@ def render_workflow(
             paths=[*generated, path],
             gh=_gh,
             pins=PINS,
+            # The directory the cache steps restore and save: gpudr's default, named to it anyway.
+            cache_dir=DEFAULT_CACHE_DIR,
+            cache_dir_env=CACHE_DIR_ENV,
             marker=DIFF_MARKER.format(name=plan.name),
         )
     )

@@ -20,7 +20,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from gpudr.app.actions import PINS
+from gpudr.app.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from gpudr.app.cli import main
+from gpudr.app.env import CACHE_DIR_ENV
 from gpudr.app.generate import DEPENDABOT, PINS_DIFFER, Rendered, is_generated, render_all
 from gpudr.build.stackconfig import stack_name, transfer_credential_keys
 from gpudr.contract.stack import SECRET_KEYS
@@ -42,14 +44,17 @@ def _no_pack_config_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("GPUDR_POLICY_CONFIG", raising=False)
 
 
-# `uses: owner/name@<full commit> # <version>`, as gpudr/app/actions.py pins every action.
 # Ciphertexts of the two forms the Pulumi CLI writes under `secure:` (gpudr/app/generate.py):
 # the passphrase / cloud KMS providers' `v1:<12-byte nonce>:<sealed, tag included>`, and the
 # Pulumi Cloud provider's base64 (its 00 00 01 00 header, then at least 28 bytes).
 V1_CIPHERTEXT = "v1:bm9uY2UtMTJieXRl:ZmFrZS1jaXBoZXJ0ZXh0KzE2LWJ5dGUtdGFn"
 SERVICE_CIPHERTEXT = "AAABAHNlcnZpY2Utbm9uY2UrY2lwaGVydGV4dCt0YWc="
 
-PINNED = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # (v\d+(?:\.\d+)*)$")
+# `uses: owner/name[/directory]@<full commit> # <version>`, as gpudr/app/actions.py pins every
+# action (a directory for an action in a sub-directory of its repository: actions/cache/save).
+PINNED = re.compile(
+    r"^\s*(?:- )?uses: ([\w.-]+/[\w.-]+)(?:/([\w./-]+))?@[0-9a-f]{40} # (v\d+(?:\.\d+)*)$"
+)
 
 
 def generate(root: Path, *args: str, plan: str = "examples/aws-two-region.yaml") -> Result:
@@ -330,6 +335,27 @@ def test_actionlint_really_checks_the_workflow(tmp_path: Path) -> None:
     assert kinds == {"job-needs", "action"}
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("restore-keys:", "restore-key:", 'input "restore-key" is not defined'),
+        ("outputs.cache-hit ", "outputs.cache-hits ", 'property "cache-hits" is not defined'),
+        ("steps.plan-cache.", "steps.cache.", 'property "cache" is not defined'),
+    ],
+)
+def test_actionlint_really_checks_the_cache_steps(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    """At the major tag actionlint knows actions/cache/restore's inputs and outputs: a misspelt
+    input, output or step id in the cache steps of plan and diff is rejected in both."""
+    text = _at_major(_workflow("aws-two-region.yaml").content)
+    assert text.count(old) == len(CACHED_STEPS)
+    broken = tmp_path / "broken.yml"
+    broken.write_text(text.replace(old, new))
+    found = _actionlint(broken)
+    assert len(found) == len(CACHED_STEPS) and all(message in str(f["message"]) for f in found)
+
+
 def _watched(workflow: str) -> list[str]:
     """The paths whose change makes the workflow's jobs run (its `changes` job)."""
     step = yaml.safe_load(workflow)["jobs"]["changes"]["steps"][-1]
@@ -338,7 +364,7 @@ def _watched(workflow: str) -> list[str]:
 
 def test_workflow_runs_on_its_own_plans_files_only(tmp_path: Path) -> None:
     """Plan "llm" is a prefix of plan "llm-training": neither workflow lists, or matches with a
-    glob, the other's generated files."""
+    glob, the other's generated files, nor restores the other's plan cache."""
     text = (ROOT / "examples" / "aws-two-region.yaml").read_text()
     assert "name: llm-training\n" in text
     short = tmp_path / "short.yaml"
@@ -357,6 +383,13 @@ def test_workflow_runs_on_its_own_plans_files_only(tmp_path: Path) -> None:
             assert not any(fnmatch.fnmatchcase(f.path, p) for p in paths), (f.path, paths)
         mine = [f.path for f in files if f.kind != "dependabot"]
         assert paths[: len(mine) + 1] == [f"examples/{name}.yaml", *mine]
+        # GitHub matches restore-keys as prefixes of the caches' keys.
+        other_wf = next(f for f in rendered[other] if f.kind == "workflow")
+        for job in CACHED_STEPS:
+            restore = _cache_step(yaml.safe_load(wf.content)["jobs"][job], "restore")["with"]
+            saved = _cache_step(yaml.safe_load(other_wf.content)["jobs"][job], "save")["with"]
+            assert isinstance(restore, dict) and isinstance(saved, dict)
+            assert not str(saved["key"]).startswith(str(restore["restore-keys"])), job
 
 
 @pytest.mark.parametrize(
@@ -447,7 +480,7 @@ def _steps(job: dict[str, object]) -> list[dict[str, object]]:
 def test_the_plan_job_runs_gpudr_plan_on_this_plan_and_gates_the_previews(example: str) -> None:
     jobs = _jobs(example)
     step = next(s for s in _steps(jobs["plan"]) if "gpudr plan" in str(s.get("run", "")))
-    assert step["env"] == {"PLAN": f"examples/{example}"}
+    assert step["env"] == {"PLAN": f"examples/{example}", CACHE_DIR_ENV: DEFAULT_CACHE_DIR}
     assert '"$PLAN"' in str(step["run"])
     # GitHub runs `shell: bash` with -o pipefail; the default shell does not.
     assert step["shell"] == "bash"
@@ -521,13 +554,15 @@ def test_every_action_is_pinned_by_commit_with_its_version(example: str) -> None
     for line in lines:
         match = PINNED.match(line)
         assert match, line
-        assert line.endswith(PINS[match[1]].uses), line
+        pin = PINS[match[1]]
+        assert line.endswith(pin.at(match[2]) if match[2] else pin.uses), line
 
 
 def test_the_workflows_use_every_pin_and_no_other_action() -> None:
     """The pull-request and the drills workflows together."""
     used = {
-        str(step["uses"]).split("@")[0]
+        # owner/name: the repository, whichever of its actions the step runs.
+        "/".join(str(step["uses"]).split("@")[0].split("/")[:2])
         for example in EXAMPLES
         for jobs in (_jobs(example), _drill_jobs(example))
         for job in jobs.values()
@@ -577,8 +612,7 @@ def test_only_the_previews_have_cloud_credentials_each_in_its_stacks_environment
 
 def test_the_diff_comment_is_posted_by_pinned_first_party_code(tmp_path: Path) -> None:
     steps = _steps(_jobs("aws-two-region.yaml")["diff"])
-    comment = steps[-1]
-    assert str(comment["uses"]).startswith("actions/github-script@")
+    [comment] = [s for s in steps if str(s.get("uses", "")).startswith("actions/github-script@")]
     assert comment["env"] == {"MARKER": MARKER.format(name="llm-training")}
     assert comment["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
     with_ = comment["with"]
@@ -590,6 +624,59 @@ def test_the_diff_comment_is_posted_by_pinned_first_party_code(tmp_path: Path) -
         pytest.fail("needs node: run `make setup`")
     proc = subprocess.run(["node", "--check", str(script)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# The jobs that run gpudr on the plan (their gpudr step), around which the plan cache is restored
+# and saved.
+CACHED_STEPS = {"plan": "gpudr plan", "diff": "gpudr diff"}
+BASE_SHA = "${{ github.event.pull_request.base.sha }}"
+
+
+def _cache_step(job: dict[str, object], action: str) -> dict[str, object]:
+    """The job's one step that runs actions/cache's `action` (restore, save) at its pin."""
+    uses = PINS["actions/cache"].at(action).split(" #")[0]
+    [step] = [s for s in _steps(job) if s.get("uses") == uses]
+    return step
+
+
+@pytest.mark.parametrize("pack_config", [None, "examples/pack-config.json"])
+@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize(("job", "gpudr_step"), CACHED_STEPS.items())
+def test_plan_and_diff_restore_the_plan_cache_just_before_gpudr_and_save_it_last(
+    example: str, pack_config: str | None, job: str, gpudr_step: str
+) -> None:
+    name = load_plan(ROOT / "examples" / example).name
+    the_job = _jobs(example, pack_config)[job]
+    steps = _steps(the_job)
+    restore, save = _cache_step(the_job, "restore"), _cache_step(the_job, "save")
+    [run] = [s for s in steps if s.get("name") == gpudr_step]
+    assert steps.index(restore) == steps.index(run) - 1
+    # Last: the upload holds up neither the plan's report nor the diff's comment.
+    assert steps.index(save) == len(steps) - 1
+    # Keyed on the base commit; failing it, any earlier cache of this plan (entries are keyed
+    # on their content: a stale one only misses).
+    key = f"gpudr-plan-{name}/{BASE_SHA}"
+    assert restore["with"] == {
+        "path": DEFAULT_CACHE_DIR,
+        "key": key,
+        "restore-keys": f"gpudr-plan-{name}/",
+    }
+    assert save["with"] == {"path": DEFAULT_CACHE_DIR, "key": key}
+    # gpudr is told the directory the cache steps restore and save.
+    env = run["env"]
+    assert isinstance(env, dict) and env[CACHE_DIR_ENV] == DEFAULT_CACHE_DIR
+    # Saved after a plan that fails (exit 1 stored valid entries), not after a cancelled run,
+    # and only when the exact key missed: GitHub refuses a key it has.
+    assert save["if"] == f"!cancelled() && steps.{restore['id']}.outputs.cache-hit != 'true'"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_only_the_plan_and_diff_jobs_touch_the_plan_cache(example: str) -> None:
+    """The previews and `check` run no offline plan; the drills workflow has no pull request."""
+    jobs = {**_jobs(example), **_drill_jobs(example)}
+    for name, job in jobs.items():
+        cached = any(str(s.get("uses", "")).startswith("actions/cache/") for s in _steps(job))
+        assert cached == (name in CACHED_STEPS), name
 
 
 @pytest.mark.parametrize(
@@ -705,6 +792,20 @@ def test_a_bump_outside_gpudr_says_where_the_pins_live(tmp_path: Path) -> None:
         f"differs: .github/workflows/gpudr-llm-training-drills.yml: {PINS_DIFFER}"
         in generate(tmp_path, "--check").output
     )
+
+
+def test_a_bump_of_an_action_in_a_sub_directory_says_where_the_pins_live(tmp_path: Path) -> None:
+    """Dependabot bumps `actions/cache/restore@...` and `actions/cache/save@...` to the same
+    release: still only the pins differ, and there is one pin to copy."""
+    assert generate(tmp_path).exit_code == 0
+    workflow = tmp_path / ".github" / "workflows" / "gpudr-llm-training.yml"
+    pin = PINS["actions/cache"]
+    text = workflow.read_text()
+    bumped = text.replace(f"@{pin.sha} # {pin.version}", f"@{'0' * 40} # v4.9.9")
+    assert bumped.count("0" * 40) == 2 * len(CACHED_STEPS)  # restore and save, in each job
+    workflow.write_text(bumped)
+    check = generate(tmp_path, "--check")
+    assert check.exit_code == 1 and PINS_DIFFER in check.output
 
 
 def test_the_repositorys_own_dependabot_config_is_kept(tmp_path: Path) -> None:
