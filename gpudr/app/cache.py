@@ -62,33 +62,54 @@ class CacheError(Exception):
     """The cache directory cannot be used (the message names it and the fix)."""
 
 
+class UncacheableCode(CacheError):
+    """The code cannot be keyed with certainty (a symlink, an unreadable file): not cached."""
+
+
+# The virtualenv the Pulumi CLI builds inside the pack's folder (PulumiPolicy.yaml's
+# `virtualenv`): the pack's third-party packages, keyed by their versions, not their files.
+PACK_VIRTUALENV = "policies/venv"
+
+
 def _code_files(project: Path) -> list[Path]:
-    """Every file of `CODE`, sorted: no `__pycache__`, no hidden directory, no virtualenv (the
-    Pulumi CLI makes one inside a policy pack's folder), no compiled bytecode."""
+    """Every file of `CODE`, sorted, but for bytecode (`__pycache__`, `.pyc`) and the pack's
+    virtualenv. Nothing else is left out: a file a run does not read only costs a miss.
+
+    Raises UncacheableCode for a symlink: where it leads can change without any hashed byte
+    changing."""
     files: list[Path] = []
     for name in CODE:
         top = project / name
+        if top.is_symlink():
+            raise UncacheableCode(f"{top} is a symlink")
         if top.is_file():
             files.append(top)
             continue
         for root, dirs, names in os.walk(top):
             here = Path(root)
+            links = [n for n in (*dirs, *names) if (here / n).is_symlink()]
+            if links:
+                raise UncacheableCode(f"{here / links[0]} is a symlink")
             dirs[:] = sorted(
                 d
                 for d in dirs
                 if d != "__pycache__"
-                and not d.startswith(".")
-                and not (here / d / "pyvenv.cfg").exists()
+                and (here / d).relative_to(project).as_posix() != PACK_VIRTUALENV
             )
             files.extend(here / n for n in sorted(names) if not n.endswith((".pyc", ".pyo")))
     return files
 
 
 def code_digest(project: Path = PROJECT_DIR) -> str:
-    """SHA-256 over the path and bytes of every file of the code that builds and judges a plan."""
+    """SHA-256 over the path and bytes of every file of the code that builds and judges a plan.
+
+    Raises UncacheableCode when a file cannot be read or is a symlink."""
     digest = hashlib.sha256()
     for path in _code_files(project):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UncacheableCode(f"{path} cannot be read ({exc.strerror or exc})") from exc
         rel = path.relative_to(project).as_posix().encode()
         digest.update(b"%d:%s%d:" % (len(rel), rel, len(data)))
         digest.update(data)
@@ -96,25 +117,37 @@ def code_digest(project: Path = PROJECT_DIR) -> str:
 
 
 def installed_versions() -> list[str]:
-    """Every distribution this interpreter can import from, as its metadata directory's name
-    (`pulumi_aws-7.51.1.dist-info`: the name and the version, as pip wrote them), sorted. The
-    directory names say what `importlib.metadata` would read from each METADATA file, in a
-    fiftieth of the time: a warm `gpudr plan` pays this on every run."""
-    found: set[str] = set()
+    """Where this interpreter imports from, in order, and what each place holds: for each
+    entry of `sys.path` (but the current directory and the project, whose code is keyed
+    file by file), the entry and the metadata directories in it (`pulumi_aws-7.51.1.dist-info`:
+    a distribution's name and version, as pip wrote them). The names say what
+    `importlib.metadata` would read from each METADATA file, in a fiftieth of the time."""
+    here = {os.path.realpath("."), os.path.realpath(PROJECT_DIR)}
+    lines: list[str] = []
     for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:  # not a directory (a zip, a missing entry)
+        if not entry or os.path.realpath(entry) in here:
             continue
-        found.update(n for n in names if n.endswith((".dist-info", ".egg-info")))
-    return sorted(found)
+        try:
+            names = os.listdir(entry)
+        except OSError:  # not a directory (a zip, a missing entry): its path only
+            names = []
+        lines.append(f"path {entry}")
+        lines.extend(sorted(n for n in names if n.endswith((".dist-info", ".egg-info"))))
+    return lines
+
+
+def _sdk_settings() -> list[str]:
+    """The environment variables the Pulumi SDK reads (`PULUMI_*`), as `name=value`."""
+    return sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith("PULUMI_"))
 
 
 def environment_digest(versions: Iterable[str] | None = None) -> str:
-    """SHA-256 over the interpreter and the installed distributions' versions."""
+    """SHA-256 over the interpreter, where it imports from and the distributions there (with
+    their versions), and the Pulumi SDK's settings in the environment."""
     lines = [
         f"python {sys.implementation.name} {sys.version}",
         *(installed_versions() if versions is None else versions),
+        *_sdk_settings(),
     ]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
@@ -203,21 +236,11 @@ class PlanCache:
             "key": key,
             "source": source,
             "stacks": list(entry.stacks),
-            "sha256": hashlib.sha256(raw).hexdigest(),
+            "sha256": _entry_digest(entry.stacks, raw),
         }
         try:
             self._prepare(path.parent)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(json.dumps(header, sort_keys=True).encode() + b"\n" + raw)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            _write_atomically(path, json.dumps(header, sort_keys=True).encode() + b"\n" + raw)
         except OSError as exc:
             raise CacheError(
                 f"cannot write the plan cache at {self.directory} ({exc.strerror or exc}); "
@@ -235,7 +258,7 @@ class PlanCache:
         for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHEDIR_TAG)):
             marker = self.directory / name
             if not marker.exists():
-                marker.write_text(text, encoding="utf-8")
+                _write_atomically(marker, text.encode())
         where.mkdir(parents=True, exist_ok=True)
 
     def prune(self, now: float | None = None, max_age_s: float = MAX_AGE_S) -> int:
@@ -249,6 +272,50 @@ class PlanCache:
                     path.unlink()
                     removed += 1
         return removed
+
+
+def trust_problem(directory: Path) -> str | None:
+    """Why a cache directory that exists cannot be trusted (one line, with the fix); None if
+    only this user can write to it. Whoever can write an entry can write a report that says
+    "met"."""
+    problems = []
+    for where in (directory, directory / f"v{FORMAT}"):
+        try:
+            st = where.stat()
+        except OSError:
+            continue
+        if st.st_uid != os.getuid():
+            problems.append(f"{where} is owned by another user (uid {st.st_uid})")
+        elif st.st_mode & 0o022:
+            problems.append(f"{where} is writable by others (mode {st.st_mode & 0o777:o})")
+    if not problems:
+        return None
+    return (
+        f"{problems[0]}: a hit is only as trustworthy as the directory; use one only you can "
+        "write to, or --no-cache; nothing was run"
+    )
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`data` into a temporary file beside `path`, synced, then renamed over it: a reader sees
+    the whole file or none."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _entry_digest(stacks: Sequence[str], raw: bytes) -> str:
+    """SHA-256 over what an entry holds: its stacks' names (the refusal of two plans sharing a
+    stack reads them) and its report."""
+    return hashlib.sha256(json.dumps(list(stacks)).encode() + b"\n" + raw).hexdigest()
 
 
 def _decode(data: bytes, key: str) -> Entry | Miss:
@@ -266,8 +333,8 @@ def _decode(data: bytes, key: str) -> Entry | Miss:
     stacks = header.get("stacks")
     if not isinstance(stacks, list) or not all(isinstance(s, str) for s in stacks):
         return Miss("its header lists no stacks")
-    if header.get("sha256") != hashlib.sha256(raw).hexdigest():
-        return Miss("its report does not match its digest (truncated or edited)")
+    if header.get("sha256") != _entry_digest(stacks, raw):
+        return Miss("it does not match its digest (truncated or edited)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -283,7 +350,9 @@ __all__ = [
     "Entry",
     "Miss",
     "PlanCache",
+    "UncacheableCode",
     "code_digest",
     "environment_digest",
     "plan_key",
+    "trust_problem",
 ]

@@ -25,14 +25,13 @@ from gpudr.app.outputs import escape_problem, output_file_problem, output_root_p
 from gpudr.app.planrun import CachedRun, PlanReport, run_designs
 from gpudr.build.stackconfig import stack_name
 from gpudr.core.design import Design, design
-from gpudr.core.spec import Plan, PlanError, load_plan
+from gpudr.core.spec import Plan, PlanError, load_plan, parse_plan_bytes
 from gpudr.docs.report import (
     build_portfolio,
     portfolio_json,
     portfolio_markdown,
     portfolio_text,
     render_text,
-    to_json,
     to_markdown,
 )
 
@@ -40,13 +39,13 @@ if TYPE_CHECKING:  # imported where used: the other commands do not load jinja2
     from gpudr.app.generate import Outcome
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
-# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered (json: from
-# the reports' text, see `_render`).
+# `gpudr plan --format` -> how one plan's report and a portfolio's are rendered; json is
+# written from the reports' text (`_render`).
 _FORMATS: dict[str, tuple[Callable[[dict[str, Any]], str], Callable[[dict[str, Any]], str]]] = {
     "text": (render_text, portfolio_text),
     "markdown": (to_markdown, portfolio_markdown),
-    "json": (to_json, to_json),
 }
+FORMAT_CHOICES = [*_FORMATS, "json"]
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -61,10 +60,11 @@ def _load(path: str) -> tuple[Plan, Design]:
     return loaded
 
 
-def _try_load(path: str, suffix: str = "") -> tuple[Plan, Design] | None:
-    """The plan and its design; None after printing its problems, one line each."""
+def _try_load(path: str, suffix: str = "", data: bytes | None = None) -> tuple[Plan, Design] | None:
+    """The plan and its design (from `data`, the file's bytes, when already read); None after
+    printing its problems, one line each."""
     try:
-        spec = load_plan(path)
+        spec = load_plan(path) if data is None else parse_plan_bytes(data, str(Path(path)))
     except PlanError as exc:
         for error in exc.errors:
             click.echo(f"gpudr: {error}", err=True)
@@ -88,7 +88,7 @@ def _check_output(output: str | None) -> None:
 
 
 def _progress(message: str) -> None:
-    if sys.stderr.isatty() or os.environ.get(PROGRESS_ENV):
+    if sys.stderr.isatty() or os.environ.get(PROGRESS_ENV, "") not in ("", "0"):
         click.echo(f"... {message}", err=True)
 
 
@@ -135,7 +135,7 @@ def main() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(list(_FORMATS)),
+    type=click.Choice(FORMAT_CHOICES),
     default="text",
     show_default=True,
 )
@@ -195,7 +195,8 @@ def plan(
     misses = [i for i in range(len(plan_files)) if i not in reports]
     # Every other plan is checked before anything runs: a typo in the tenth plan costs nothing.
     suffix = "; nothing was run or written" if len(plan_files) == 1 else ""
-    loaded = [_try_load(plan_files[i], suffix) for i in misses]
+    keyed = cached.data if cached else {}
+    loaded = [_try_load(plan_files[i], suffix, keyed.get(i)) for i in misses]
     bad = sum(item is None for item in loaded)
     if bad:
         if len(plan_files) == 1:
@@ -263,21 +264,36 @@ def _stack_sites(plan_file: str, stack: str) -> list[str]:
     return matches
 
 
+def _warn(line: str) -> None:
+    click.echo(f"gpudr: warning: {line}", err=True)
+
+
 def _open_cache(
     cache_dir: str, config: dict[str, Any] | None, sites: list[str] | None
-) -> CachedRun:
-    from gpudr.app.cache import Context, PlanCache
+) -> CachedRun | None:
+    """The cache for this run; None (said) when the code cannot be keyed with certainty."""
+    from gpudr.app.cache import Context, PlanCache, UncacheableCode
 
     _check_cache_dir(cache_dir)
-    return CachedRun(
-        PlanCache(Path(cache_dir)),
-        Context.current(config, sites),
-        warn=lambda line: click.echo(f"gpudr: warning: {line}", err=True),
-    )
+    try:
+        context = Context.current(config, sites)
+    except UncacheableCode as exc:
+        _warn(f"plan cache: {exc}; every plan runs, and nothing is cached")
+        return None
+    return CachedRun(PlanCache(Path(cache_dir)), context, warn=_warn)
 
 
 def _check_cache_dir(cache_dir: str) -> None:
-    """Refuse a --cache-dir that cannot hold the cache before the work, not after it."""
+    """Refuse, before the work, a --cache-dir that cannot be a directory, or that someone else
+    could write to: a hit is only as trustworthy as the directory it was read from. One that
+    exists but cannot be written is read, and nothing is stored (said when storing)."""
+    from gpudr.app.cache import trust_problem
+
+    path = Path(cache_dir)
+    if path.is_dir():
+        if problem := trust_problem(path):
+            _fail(f"--cache-dir {cache_dir}: {problem}", EXIT_BAD_INPUT)
+        return
     if problem := output_root_problem(cache_dir, "--cache-dir"):
         _fail(f"{problem}, or --no-cache; nothing was run", EXIT_BAD_INPUT)
 
@@ -301,13 +317,20 @@ def _refuse_shared_stacks(plans: list[tuple[str, list[str]]]) -> None:
             owner[name] = source
 
 
+def _no_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity: a threshold written so would compare false with anything."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _policy_config(config_path: str | None) -> dict[str, Any]:
     import json
 
     if config_path is None:
         return {}
     try:
-        config = json.loads(Path(config_path).read_bytes().decode("utf-8"))
+        config = json.loads(
+            Path(config_path).read_bytes().decode("utf-8"), parse_constant=_no_constant
+        )
     except OSError as exc:
         _fail(f"--policy-config {config_path}: cannot read it ({exc.strerror})", EXIT_BAD_INPUT)
     except UnicodeDecodeError as exc:

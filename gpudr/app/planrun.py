@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpudr.app.cache import CacheError, Context, Entry, Miss, PlanCache, plan_key
+from gpudr.app.cache import (
+    CacheError,
+    Context,
+    Entry,
+    Miss,
+    PlanCache,
+    UncacheableCode,
+    code_digest,
+    plan_key,
+)
 from gpudr.core import yamlsafe
 from gpudr.core.design import Design
 from gpudr.docs.report import build_report, plan_json, plan_verdict
@@ -76,7 +85,10 @@ class CachedRun:
     context: Context
     warn: Callable[[str], None]
     keys: dict[int, tuple[str, str]] = field(default_factory=dict)  # index -> (key, source)
+    # index -> the bytes keyed: a plan that misses is validated and run from these very bytes.
+    data: dict[int, bytes] = field(default_factory=dict)
     _store_failed: bool = False
+    _code_checked: bool = False
 
     def lookup(self, paths: Sequence[str]) -> dict[int, PlanReport]:
         """{plan index: its stored report} for every plan the cache holds."""
@@ -88,6 +100,7 @@ class CachedRun:
             source = plan_source(path)
             key = plan_key(source, data, self.context)
             self.keys[index] = (key, source)
+            self.data[index] = data
             found = self.cache.get(key)
             if isinstance(found, Miss):
                 if found.problem:
@@ -98,10 +111,26 @@ class CachedRun:
             hits[index] = PlanReport(found.text, found.stacks, source)
         return hits
 
+    def _code_unchanged(self) -> bool:
+        """Whether the code is still what the key says (a checkout or an edit during the run
+        would store a report under the key of code that did not make it). Checked once."""
+        if self._code_checked:
+            return True
+        self._code_checked = True
+        try:
+            now = code_digest()
+        except UncacheableCode as exc:
+            now = str(exc)
+        if now != self.context.code:
+            self._store_failed = True
+            self.warn("plan cache: the code changed during the run; the reports are not cached")
+            return False
+        return True
+
     def store(self, index: int, report: PlanReport) -> None:
         """Store a plan's report; a cache that cannot be written is said once, and the run goes
         on without it."""
-        if index not in self.keys or self._store_failed:
+        if index not in self.keys or self._store_failed or not self._code_unchanged():
             return
         key, source = self.keys[index]
         try:

@@ -175,7 +175,8 @@ class _Run:
     shown: int = 0  # bytes of `err` read for progress lines
 
     def progress_lines(self) -> list[str]:
-        """The progress lines (`... what`) the run wrote to its stderr since the last call."""
+        """The progress lines (`... what`) and warnings (`gpudr: warning: ...`, e.g. a damaged
+        cache entry) the run wrote to its stderr since the last call, made printable."""
         try:
             with self.err.open("rb") as handle:
                 handle.seek(self.shown)
@@ -185,7 +186,11 @@ class _Run:
         done = data.rfind(b"\n") + 1  # whole lines only: the rest is still being written
         self.shown += done
         lines = data[:done].decode(errors="replace").splitlines()
-        return [line.removeprefix("... ") for line in lines if line.startswith("... ")]
+        return [
+            "".join(c if c.isprintable() else "?" for c in line.removeprefix("... "))
+            for line in lines
+            if line.startswith(("... ", "gpudr: warning: "))
+        ]
 
 
 def _cache_args(project: Path, cache_dir: Path | None) -> list[str]:
@@ -270,7 +275,9 @@ def _tail(path: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return [line for line in lines if line.strip()][-STDERR_TAIL:]
+    # The failure, not the progress that led to it.
+    shown = [line for line in lines if line.strip() and not line.startswith("... ")]
+    return shown[-STDERR_TAIL:]
 
 
 def _report(run: _Run) -> dict[str, Any] | tuple[int, list[str]]:

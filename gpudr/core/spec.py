@@ -781,6 +781,13 @@ def load_plan(path: str | Path) -> Plan:
         raise PlanError(
             [FieldError(where, "cannot read the plan: the path holds a NUL byte")]
         ) from None
+    return parse_plan_bytes(data, str(file))
+
+
+def parse_plan_bytes(data: bytes, source: str) -> Plan:
+    """Validate a plan from its file's bytes (as `load_plan` read them): what the plan cache
+    keys is exactly what is validated and run."""
+    file = Path(source)
     try:
         raw = yamlsafe.load(yamlsafe.decode(data))
     except yamlsafe.YamlRefused as exc:

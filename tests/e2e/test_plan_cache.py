@@ -42,7 +42,12 @@ def test_a_hit_writes_byte_for_byte_what_a_fresh_run_writes(
     fresh = plan(*plans, "--format", fmt, "--no-cache")
     stored = plan(*plans, "--format", fmt, "--cache-dir", cache)  # misses, stores
     assert len(entries(cache)) == len(plans)
-    hit = plan(*plans, "--format", fmt, "--cache-dir", cache)
+    hit = CliRunner(env={"GPUDR_PROGRESS": "1"}).invoke(
+        main, ["plan", *map(str, plans), "--format", fmt, "--cache-dir", str(cache)]
+    )
+    # Answered from the cache: nothing ran.
+    assert f"... plan cache: {len(plans)} of {len(plans)} plan(s) from {cache}" in hit.stderr
+    assert "running" not in hit.stderr
     assert fresh.exit_code == stored.exit_code == hit.exit_code == 0
     assert stored.stdout == fresh.stdout
     assert hit.stdout == fresh.stdout
@@ -149,9 +154,7 @@ def test_a_corrupt_entry_is_a_miss_said_on_stderr_and_rewritten(tmp_path: Path) 
     again = plan(EXAMPLE, "--format", "json", "--cache-dir", cache)
     assert again.exit_code == 0
     assert again.stdout == fresh.stdout
-    assert f"gpudr: warning: plan cache: {entry}: its report does not match its digest" in (
-        again.stderr
-    )
+    assert f"gpudr: warning: plan cache: {entry}: it does not match its digest" in (again.stderr)
     assert entry.read_bytes() == data  # rewritten whole
     assert plan(EXAMPLE, "--format", "json", "--cache-dir", cache).stderr == ""
 
@@ -250,3 +253,24 @@ def test_the_command_exits_with_the_plans_code_and_its_output_whole(
     assert proc.returncode == (0 if met else 1), proc.stderr
     assert json.loads(proc.stdout)["meets"] is met
     assert proc.stdout == plan(plan_file, "--format", "json", "--no-cache").stdout
+
+
+def test_a_pack_config_with_nan_is_bad_input(tmp_path: Path) -> None:
+    config = tmp_path / "pack-config.json"
+    config.write_text('{"replication-meets-rpo": {"headroom": NaN}}')
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--policy-config", str(config)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"gpudr: --policy-config {config}: not a JSON object (NaN")
+
+
+def test_a_group_writable_cache_is_refused(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o775)
+    result = CliRunner().invoke(main, ["plan", str(EXAMPLE), "--cache-dir", str(cache)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"gpudr: --cache-dir {cache}: {cache} is writable by others (mode 775): a hit is only "
+        "as trustworthy as the directory; use one only you can write to, or --no-cache; "
+        "nothing was run\n"
+    )

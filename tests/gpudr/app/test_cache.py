@@ -150,18 +150,39 @@ def test_moving_bytes_between_files_changes_the_digest(project: Path) -> None:
     [
         "components/aws/__pycache__/bucket.cpython-311.pyc",  # bytecode
         "gpudr/core/stray.pyc",
-        "policies/.pytest_cache/v/x",  # a hidden directory
-        "policies/venv/lib/site.py",  # the virtualenv the Pulumi CLI makes in a pack's folder
+        "policies/venv/lib/site.py",  # the virtualenv the Pulumi CLI makes in the pack's folder
     ],
 )
-def test_bytecode_caches_and_virtualenvs_are_not_code(project: Path, noise: str) -> None:
+def test_bytecode_and_the_packs_virtualenv_are_not_code(project: Path, noise: str) -> None:
     before = code_digest(project)
     path = project / noise
     path.parent.mkdir(parents=True, exist_ok=True)
-    if "venv" in noise:
-        (project / "policies" / "venv" / "pyvenv.cfg").write_text("home = /usr\n")
     path.write_text("anything\n")
     assert code_digest(project) == before
+
+
+@pytest.mark.parametrize(
+    "hideout",
+    [
+        "components/aws",  # a virtualenv marker beside real code hides nothing
+        "policies/.cache",  # nor does a hidden directory
+    ],
+)
+def test_nothing_else_hides_code_from_the_key(project: Path, hideout: str) -> None:
+    where = project / hideout
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "pyvenv.cfg").write_text("home = /usr\n")
+    (where / "site.py").write_text("A = 1\n")
+    before = code_digest(project)
+    (where / "site.py").write_text("A = 2\n")
+    assert code_digest(project) != before
+
+
+def test_a_symlink_in_the_code_is_not_keyed(project: Path) -> None:
+    # Where a link leads can change without a hashed byte changing: nothing is cached.
+    (project / "components" / "aws" / ".#site.py").symlink_to("root@host.1234")
+    with pytest.raises(cache_module.UncacheableCode, match=r"\.#site\.py is a symlink"):
+        code_digest(project)
 
 
 def test_one_package_version_changes_the_environment() -> None:
@@ -180,7 +201,10 @@ def test_the_environment_names_every_distribution_and_its_version() -> None:
         dist = metadata.distribution(name)
         assert f"{name}-{dist.version}.dist-info" in listed, name
     for dist in metadata.distributions():
-        assert dist._path.name in listed, dist._path  # type: ignore[attr-defined]
+        where = dist._path  # type: ignore[attr-defined]
+        if where.parent.resolve() in (PROJECT_DIR, Path.cwd().resolve()):
+            continue  # the project's own code is keyed file by file
+        assert where.name in listed, where
 
 
 # --- entries --------------------------------------------------------------------------------
@@ -220,6 +244,8 @@ def _header(data: bytes, **changes: Any) -> bytes:
         (lambda d: _header(d, gpudr_plan_cache=FORMAT + 1), f"not a format-{FORMAT} entry"),
         (lambda d: _header(d, key="0" * 64), "names another key"),
         (lambda d: _header(d, stacks="llm-a"), "lists no stacks"),
+        # The stacks' names are in the digest: the shared-stack refusal reads them.
+        (lambda d: _header(d, stacks=[]), "truncated or edited"),
         (lambda d: _header(d, sha256=None), "truncated or edited"),
         (lambda d: b"", "no header line"),
     ],
@@ -256,7 +282,8 @@ def test_a_failed_write_leaves_no_entry_and_no_temporary_file(
     with pytest.raises(cache_module.CacheError, match=r"No space left on device.*--cache-dir"):
         cache.put(KEY, "plans/llm.yaml", ENTRY)
     assert cache.get(KEY) == Miss()
-    assert list(cache.path(KEY).parent.iterdir()) == []
+    left = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert left == []
 
 
 def test_a_reader_never_sees_half_an_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,8 +293,9 @@ def test_a_reader_never_sees_half_an_entry(tmp_path: Path, monkeypatch: pytest.M
     real_replace = os.replace
 
     def replace(src: str, dst: Path) -> None:
-        seen.append(cache.get(KEY))  # just before the rename: no entry yet
-        assert json.loads(Path(src).read_bytes().partition(b"\n")[0])["key"] == KEY
+        if dst == cache.path(KEY):
+            seen.append(cache.get(KEY))  # just before the rename: no entry yet
+            assert json.loads(Path(src).read_bytes().partition(b"\n")[0])["key"] == KEY
         real_replace(src, dst)
 
     monkeypatch.setattr(cache_module.os, "replace", replace)
@@ -325,3 +353,13 @@ def test_a_hit_counts_as_a_use(tmp_path: Path) -> None:
     os.utime(cache.path(KEY), (old, old))
     assert cache.get(KEY) == ENTRY
     assert cache.prune() == 0
+
+
+def test_a_directory_others_can_write_is_not_trusted(tmp_path: Path) -> None:
+    cache = PlanCache(tmp_path / "cache")
+    cache.put(KEY, "plans/llm.yaml", ENTRY)
+    assert cache_module.trust_problem(tmp_path / "cache") is None
+    os.chmod(tmp_path / "cache" / f"v{FORMAT}", 0o777)
+    problem = cache_module.trust_problem(tmp_path / "cache")
+    assert problem is not None and "is writable by others (mode 777)" in problem
+    assert problem.endswith("use one only you can write to, or --no-cache; nothing was run")
