@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,21 @@ def _own_plan_cache(
     program or the pack must not be answered from another test's run. The cache's own tests
     name their directories."""
     monkeypatch.setenv("GPUDR_CACHE_DIR", str(tmp_path_factory.mktemp("plan-cache")))
+
+
+def copy_code(dest: Path) -> Path:
+    """A copy, under `dest`, of the code the plan cache keys (gpudr.app.cache.CODE): another
+    checkout of the same project."""
+    from gpudr.app.cache import CODE
+
+    dest.mkdir()
+    for name in CODE:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, dest / name)
+    return dest
 
 
 @pytest.fixture

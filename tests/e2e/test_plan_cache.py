@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +16,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from gpudr.app import cache as cache_module
-from gpudr.app.cache import CODE, Entry, PlanCache
+from gpudr.app.cache import Entry, PlanCache
 from gpudr.app.cli import main
-from gpudr.core.paths import PROJECT_DIR
-from tests.conftest import EXAMPLE, PACK_CONFIG_PATH, ROOT
+from tests.conftest import EXAMPLE, PACK_CONFIG_PATH, ROOT, copy_code
 
 GCP = ROOT / "examples" / "gcp-two-region.yaml"
 
@@ -108,14 +106,7 @@ def test_changing_a_package_version_misses(tmp_path: Path, monkeypatch: pytest.M
 def test_changing_a_component_misses(tmp_path: Path) -> None:
     """The code is another checkout (as `gpudr diff` runs the base): the same plan, one comment
     added to a component, and the run stores a second entry beside the first."""
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in CODE:
-        source = PROJECT_DIR / name
-        if source.is_dir():
-            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, project / name)
+    project = copy_code(tmp_path / "project")
     cache = tmp_path / "cache"
     plan_file = project / "plan.yaml"
     plan_file.write_bytes(EXAMPLE.read_bytes())

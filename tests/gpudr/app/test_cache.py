@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,7 +15,6 @@ import pytest
 
 from gpudr.app import cache as cache_module
 from gpudr.app.cache import (
-    CODE,
     FORMAT,
     Context,
     Entry,
@@ -27,6 +25,7 @@ from gpudr.app.cache import (
     plan_key,
 )
 from gpudr.core.paths import PROJECT_DIR
+from tests.conftest import copy_code
 
 PLAN = b"name: llm\nsites: {}\n"
 CONTEXT = Context(
@@ -94,15 +93,7 @@ def test_the_stacks_asked_for_are_a_set() -> None:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the code the key covers."""
-    copy = tmp_path / "project"
-    copy.mkdir()
-    for name in CODE:
-        source = PROJECT_DIR / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, copy / name)
-    return copy
+    return copy_code(tmp_path / "project")
 
 
 def test_the_copy_digests_as_the_checkout(project: Path) -> None:
