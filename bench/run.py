@@ -53,8 +53,8 @@ from bench.synth import (
 )
 from bench.worker import custom_resources
 from gpudr.app.cache import CODE, PlanCache
-from gpudr.app.env import POLICY_CONFIG_ENV, PROGRESS_ENV
-from gpudr.app.prdiff import extract, plan_command
+from gpudr.app.env import PROGRESS_ENV
+from gpudr.app.prdiff import absolute_policy_config, extract, plan_command, side_env
 from gpudr.core.paths import PROJECT_DIR
 
 DOC = PROJECT_DIR / "docs" / "benchmarks.md"
@@ -105,7 +105,8 @@ DIFF_SOURCES = (
     ".gitignore",
     "examples",
 )
-# Commits in the temporary repositories: an identity, and no user or system git config.
+# Commits in the temporary repositories (the bench's and the diff tests'): an identity, and no
+# user or system git config.
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "gpudr bench",
     "GIT_AUTHOR_EMAIL": "bench@example.invalid",
@@ -396,7 +397,9 @@ def _cli_run(
 # --- issue 21: the plan cache, before and after -------------------------------------------------
 
 
-def _git(cwd: Path, *args: str) -> str:
+def git(cwd: Path, *args: str) -> str:
+    """`git ARGS` in `cwd`, with no user or system config and the bench's identity (GIT_ENV):
+    also what tests/e2e/test_diff_git.py makes its repositories with."""
     proc = subprocess.run(
         ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
         cwd=cwd,
@@ -407,14 +410,6 @@ def _git(cwd: Path, *args: str) -> str:
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} in {cwd} failed: {proc.stderr.strip()}")
     return proc.stdout
-
-
-def _absolute_policy_config(env: dict[str, str]) -> dict[str, str]:
-    """GPUDR_POLICY_CONFIG (the Makefile sets it relative) as this checkout's `gpudr plan` reads
-    it, from the project: a command started elsewhere is judged under the same pack config."""
-    if env.get(POLICY_CONFIG_ENV):
-        env[POLICY_CONFIG_ENV] = str(PROJECT_DIR / env[POLICY_CONFIG_ENV])
-    return env
 
 
 def _compile(project: Path) -> None:
@@ -436,12 +431,7 @@ class Before:
     label: str  # how the document names it
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            x for x in (str(self.project), os.environ.get("PYTHONPATH", "")) if x
-        )
-        env.pop("PYTHONSAFEPATH", None)
-        return _absolute_policy_config(env)
+        return side_env(self.project)
 
     def plan(self, plans: Sequence[SynthPlan], out: Path) -> Launch:
         """Its `gpudr plan P1 ... Pn --format json -o OUT`; no cache option: it has no cache."""
@@ -451,8 +441,8 @@ class Before:
 
 def checkout_before(rev: str, work: Path) -> Before:
     """`rev`'s project, extracted below `work`."""
-    top = Path(_git(PROJECT_DIR, "rev-parse", "--show-toplevel").strip()).resolve()
-    sha = _git(PROJECT_DIR, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
+    top = Path(git(PROJECT_DIR, "rev-parse", "--show-toplevel").strip()).resolve()
+    sha = git(PROJECT_DIR, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
     rel = PurePosixPath(PROJECT_DIR.relative_to(top).as_posix())
     progress(f"extracting {rev} ({sha[:7]}) for the before figures")
     extract(top, sha, [rel], work / "before")
@@ -582,16 +572,16 @@ def _diff_repo(dest: Path, project: Path, files: Sequence[str]) -> Path:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
-    _git(dest, "init", "-q")
-    _git(dest, "add", "-A")
-    _git(dest, "commit", "-q", "-m", "the example as it is")
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "the example as it is")
     plan = dest / DIFF_PLAN
     text = plan.read_text(encoding="utf-8")
     old, new = DIFF_EDIT
     if old not in text:
         raise RuntimeError(f"{plan} has no {old!r} to change")
     plan.write_text(text.replace(old, new, 1), encoding="utf-8")
-    _git(dest, "commit", "-q", "-a", "-m", "checkpoints grow")
+    git(dest, "commit", "-q", "-a", "-m", "checkpoints grow")
     _compile(dest)
     return dest
 
@@ -605,7 +595,7 @@ def _diff(repo: Path, cache: Path | None) -> tuple[DiffRun, str]:
     own gpudr runs (checked first); with GPUDR_PROGRESS, whose lines say which side came from
     the cache. Its wall, and its markdown."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
-    env = _absolute_policy_config({**env, **GIT_ENV, PROGRESS_ENV: "1"})
+    env = absolute_policy_config({**env, **GIT_ENV, PROGRESS_ENV: "1"})
     which = subprocess.run(
         [sys.executable, "-c", "import gpudr; print(gpudr.__file__)"],
         cwd=repo,
@@ -632,10 +622,10 @@ def _diff(repo: Path, cache: Path | None) -> tuple[DiffRun, str]:
 def diff_runs(work: Path, before: Before) -> tuple[DiffRun, DiffRun, DiffRun, bool]:
     """`gpudr diff` of DIFF_PLAN's change: with the before code from a repository of its own
     files, then with this checkout's cold (a fresh, empty cache) and warm (the same cache)."""
-    listed = _git(PROJECT_DIR, "ls-files", "-co", "--exclude-standard", "-z", "--", *DIFF_SOURCES)
+    listed = git(PROJECT_DIR, "ls-files", "-co", "--exclude-standard", "-z", "--", *DIFF_SOURCES)
     after = _diff_repo(work / "diff-after", PROJECT_DIR, listed.split("\0"))
     # At the commit: git lists them from the project's directory, relative to it.
-    at_before = _git(
+    at_before = git(
         PROJECT_DIR, "ls-tree", "-r", "-z", "--name-only", before.sha, "--", *DIFF_SOURCES
     )
     before_repo = _diff_repo(work / "diff-before", before.project, at_before.split("\0"))

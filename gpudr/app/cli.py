@@ -22,7 +22,7 @@ from gpudr.app.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
 from gpudr.app.env import CACHE_DIR_ENV, POLICY_CONFIG_ENV, PROGRESS_ENV
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
 from gpudr.app.outputs import escape_problem, output_file_problem, output_root_problem
-from gpudr.app.planrun import CachedRun, PlanReport, run_designs
+from gpudr.app.planrun import CachedRun, PlanReport, plan_source, run_designs
 from gpudr.build.stackconfig import stack_name
 from gpudr.core.design import Design, design
 from gpudr.core.spec import Plan, PlanError, load_plan, parse_plan_bytes
@@ -64,7 +64,7 @@ def _try_load(path: str, suffix: str = "", data: bytes | None = None) -> tuple[P
     """The plan and its design (from `data`, the file's bytes, when already read); None after
     printing its problems, one line each."""
     try:
-        spec = load_plan(path) if data is None else parse_plan_bytes(data, str(Path(path)))
+        spec = load_plan(path) if data is None else parse_plan_bytes(data, plan_source(path))
     except PlanError as exc:
         for error in exc.errors:
             click.echo(f"gpudr: {error}", err=True)

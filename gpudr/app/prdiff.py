@@ -206,22 +206,33 @@ def _cache_args(project: Path, cache_dir: Path | None) -> list[str]:
     return ["--cache-dir", str(cache_dir)] if cache_dir is not None else ["--no-cache"]
 
 
+def absolute_policy_config(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the pack config made absolute: both sides are judged under the pack config of
+    the working tree (the base may not have the file, or an older one), and they start
+    elsewhere."""
+    if env.get(POLICY_CONFIG_ENV):
+        env[POLICY_CONFIG_ENV] = str(Path(env[POLICY_CONFIG_ENV]).resolve())
+    return env
+
+
+def side_env(project: Path) -> dict[str, str]:
+    """The environment a side's `gpudr plan` runs in: `project`'s code first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        x for x in (str(project), os.environ.get("PYTHONPATH", "")) if x
+    )
+    env.pop("PYTHONSAFEPATH", None)
+    return absolute_policy_config(env)
+
+
 def _start(
     side: str, label: str, project: Path, plan: Path, tmp: Path, cache_dir: Path | None
 ) -> _Run:
     """`gpudr plan` with `project`'s code first on the path, from `project`."""
     out, err = tmp / f"{side}.json", tmp / f"{side}.stderr"
-    env = dict(os.environ)
+    env = side_env(project)
     # Its progress lines go to its stderr file, which is no terminal: `_wait` shows them.
     env[PROGRESS_ENV] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        x for x in (str(project), os.environ.get("PYTHONPATH", "")) if x
-    )
-    env.pop("PYTHONSAFEPATH", None)
-    # Both sides are judged under the pack config of the working tree (the base may not have
-    # the file, or an older one); the runs start elsewhere, so it is made absolute here.
-    if env.get(POLICY_CONFIG_ENV):
-        env[POLICY_CONFIG_ENV] = str(Path(env[POLICY_CONFIG_ENV]).resolve())
     plan_arg = os.path.relpath(plan, project)
     with err.open("wb") as err_file:
         proc = subprocess.Popen(
@@ -425,4 +436,12 @@ def _failure(failed: dict[str, tuple[int, list[str]]], base_ref: str) -> DiffErr
     )
 
 
-__all__ = ["DiffError", "Sides", "extract", "resolve", "run_diff"]
+__all__ = [
+    "DiffError",
+    "Sides",
+    "absolute_policy_config",
+    "extract",
+    "resolve",
+    "run_diff",
+    "side_env",
+]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.run import GIT_ENV, git
 from gpudr.app.offline.plan import run_design
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
@@ -42,26 +43,6 @@ SOURCES = (
     ".gitignore",
     PLAN,
 )
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "gpudr tests",
-    "GIT_AUTHOR_EMAIL": "tests@example.invalid",
-    "GIT_COMMITTER_NAME": "gpudr tests",
-    "GIT_COMMITTER_EMAIL": "tests@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
-        cwd=repo,
-        env={**os.environ, **GIT_ENV},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return proc.stdout
 
 
 def gpudr_diff(
