@@ -576,12 +576,12 @@ def _floor(cache: CacheBench, work: float, sdk_import: float, cores: int) -> str
         "Pulumi SDKs' imports and resource registrations, gpudr's components, the pack, the "
         f"planner); spread perfectly over {cores} cores, {_s(work / cores)} s. "
         f"The cold run ({'met' if met else '**missed**'} at {_s(ca.wall_s)} s) used "
-        f"{_s(ca.cpu_s)} s of CPU ({_s(ca.cpu_s / cores)} s spread perfectly): the difference "
-        "is mostly each worker importing the SDKs of the plans it runs, "
-        f"{_s(sdk_import)} s when one process imports every SDK the portfolio needs. Importing "
-        "them once, before forking, puts those seconds in one process while the other cores "
-        "wait; most of the rest is the Pulumi SDK's own work per resource (the flat program) "
-        "and pulumi-policy decoding every resource once per policy: neither is gpudr's code."
+        f"{_s(ca.cpu_s)} s of CPU ({_s(ca.cpu_s / cores)} s spread perfectly). The SDKs are "
+        f"imported once ({_s(sdk_import)} s), by the process the workers are forked from, one "
+        "cloud after another: until a cloud's SDK is in, its plans wait, and a core does only "
+        "the import. The rest is the Pulumi SDK's own work per resource (the flat program), "
+        "pulumi-policy decoding every resource once per policy, and the plans run last on a "
+        "core the other has finished with: most of it is not gpudr's code."
     )
 
 
@@ -705,13 +705,14 @@ def _budget_section(results: Results, one: Row, cal: CliRun, cores: int) -> list
         _table(["part", "s", "measured as"], budget),
         "",
         f"Together {_s(work)} s of work; spread perfectly over {cores} cores, "
-        f"{_s(work / cores)} s, before what running in parallel adds (a worker imports the "
-        "SDKs of its own plans, so an SDK two workers need is imported twice; the pack and "
-        f"gpudr's own process share the same cores). `gpudr plan` took {_s(cal.wall_s)} s "
+        f"{_s(work / cores)} s, before what running in parallel adds (the workers start "
+        "once the SDKs their plans need are imported, by the one process they are forked "
+        "from; the pack and gpudr's own process share the same cores). "
+        f"`gpudr plan` took {_s(cal.wall_s)} s "
         f"with {_s(cal.cpu_s)} s of CPU ({cal.cpu_s / cal.wall_s:.2f} cores busy on average). "
         "Most of the work is the Pulumi SDK's own: registering a resource under the mocks "
         "costs nearly the same with or without gpudr (the flat program), and importing the "
-        "SDKs is a fixed cost per process.",
+        "SDKs is a fixed cost per run.",
         "",
     ]
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from gpudr.app.cli import main
 from gpudr.app.offline import plan as offline_plan
 from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackProcess
-from gpudr.app.offline.portfolio import PlanRunError, Workers, choose_plan
+from gpudr.app.offline.portfolio import PlanRunError, Workers, load_order
 from gpudr.core.design import design
 from gpudr.core.spec import load_plan
 from tests.conftest import EXAMPLE, PACK_CONFIG, ROOT
@@ -155,42 +155,41 @@ def test_a_worker_that_dies_is_reported_and_the_others_stopped(
     monkeypatch.setattr(offline_plan, "run_design", _failing_for("vision-models", "die"))
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
     workers = Workers(designs, 2)
+    pids: list[int] = []
     with (
         pytest.raises(
             PlanRunError, match=r"vision-models .*worker process .* exited \(exit code 7\)"
         ),
         workers,
     ):
-        processes = [w.process for w in workers._workers]
-        list(workers.results())
-    assert processes and not any(p.is_alive() for p in processes)
+        zygote = workers._zygote
+        for _ in workers.results():
+            pids.extend(w.pid for w in workers._workers if w.pid is not None)
+        pytest.fail("the dead worker was not reported")
+    # The zygote has reaped its workers and exited: none of them is left running.
+    assert zygote is not None and not zygote.is_alive()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 @pytest.mark.parametrize(
-    ("pending", "mine", "others", "expected"),
+    ("clouds", "expected"),
     [
-        # Nothing imported yet: the first plan.
-        ([0, 1, 2], set(), set(), 0),
-        # The first plan whose clouds this worker has already imported.
-        ([0, 1, 2], {"gcp"}, {"aws"}, 1),
-        # None of those: one whose new SDK no other worker has imported...
-        ([0, 2], {"gcp"}, {"aws"}, 2),
-        # ...then one needing the fewest new SDKs.
-        ([3, 0], {"azure"}, set(), 0),
-        ([3, 4], {"azure"}, set(), 4),
+        # The cloud that lets the most plans run alone comes first...
+        ([{"aws"}, {"gcp"}, {"gcp"}], ["gcp", "aws"]),
+        # ...then the one that, with it, lets the most run; ties: the order plans name them.
+        ([{"aws"}, {"azure"}, {"aws", "gcp"}, {"aws", "gcp"}], ["aws", "gcp", "azure"]),
+        ([{"azure", "gcp"}, {"aws", "gcp"}], ["gcp", "azure", "aws"]),
+        # Only cross-cloud plans: the cloud most plans need, first.
+        ([{"aws", "azure"}, {"azure", "gcp"}], ["azure", "aws", "gcp"]),
+        ([{"aws"}], ["aws"]),
     ],
 )
-def test_choose_plan_keeps_each_sdk_in_one_worker(
-    pending: list[int], mine: set[str], others: set[str], expected: int
+def test_the_zygote_imports_first_what_lets_the_most_plans_run(
+    clouds: list[set[str]], expected: list[str]
 ) -> None:
-    clouds = [
-        frozenset({"aws"}),
-        frozenset({"gcp"}),
-        frozenset({"azure"}),
-        frozenset({"aws", "gcp"}),
-        frozenset({"azure", "gcp"}),
-    ]
-    assert choose_plan(pending, clouds, mine, others) == expected
+    assert load_order([frozenset(c) for c in clouds]) == expected
 
 
 def test_pack_session_answers_as_the_pack_does(singles: dict[str, dict[str, Any]]) -> None:
