@@ -148,8 +148,8 @@ def run_designs(
     progress: Progress | None = None,
 ) -> list[PlanReport]:
     """Each plan's report, in the plans' order: the programs under mocks (in worker processes
-    when there are several plans and cores), each plan's stacks sent to the one policy pack as
-    soon as they are known, while the next plans run (no pack when `policy_config` is None).
+    when there are several plans and cores), each stack sent to the one policy pack as soon as
+    it has run, while the next ones run (no pack when `policy_config` is None).
 
     Raises PlanRunError (a program failed) and PolicyPackError (the pack did not run)."""
     # Imports Pulumi: only when running.
@@ -161,8 +161,8 @@ def run_designs(
     packs: list[PackSession] = []  # the one pack, once started
 
     def stack_done(index: int, stack: dict[str, Any]) -> None:
-        """In this process, each stack goes to the pack as soon as it has run: the pack judges
-        a plan's primary while its DR stack runs."""
+        """Each stack goes to the pack as soon as it has run: the pack judges a plan's primary
+        while its DR stack runs."""
         if packs:
             if progress:
                 progress(f"policy pack: stack {stack['name']}")
@@ -178,12 +178,6 @@ def run_designs(
             packs.extend([pack] if pack is not None else [])
             for index, stacks in workers.results():
                 runs[index] = stacks
-                if pack is not None and index not in verdicts:  # a worker's: all its stacks
-                    if progress:
-                        progress(
-                            f"policy pack: {len(stacks)} stack(s) of {designs[index].plan.name}"
-                        )
-                    verdicts[index] = [pack.submit(stacks)]
             found = {
                 index: {name: found for f in futures for name, found in f.result().items()}
                 for index, futures in verdicts.items()

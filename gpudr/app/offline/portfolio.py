@@ -86,7 +86,9 @@ def _label(des: Design) -> str:
 
 
 def _serve(conn: Connection, designs: Sequence[Design]) -> None:
-    """A worker: run the plan whose index it is sent, send back (kind, index, payload)."""
+    """A worker: run the plan whose index it is sent; send back ("stack", index, record) as
+    each of its stacks has run (the pack can judge it while the next one runs), then
+    (kind, index, payload): ("ok", index, run_design's list) or ("error", index, message)."""
     # An event loop the parent used (it ran a stack before, as in the tests) comes over with a
     # default executor whose threads were not forked: the SDK's calls into it would wait
     # forever. Each worker runs its stacks on a loop of its own.
@@ -105,11 +107,16 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
         if index is None:
             return
         try:
-            conn.send(("ok", index, run_design(designs[index])))
+            each = functools.partial(_send_stack, conn, index)
+            conn.send(("ok", index, run_design(designs[index], on_stack=each)))
         except ProgramError as exc:
             conn.send(("error", index, str(exc)))
         except Exception as exc:  # anything else the program raised, or an unpicklable value
             conn.send(("error", index, f"{type(exc).__name__}: {exc}"))
+
+
+def _send_stack(conn: Connection, index: int, record: dict[str, Any]) -> None:
+    conn.send(("stack", index, record))
 
 
 def _zygote(
@@ -229,7 +236,7 @@ class Workers:
     ) -> None:
         """`sites`: only these sites' stacks (`gpudr plan --stack`), for a single plan.
         `on_stack(plan index, stack record)`: each stack as soon as it has run, in this process
-        (one job) only; workers send a plan's stacks when the plan is done."""
+        or a worker; called in this process."""
         if sites is not None and len(designs) != 1:
             raise ValueError("sites are for a single plan")
         self.designs = list(designs)
@@ -346,6 +353,10 @@ class Workers:
                         f"{_label(self.designs[index])}: the worker process running it exited"
                         f" (exit code {self._exit_code(w)})"
                     ) from None
+                if kind == "stack":
+                    if self.on_stack is not None:
+                        self.on_stack(done, payload)
+                    continue
                 w.running = None
                 if kind != "ok":
                     raise PlanRunError(f"{_label(self.designs[done])}: {payload}")
@@ -409,7 +420,10 @@ class Workers:
                 w.stopping = True  # a new one is forked with the SDKs imported since
                 w.conn.send(None)
         alive = sum(1 for w in self._workers if not w.stopping)
-        while alive < self.jobs and self._next_k() < len(self._pool):
+        # While the zygote imports it has a core of its own: every plan waits on its imports,
+        # and a worker more would only slow them down.
+        cores = self.jobs if self._loaded >= set(self.order) else max(1, self.jobs - 1)
+        while alive < cores and self._next_k() < len(self._pool):
             runnable = [i for i in pending if self.clouds[i] <= self._loaded]
             if not runnable:
                 return
