@@ -132,7 +132,7 @@ def _processes(run: CliRun) -> str:
     for kind, mb in run.processes:
         by_kind.setdefault(kind, []).append(mb)
     parts = []
-    for kind in ("gpudr", "worker", "pack"):
+    for kind in ("gpudr", "zygote", "worker", "pack"):
         mbs = by_kind.get(kind)
         if not mbs:
             continue
@@ -723,9 +723,10 @@ def _portfolios_section(results: Results) -> list[str]:
         "## Portfolios: `gpudr plan P1.yaml ... Pn.yaml`",
         "",
         "*resources*: custom resources registered (the JSON report's `stacks[].resources` "
-        "with `custom`). *peak RSS per process*: VmHWM of gpudr, each plan worker and the "
-        "policy pack, read every 50 ms while they run; their sum bounds the run's peak, "
-        "counting the pages forked workers share with gpudr once per process. *summed PSS*: "
+        "with `custom`). *peak RSS per process*: VmHWM of gpudr, the zygote (the process "
+        "that imports the SDKs and forks the plan workers), each worker and the policy pack, "
+        "read every 50 ms while they run; their sum bounds the run's peak, counting the pages "
+        "forked processes share once per process. *summed PSS*: "
         "one more run of the same command, untimed, reading every process's PSS (a page "
         "shared by n processes counts 1/n in each) every 20 ms; the peak of their sum is the "
         "memory the run held at once. The memory target is judged on it. *exit*: 1 when a plan "

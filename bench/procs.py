@@ -25,20 +25,23 @@ class TreePeak:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _tree(self) -> list[int]:
-        found, todo = [], [self.root]
+    def _tree(self) -> list[tuple[int, int, bool]]:
+        """(pid, its depth under the root, whether it has children) for every process."""
+        found, todo = [], [(self.root, 0)]
         while todo:
-            pid = todo.pop()
-            found.append(pid)
+            pid, depth = todo.pop()
+            children: list[int] = []
             try:
                 for task in Path(f"/proc/{pid}/task").iterdir():
-                    todo.extend(int(c) for c in (task / "children").read_text().split())
+                    children.extend(int(c) for c in (task / "children").read_text().split())
             except OSError:
                 continue
+            found.append((pid, depth, bool(children)))
+            todo.extend((c, depth + 1) for c in children)
         return found
 
-    def _kind(self, pid: int) -> str | None:
-        """gpudr, worker or pack; None for a process that has just exited."""
+    def _kind(self, pid: int, depth: int, parent: bool) -> str | None:
+        """gpudr, zygote, worker or pack; None for a process that has just exited."""
         if pid == self.root:
             return "gpudr"
         try:
@@ -47,17 +50,20 @@ class TreePeak:
             return None
         if not cmdline:
             return None
-        # A plan worker is forked: its command line is gpudr's own.
-        return "pack" if b"policies/__main__.py" in cmdline else "worker"
+        if b"policies/__main__.py" in cmdline:
+            return "pack"
+        # Forked processes have gpudr's command line. gpudr forks the zygote, which forks the
+        # plan workers; code before it forked the workers itself, which have no children.
+        return "zygote" if depth == 1 and parent else "worker"
 
     def _run(self) -> None:
         while True:
             pss = 0
-            for pid in self._tree():
+            for pid, depth, parent in self._tree():
                 kb = status_kb(pid, "VmHWM")
                 if kb == 0:  # exited (a zombie has no memory and no command line)
                     continue
-                kind = self._kind(pid)
+                kind = self._kind(pid, depth, parent)
                 if kind is None:
                     continue
                 seen, peak = self.peaks.get(pid, (kind, 0))
@@ -75,8 +81,8 @@ class TreePeak:
         """(kind, peak MB) per process, gpudr first."""
         self._stop.set()
         self._thread.join()
-        order = {"gpudr": 0, "worker": 1, "pack": 2}
-        out = sorted(self.peaks.values(), key=lambda kv: (order.get(kv[0], 3), -kv[1]))
+        order = {"gpudr": 0, "zygote": 1, "worker": 2, "pack": 3}
+        out = sorted(self.peaks.values(), key=lambda kv: (order.get(kv[0], 4), -kv[1]))
         return [(kind, kb / 1024) for kind, kb in out]
 
 

@@ -66,6 +66,19 @@ def test_tree_peak_sees_memory_of_a_process_the_measured_one_started() -> None:
     assert sampler.pss_peak_kb / 1024 >= 150
 
 
+def test_tree_peak_tells_the_zygote_from_the_workers_it_forks() -> None:
+    # gpudr -> zygote -> worker: the child that has a child of its own is the zygote.
+    worker = "x = bytearray(120 * 2**20); import time; time.sleep(0.6)"
+    zygote = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {worker!r}])"
+    root = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {zygote!r}])"
+    proc = subprocess.Popen([sys.executable, "-c", root])
+    sampler = TreePeak(proc.pid)
+    proc.wait()
+    processes = sampler.stop()
+    assert [kind for kind, _ in processes] == ["gpudr", "zygote", "worker"], processes
+    assert processes[2][1] >= 120, processes
+
+
 def _run(jobs: int | None, walls: list[float], resources: int, systems: int) -> CliRun:
     return CliRun(jobs, SIZE, systems, walls, 1.0, [("gpudr", 60.0)], 0, resources, 2, [])
 
