@@ -13,9 +13,11 @@ from click.testing import CliRunner
 
 from gpudr.app.cli import main
 from gpudr.app.offline import plan as offline_plan
+from gpudr.app.offline import portfolio, preload
 from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackProcess
 from gpudr.app.offline.portfolio import PlanRunError, Workers, load_order
 from gpudr.core.design import design
+from gpudr.core.enums import Cloud
 from gpudr.core.spec import load_plan
 from tests.conftest import EXAMPLE, PACK_CONFIG, ROOT
 
@@ -171,6 +173,46 @@ def test_a_worker_that_dies_is_reported_and_the_others_stopped(
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_with_no_worker_left_to_fork_one_imports_what_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, singles: dict[str, dict[str, Any]]
+) -> None:
+    # One pipe: the one worker forked runs all three clouds' plans.
+    monkeypatch.setattr(portfolio, "_pool_size", lambda jobs, order: 1)
+    paths = [str(EXAMPLE), str(GCP), str(AZURE)]
+    result = invoke("plan", *paths, "--format", "json", "--jobs", "2")
+    assert result.exit_code == 0, result.output
+    for r in json.loads(result.output)["plans"]:
+        assert r == singles[r["plan"]["source"]], r["plan"]["source"]
+
+
+def test_a_module_the_zygote_cannot_import_is_said_and_left_to_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    aws = preload.SDK_MODULES[Cloud.AWS]
+    monkeypatch.setitem(preload.SDK_MODULES, Cloud.AWS, (*aws, "pulumi_aws.no_such_module"))
+    said: list[str] = []
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
+    with Workers(designs, 2, progress=said.append) as workers:
+        done = sorted(index for index, _ in workers.results())
+    assert done == [0, 1]
+    assert any(
+        line.startswith("could not import pulumi_aws.no_such_module ahead (ModuleNotFoundError")
+        for line in said
+    ), said
+
+
+def test_a_zygote_that_dies_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preload, "load", lambda module: os._exit(5))
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
+    with (
+        pytest.raises(
+            PlanRunError, match=r"the process that forks the plan workers exited \(exit code 5\)"
+        ),
+        Workers(designs, 2) as workers,
+    ):
+        list(workers.results())
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -78,6 +79,12 @@ def load_order(clouds: Sequence[frozenset[str]]) -> list[str]:
         order.append(best)
         left.remove(best)
     return order
+
+
+def _pool_size(jobs: int, order: Sequence[str]) -> int:
+    """The workers a run may fork (each needs its pipe before the zygote is forked): a full
+    set after each cloud is imported, and before."""
+    return jobs * (len(order) + 1)
 
 
 def _label(des: Design) -> str:
@@ -157,8 +164,8 @@ def _zygote(
                 continue
             try:
                 preload.load(module)
-            except ImportError as exc:  # a worker that needs it fails with the program's error
-                control.send(("skipped", module, str(exc)))
+            except Exception as exc:  # a worker that needs it fails with the program's error
+                control.send(("skipped", module, f"{type(exc).__name__}: {exc}"))
     while workers:
         _reap(workers, control, block=True)
 
@@ -180,10 +187,14 @@ def _fork_worker(
                 end.close()
         conn = ends[k]
         assert conn is not None
+        code = 1
         try:
             _serve(conn, designs)
+            code = 0
+        except BaseException:  # its pipe broke: said on stderr, and in the exit code
+            traceback.print_exc()
         finally:
-            os._exit(0)
+            os._exit(code)
     end = ends[k]
     assert end is not None
     end.close()
@@ -262,9 +273,8 @@ class Workers:
         if self.in_process:
             return self
         context = multiprocessing.get_context("fork")
-        # Enough pipes to fork a full set of workers after each cloud is imported, and before.
         ours, theirs = zip(
-            *(context.Pipe() for _ in range(self.jobs * (len(self.order) + 1))), strict=True
+            *(context.Pipe() for _ in range(_pool_size(self.jobs, self.order))), strict=True
         )
         self._pool = list(ours)
         control, zygote_end = context.Pipe()
@@ -378,7 +388,10 @@ class Workers:
         try:
             message = self._control.recv()
         except EOFError:
-            code = self._zygote.exitcode if self._zygote is not None else None
+            code = None
+            if self._zygote is not None:
+                self._zygote.join(timeout=_EXIT_CODE_WAIT_S)
+                code = self._zygote.exitcode
             raise PlanRunError(
                 f"the process that forks the plan workers exited (exit code {code})"
             ) from None
@@ -406,18 +419,17 @@ class Workers:
         """Give each idle worker the first pending plan its SDKs can run; stop idle workers
         that can run none while the zygote has more; fork workers for what the zygote can run
         while there are free cores."""
-        everything = set().union(*self.clouds)
         for w in self._workers:
             if w.running is not None or w.stopping:
                 continue
             runnable = [i for i in pending if self.clouds[i] <= w.clouds]
-            out_of_pipes = len(self._pool) == self._next_k()
-            if not runnable and (out_of_pipes or self._loaded >= everything):
-                runnable = pending  # it imports what it lacks itself
+            if not runnable and self._next_k() == len(self._pool):
+                runnable = pending  # no worker can be forked any more: it imports for itself
             if runnable:
                 self._assign(w, runnable[0], pending)
             else:
-                w.stopping = True  # a new one is forked with the SDKs imported since
+                # Its plans are done: the next worker is forked with what the zygote has since.
+                w.stopping = True
                 w.conn.send(None)
         alive = sum(1 for w in self._workers if not w.stopping)
         # While the zygote imports it has a core of its own: every plan waits on its imports,
