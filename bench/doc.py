@@ -580,8 +580,8 @@ def _floor(cache: CacheBench, work: float, sdk_import: float, cores: int) -> str
         f"imported once ({_s(sdk_import)} s), by the process the workers are forked from, one "
         "cloud after another: until a cloud's SDK is in, its plans wait, and a core does only "
         "the import. The rest is the Pulumi SDK's own work per resource (the flat program), "
-        "pulumi-policy decoding every resource once per policy, and the plans run last on a "
-        "core the other has finished with: most of it is not gpudr's code."
+        "pulumi-policy decoding every resource once per policy, and the last plans, running "
+        "while other cores have finished: most of it is not gpudr's code."
     )
 
 
@@ -681,9 +681,10 @@ def _intro(results: Results, cores: int) -> list[str]:
         "",
         "Judged on the real command a CI job runs over a portfolio, `gpudr plan P1.yaml ... "
         "Pn.yaml --format json -o FILE`, in a fresh process: by default it runs the plans in "
-        f"worker processes, one per usable core ({cores} here), with one policy pack; "
-        "`--jobs 1` runs them one after another in one process. Wall and CPU are the "
-        "process's, spawn to exit, CPU including its workers and the pack (`wait4`).",
+        f"worker processes, at most one per usable core ({cores} here), forked from the "
+        "process that imports the SDKs, with one policy pack; `--jobs 1` runs them one after "
+        "another in one process. Wall and CPU are the process's, spawn to exit, CPU including "
+        "the zygote, its workers and the pack (`wait4`).",
         "",
         _table(["target (issue 7, or as it says)", "measured", "result"], _targets(results)),
         "",
@@ -725,8 +726,9 @@ def _portfolios_section(results: Results) -> list[str]:
         "*resources*: custom resources registered (the JSON report's `stacks[].resources` "
         "with `custom`). *peak RSS per process*: VmHWM of gpudr, the zygote (the process "
         "that imports the SDKs and forks the plan workers), each worker and the policy pack, "
-        "read every 50 ms while they run; their sum bounds the run's peak, counting the pages "
-        "forked processes share once per process. *summed PSS*: "
+        "read every 50 ms while they run; their sum is a loose upper bound of the run's peak: "
+        "it counts the pages forked processes share once per process, and the peaks of "
+        "workers that never ran at the same time. *summed PSS*: "
         "one more run of the same command, untimed, reading every process's PSS (a page "
         "shared by n processes counts 1/n in each) every 20 ms; the peak of their sum is the "
         "memory the run held at once. The memory target is judged on it. *exit*: 1 when a plan "

@@ -7,9 +7,10 @@ from pathlib import Path
 
 
 class TreePeak:
-    """Peak RSS (VmHWM) of a process and every process under it (gpudr's plan workers, the
-    policy pack), per process: their sum bounds the run's peak. VmHWM is the kernel's own
-    high-water mark, so sampling every 50 ms misses only growth in a process's last 50 ms.
+    """Peak RSS (VmHWM) of a process and every process under it (gpudr's zygote and plan
+    workers, the policy pack), per process: their sum bounds the run's peak. VmHWM is the
+    kernel's own high-water mark, so sampling every 50 ms misses only growth in a process's
+    last 50 ms.
 
     With `pss`, also the peak over time of the processes' summed PSS (smaps_rollup: a page
     shared by n processes counts 1/n in each), i.e. the memory the run held at once, sampled
@@ -67,6 +68,8 @@ class TreePeak:
                 if kind is None:
                     continue
                 seen, peak = self.peaks.get(pid, (kind, 0))
+                # Between two forks, or once its workers are gone, the zygote has no children.
+                kind = seen if seen == "zygote" else kind
                 # A child started by vfork shows gpudr's command line and pages until it execs
                 # (the pack): what it was before then was not its own.
                 if kb > peak or seen != kind:

@@ -168,12 +168,12 @@ def run_designs(
                 progress(f"policy pack: stack {stack['name']}")
             verdicts.setdefault(index, []).append(packs[0].submit([stack]))
 
-    # The workers are forked before the pack's thread starts.
+    # The zygote, which forks the workers, is forked before the pack's thread starts.
     with Workers(
         designs, jobs or default_jobs(), progress=progress, sites=sites, on_stack=stack_done
     ) as workers:
         if not workers.in_process and progress:
-            progress(f"running {len(designs)} plans in {workers.jobs} worker processes")
+            progress(f"running {len(designs)} plans in up to {workers.jobs} worker processes")
         with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
             packs.extend([pack] if pack is not None else [])
             for index, stacks in workers.results():

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from gpudr.app.cli import main
 from gpudr.app.offline import plan as offline_plan
-from gpudr.app.offline import portfolio, preload
+from gpudr.app.offline import preload
 from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackProcess
 from gpudr.app.offline.portfolio import PlanRunError, Workers, load_order
 from gpudr.core.design import design
@@ -151,40 +151,50 @@ def test_a_failing_program_names_its_plan_and_exits_3(
     )
 
 
+def _children(pid: int) -> list[int]:
+    tasks = Path(f"/proc/{pid}/task")
+    return [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
+
+
 def test_a_worker_that_dies_is_reported_and_the_others_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(offline_plan, "run_design", _failing_for("vision-models", "die"))
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
-    workers = Workers(designs, 2)
-    pids: list[int] = []
-    with (
-        pytest.raises(
+    with Workers(designs, 2) as workers:
+        zygote = workers._pid
+        assert zygote is not None
+        with pytest.raises(
             PlanRunError, match=r"vision-models .*worker process .* exited \(exit code 7\)"
-        ),
-        workers,
-    ):
-        zygote = workers._zygote
-        for _ in workers.results():
-            pids.extend(w.pid for w in workers._workers if w.pid is not None)
-        pytest.fail("the dead worker was not reported")
-    # The zygote has reaped its workers and exited: none of them is left running.
-    assert zygote is not None and not zygote.is_alive()
-    for pid in pids:
+        ):
+            list(workers.results())
+        left = _children(zygote)  # the workers still there when the run fails
+    # Closed, the zygote has stopped and reaped its workers, and exited.
+    for pid in [zygote, *left]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 
 
-def test_with_no_worker_left_to_fork_one_imports_what_it_lacks(
-    monkeypatch: pytest.MonkeyPatch, singles: dict[str, dict[str, Any]]
+def test_each_plan_runs_in_a_worker_forked_with_its_sdks(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # One pipe: the one worker forked runs all three clouds' plans.
-    monkeypatch.setattr(portfolio, "_pool_size", lambda jobs, order: 1)
-    paths = [str(EXAMPLE), str(GCP), str(AZURE)]
-    result = invoke("plan", *paths, "--format", "json", "--jobs", "2")
-    assert result.exit_code == 0, result.output
-    for r in json.loads(result.output)["plans"]:
-        assert r == singles[r["plan"]["source"]], r["plan"]["source"]
+    # One cloud per plan: the worker forked for the first cloud has nothing left to run once
+    # the others are imported, and gives way to workers forked with them.
+    ran: list[tuple[int, int, bool]] = []
+    assign = Workers._assign
+
+    def record(self: Workers, w: Any, index: int, pending: list[int]) -> None:
+        ran.append((w.k, index, self.clouds[index] <= w.clouds))
+        assign(self, w, index, pending)
+
+    monkeypatch.setattr(Workers, "_assign", record)
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
+    with Workers(designs, 2) as workers:
+        done = sorted(index for index, _ in workers.results())
+        stopped = [w.k for w in workers._workers if w.stopping]
+    assert done == [0, 1, 2]
+    assert all(had for _, _, had in ran), ran
+    assert stopped, ran
 
 
 def test_a_module_the_zygote_cannot_import_is_said_and_left_to_the_workers(

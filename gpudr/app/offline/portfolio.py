@@ -6,13 +6,15 @@ a portfolio of plans goes faster only on more cores, and only if the SDKs are no
 in every process. `Workers` forks one process, the zygote, that imports the portfolio's SDKs
 (offline/preload.py) one cloud after another; the worker processes are forked from it, and so
 start with every SDK it had imported by then, shared with it page for page. A worker runs the
-plans it is given, one at a time, that need no SDK it lacks, and sends back what
-`offline.plan.run_design` returned. While the zygote imports, the first workers already run the
-plans of the clouds it has: the cloud that lets the most plans run comes first. A worker with
-nothing left that its SDKs can run exits, and a new one is forked with more.
+plans it is given, one at a time, that need no SDK it lacks, and sends back each stack as it
+has run. While the zygote imports (on a core of its own: one worker fewer runs), the first
+workers already run the plans of the clouds it has: the cloud that lets the most plans run
+comes first. A worker with nothing left that its SDKs can run exits, and a new one is forked
+with more. Once stopped, the zygote stops its workers, and a worker or the zygote whose parent
+has gone sees its pipe close and exits.
 
 With one job, or one plan, or where processes cannot be forked (only Linux is assumed to fork
-safely), everything runs in this process, as `gpudr plan PLAN` always has.
+safely), everything runs in gpudr's own process, as `gpudr plan PLAN` always has.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from multiprocessing import reduction
 from multiprocessing.connection import Connection, wait
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from gpudr.core.design import Design
 
@@ -38,12 +42,14 @@ Stacks = list[dict[str, Any]]
 
 # How long the zygote sleeps between checks for exited workers once it has nothing to import.
 _REAP_S = 0.05
-# How long a worker's exit code is waited for once its pipe has closed.
-_EXIT_CODE_WAIT_S = 5.0
+# How long an exit code is waited for once a process's pipe has closed, and the zygote for once
+# asked to stop (it stops its workers first).
+_EXIT_WAIT_S = 5.0
 
 
 class PlanRunError(RuntimeError):
-    """A plan's program failed, or the worker running it died; the message names the plan."""
+    """A plan's program failed, or a process running plans died; the message names the plan
+    when there is one."""
 
 
 def default_jobs() -> int:
@@ -61,8 +67,8 @@ def plan_clouds(des: Design) -> frozenset[str]:
 
 def load_order(clouds: Sequence[frozenset[str]]) -> list[str]:
     """The order in which the zygote imports the clouds' SDKs: each time, the cloud that lets
-    the most plans run (with those before it), then the one the most plans need; ties in the
-    order the plans first name them."""
+    the most plans run (with those before it), then the one the most plans need; ties: the
+    first plan naming a cloud first (within a plan, by name)."""
     first_seen = [c for plan in clouds for c in sorted(plan)]
     rank = {c: first_seen.index(c) for c in set(first_seen)}
     order: list[str] = []
@@ -81,21 +87,15 @@ def load_order(clouds: Sequence[frozenset[str]]) -> list[str]:
     return order
 
 
-def _pool_size(jobs: int, order: Sequence[str]) -> int:
-    """The workers a run may fork (each needs its pipe before the zygote is forked): a full
-    set after each cloud is imported, and before."""
-    return jobs * (len(order) + 1)
-
-
 def _label(des: Design) -> str:
     source = f" ({des.plan.source})" if des.plan.source else ""
     return f"plan {des.plan.name}{source}"
 
 
 def _serve(conn: Connection, designs: Sequence[Design]) -> None:
-    """A worker: run the plan whose index it is sent; send back ("stack", index, record) as
-    each of its stacks has run (the pack can judge it while the next one runs), then
-    (kind, index, payload): ("ok", index, run_design's list) or ("error", index, message)."""
+    """A worker: run the plan whose index it is sent; send ("stack", index, record) as each
+    of its stacks has run (the pack judges it while the next one runs), then ("ok", index,
+    the stacks' names in run_design's order) or ("error", index, message)."""
     # An event loop the parent used (it ran a stack before, as in the tests) comes over with a
     # default executor whose threads were not forked: the SDK's calls into it would wait
     # forever. Each worker runs its stacks on a loop of its own.
@@ -115,7 +115,8 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
             return
         try:
             each = functools.partial(_send_stack, conn, index)
-            conn.send(("ok", index, run_design(designs[index], on_stack=each)))
+            stacks = run_design(designs[index], on_stack=each)
+            conn.send(("ok", index, [s["name"] for s in stacks]))
         except ProgramError as exc:
             conn.send(("error", index, str(exc)))
         except Exception as exc:  # anything else the program raised, or an unpicklable value
@@ -126,21 +127,13 @@ def _send_stack(conn: Connection, index: int, record: dict[str, Any]) -> None:
     conn.send(("stack", index, record))
 
 
-def _zygote(
-    control: Connection,
-    ends: list[Connection | None],
-    designs: Sequence[Design],
-    clouds: Sequence[str],
-) -> None:
-    """Import the SDKs of `clouds`, one after another, and fork a worker on `ends[k]` whenever
-    asked ("fork", k). Tells the parent ("loaded", cloud) as each cloud's SDK is in, and
-    ("forked", k, pid) and ("exited", k, exit code) for its workers. None, or the parent gone:
-    wait for the workers, and exit."""
-    from gpudr.app.offline import preload
-
-    # Ctrl-C reaches the whole process group; the parent decides, and stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str]) -> int:
+    """Import the SDKs of `clouds`, one after another, and fork a worker whenever asked
+    (("fork", k), then the worker's end of its pipe, passed as a file descriptor). Tells the
+    parent ("loaded", cloud) as each cloud's SDK is in, and ("exited", k, exit code) as its
+    workers exit. None, or the parent gone: stop the workers, wait for them, return."""
     import gpudr.app.offline.plan  # noqa: F401  # Pulumi itself, for every worker
+    from gpudr.app.offline import preload
 
     todo = list(preload.steps(clouds))
     workers: dict[int, int] = {}  # pid -> k
@@ -153,10 +146,8 @@ def _zygote(
                 break
             if message is None:
                 break
-            k = message[1]
-            pid = _fork_worker(control, ends, k, designs)
-            workers[pid] = k
-            control.send(("forked", k, pid))
+            conn = Connection(reduction.recv_handle(control))
+            workers[_fork_worker(control, conn, designs)] = message[1]
         elif todo:
             cloud, module = todo.pop(0)
             if module is None:
@@ -166,40 +157,43 @@ def _zygote(
                 preload.load(module)
             except Exception as exc:  # a worker that needs it fails with the program's error
                 control.send(("skipped", module, f"{type(exc).__name__}: {exc}"))
+    # A worker still running a plan has nothing to keep: the run is over or has failed.
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     while workers:
         _reap(workers, control, block=True)
+    return 0
 
 
-def _fork_worker(
-    control: Connection, ends: list[Connection | None], k: int, designs: Sequence[Design]
-) -> int:
-    # Frozen, what the zygote imported is left out of the workers' collections, which would
-    # write to every object they visit and so copy the pages the workers share with it.
+def _fork_worker(control: Connection, conn: Connection, designs: Sequence[Design]) -> int:
+    """Fork a worker serving `conn`; its pid."""
+    pid = _fork()
+    if pid == 0:
+        control.close()
+        _run_child(_serve, conn, designs)
+    conn.close()
+    return pid
+
+
+def _fork() -> int:
+    # Frozen, what this process holds is left out of the child's collections, which would
+    # write to every object they visit and so copy the pages the two share. The zygote keeps
+    # it frozen too: its collections would copy the pages its workers share with it.
     gc.collect()
     gc.freeze()
-    pid = os.fork()
-    if pid == 0:
-        # The worker keeps its own pipe only: a pipe another process also holds open never
-        # tells the parent that its worker died.
-        control.close()
-        for j, end in enumerate(ends):
-            if end is not None and j != k:
-                end.close()
-        conn = ends[k]
-        assert conn is not None
-        code = 1
-        try:
-            _serve(conn, designs)
-            code = 0
-        except BaseException:  # its pipe broke: said on stderr, and in the exit code
-            traceback.print_exc()
-        finally:
-            os._exit(code)
-    end = ends[k]
-    assert end is not None
-    end.close()
-    ends[k] = None
-    return pid
+    return os.fork()
+
+
+def _run_child(target: Callable[..., int | None], *args: Any) -> NoReturn:
+    """In a forked child: run `target`, exit with its code (1, said, for an exception)."""
+    code = 1
+    try:
+        code = target(*args) or 0
+    except BaseException:  # a pipe broke, or anything else: said on stderr and in the code
+        traceback.print_exc()
+    finally:
+        os._exit(code)
 
 
 def _reap(workers: dict[int, int], control: Connection, block: bool) -> None:
@@ -222,12 +216,12 @@ def _reap(workers: dict[int, int], control: Connection, block: bool) -> None:
 
 @dataclass
 class _Worker:
-    k: int  # its pipe, in the pool
+    k: int  # the order in which it was forked
     conn: Connection
-    clouds: frozenset[str]  # the SDKs the zygote had imported when it was forked
-    pid: int | None = None
+    clouds: frozenset[str]  # the SDKs the zygote had imported when it was forked, and its own
     running: int | None = None
     stopping: bool = False
+    stacks: dict[str, dict[str, Any]] = field(default_factory=dict)  # the running plan's
 
 
 class Workers:
@@ -252,15 +246,17 @@ class Workers:
             raise ValueError("sites are for a single plan")
         self.designs = list(designs)
         self.sites = list(sites) if sites is not None else None
-        can_fork = sys.platform == "linux"
-        self.jobs = max(1, min(jobs, len(self.designs))) if can_fork else 1
+        self.jobs = max(1, min(jobs, len(self.designs)))
+        if self.jobs > 1 and sys.platform != "linux":
+            if progress:
+                progress("--jobs: plans run in parallel on Linux only; here, one after another")
+            self.jobs = 1
         self.progress = progress
         self.on_stack = on_stack
         self.clouds = [plan_clouds(d) for d in self.designs]
         self.order = load_order(self.clouds)
-        self._zygote: multiprocessing.process.BaseProcess | None = None
+        self._pid: int | None = None  # the zygote's
         self._control: Connection | None = None
-        self._pool: list[Connection] = []  # our ends of the workers' pipes, by k
         self._workers: list[_Worker] = []
         self._loaded: set[str] = set()
         self._exit_codes: dict[int, int] = {}
@@ -272,35 +268,20 @@ class Workers:
     def __enter__(self) -> Workers:
         if self.in_process:
             return self
-        context = multiprocessing.get_context("fork")
-        ours, theirs = zip(
-            *(context.Pipe() for _ in range(_pool_size(self.jobs, self.order))), strict=True
-        )
-        self._pool = list(ours)
-        control, zygote_end = context.Pipe()
-        gc.freeze()  # as in _fork_worker: this process's objects stay unwritten in the zygote
-        try:
-            self._zygote = context.Process(
-                target=_zygote,
-                args=(zygote_end, list(theirs), self.designs, self.order),
-                name="gpudr-zygote",
-                daemon=True,
-            )
-            self._zygote.start()
-            self._control = control
-        except BaseException:
+        control, theirs = multiprocessing.Pipe()
+        pid = _fork()
+        if pid == 0:
+            # Ctrl-C reaches the whole process group; the parent decides, and stops us.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             control.close()
-            self.close()
-            raise
-        finally:
-            gc.unfreeze()
-            zygote_end.close()
-            for end in theirs:
-                end.close()
+            _run_child(_zygote, theirs, self.designs, self.order)
+        gc.unfreeze()  # this process goes on collecting what it holds
+        theirs.close()
+        self._pid, self._control = pid, control
         if self.progress:
             self.progress(
                 f"importing the SDKs of {', '.join(self.order)} once, in the process that forks"
-                f" the workers ({self._zygote.pid})"
+                f" the workers ({pid})"
             )
         return self
 
@@ -313,34 +294,44 @@ class Workers:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers (ask; terminate one still running a plan), then the zygote."""
-        with contextlib.suppress(PlanRunError, OSError):  # learn the pids of the last forks
-            while self._control is not None and self._control.poll(0):
-                self._from_zygote()
-        for w in self._workers:
-            if w.running is not None and w.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(w.pid, signal.SIGTERM)
-            elif not w.stopping:
-                with contextlib.suppress(OSError):  # it has exited already
-                    w.conn.send(None)
+        """Stop the zygote, which stops its workers first, and wait for it."""
         if self._control is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # it has exited already
                 self._control.send(None)
-        if self._zygote is not None:
-            self._zygote.join(timeout=_EXIT_CODE_WAIT_S)
-            if self._zygote.is_alive():
-                self._zygote.terminate()
-                self._zygote.join()
-        for conn in [*self._pool, *([self._control] if self._control else [])]:
-            conn.close()
-        self._zygote, self._control, self._pool, self._workers = None, None, [], []
+        if self._pid is not None and self._wait_zygote(_EXIT_WAIT_S) is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+            self._wait_zygote(None)
+        for w in self._workers:
+            w.conn.close()
+        if self._control is not None:
+            self._control.close()
+        self._pid, self._control, self._workers = None, None, []
+
+    def _wait_zygote(self, timeout: float | None) -> int | None:
+        """The zygote's exit code once it has exited (waiting up to `timeout` s, None: for
+        ever); None if it is still running."""
+        assert self._pid is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                pid, status = os.waitpid(self._pid, os.WNOHANG if deadline else 0)
+            except ChildProcessError:  # already waited for
+                return self._zygote_code
+            if pid:
+                self._zygote_code = os.waitstatus_to_exitcode(status)
+                return self._zygote_code
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+
+    _zygote_code: int | None = None
 
     def results(self) -> Iterator[tuple[int, Stacks]]:
         """(plan index, its stacks as `run_design` returns them), as each plan finishes.
 
-        Raises PlanRunError for the first plan whose program fails; the others stop with
-        `close`."""
+        Raises PlanRunError for the first plan whose program fails, or a process that exits;
+        the others stop with `close`."""
         if self.in_process:
             yield from self._in_process()
             return
@@ -354,23 +345,30 @@ class Workers:
                     self._from_zygote()
                     continue
                 w = busy[conn]  # type: ignore[index]
-                index = w.running
-                assert index is not None
-                try:
-                    kind, done, payload = w.conn.recv()
-                except EOFError:
-                    raise PlanRunError(
-                        f"{_label(self.designs[index])}: the worker process running it exited"
-                        f" (exit code {self._exit_code(w)})"
-                    ) from None
-                if kind == "stack":
-                    if self.on_stack is not None:
-                        self.on_stack(done, payload)
-                    continue
-                w.running = None
-                if kind != "ok":
-                    raise PlanRunError(f"{_label(self.designs[done])}: {payload}")
-                yield done, payload
+                if (done := self._from_worker(w)) is not None:
+                    yield done
+
+    def _from_worker(self, w: _Worker) -> tuple[int, Stacks] | None:
+        """A finished plan's (index, stacks), once its worker says it is done."""
+        index = w.running
+        assert index is not None
+        try:
+            kind, _, payload = w.conn.recv()
+        except EOFError:
+            raise PlanRunError(
+                f"{_label(self.designs[index])}: the worker process running it exited"
+                f" (exit code {self._exit_code(w)})"
+            ) from None
+        if kind == "stack":
+            w.stacks[payload["name"]] = payload
+            if self.on_stack is not None:
+                self.on_stack(index, payload)
+            return None
+        w.running = None
+        if kind != "ok":
+            raise PlanRunError(f"{_label(self.designs[index])}: {payload}")
+        stacks, w.stacks = [w.stacks[name] for name in payload], {}
+        return index, stacks
 
     def _in_process(self) -> Iterator[tuple[int, Stacks]]:
         from gpudr.app.offline.plan import ProgramError, run_design
@@ -388,77 +386,81 @@ class Workers:
         try:
             message = self._control.recv()
         except EOFError:
-            code = None
-            if self._zygote is not None:
-                self._zygote.join(timeout=_EXIT_CODE_WAIT_S)
-                code = self._zygote.exitcode
-            raise PlanRunError(
-                f"the process that forks the plan workers exited (exit code {code})"
-            ) from None
+            raise self._zygote_gone() from None
         kind = message[0]
         if kind == "loaded":
             self._loaded.add(message[1])
-        elif kind == "forked":
-            for w in self._workers:
-                if w.k == message[1]:
-                    w.pid = message[2]
         elif kind == "exited":
             self._exit_codes[message[1]] = message[2]
         elif kind == "skipped" and self.progress:
             self.progress(f"could not import {message[1]} ahead ({message[2]}); workers will")
 
+    def _zygote_gone(self) -> PlanRunError:
+        # Its end of the pipe is closed only by its exit: it is gone, or going.
+        code = self._wait_zygote(_EXIT_WAIT_S)
+        return PlanRunError(f"the process that forks the plan workers exited (exit code {code})")
+
     def _exit_code(self, w: _Worker) -> int | None:
         """A dead worker's exit code, from the zygote that reaps it."""
         while w.k not in self._exit_codes and self._control is not None:
-            if not self._control.poll(_EXIT_CODE_WAIT_S):
+            if not self._control.poll(_EXIT_WAIT_S):
                 break
             self._from_zygote()
         return self._exit_codes.get(w.k)
 
     def _schedule(self, pending: list[int]) -> None:
-        """Give each idle worker the first pending plan its SDKs can run; stop idle workers
-        that can run none while the zygote has more; fork workers for what the zygote can run
-        while there are free cores."""
+        """Give each idle worker the first pending plan its SDKs can run, and stop those that
+        can run none (a worker forked later has the SDKs imported since); fork workers for
+        the plans the zygote's SDKs can run, one per free core."""
         for w in self._workers:
             if w.running is not None or w.stopping:
                 continue
             runnable = [i for i in pending if self.clouds[i] <= w.clouds]
-            if not runnable and self._next_k() == len(self._pool):
-                runnable = pending  # no worker can be forked any more: it imports for itself
             if runnable:
                 self._assign(w, runnable[0], pending)
             else:
-                # Its plans are done: the next worker is forked with what the zygote has since.
                 w.stopping = True
-                w.conn.send(None)
+                self._send(w.conn, None, w)
         alive = sum(1 for w in self._workers if not w.stopping)
         # While the zygote imports it has a core of its own: every plan waits on its imports,
         # and a worker more would only slow them down.
         cores = self.jobs if self._loaded >= set(self.order) else max(1, self.jobs - 1)
-        while alive < cores and self._next_k() < len(self._pool):
+        while alive < cores:
             runnable = [i for i in pending if self.clouds[i] <= self._loaded]
             if not runnable:
                 return
-            w = self._fork()
-            self._assign(w, runnable[0], pending)
+            self._assign(self._fork(), runnable[0], pending)
             alive += 1
 
-    def _next_k(self) -> int:
-        return len(self._workers)
-
     def _fork(self) -> _Worker:
-        assert self._control is not None
-        k = self._next_k()
-        self._control.send(("fork", k))
-        w = _Worker(k, self._pool[k], frozenset(self._loaded))
+        """A new worker, forked by the zygote, its pipe's other end passed to it."""
+        assert self._control is not None and self._pid is not None
+        ours, theirs = multiprocessing.Pipe()
+        w = _Worker(len(self._workers), ours, frozenset(self._loaded))
         self._workers.append(w)
+        try:
+            self._control.send(("fork", w.k))
+            reduction.send_handle(self._control, theirs.fileno(), self._pid)
+        except OSError:
+            raise self._zygote_gone() from None
+        finally:
+            theirs.close()
         return w
+
+    def _send(self, conn: Connection, message: int | None, w: _Worker) -> None:
+        try:
+            conn.send(message)
+        except OSError:  # it died while idle
+            raise PlanRunError(
+                f"a plan worker process exited before it was given a plan (exit code"
+                f" {self._exit_code(w)})"
+            ) from None
 
     def _assign(self, w: _Worker, index: int, pending: list[int]) -> None:
         pending.remove(index)
         w.running = index
         w.clouds |= self.clouds[index]
-        w.conn.send(index)
+        self._send(w.conn, index, w)
         if self.progress:
             self.progress(f"running {_label(self.designs[index])} under mocks in worker {w.k + 1}")
 
