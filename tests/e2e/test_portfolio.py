@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,25 @@ def test_a_worker_that_dies_is_reported_and_the_others_stopped(
     for pid in [zygote, *left]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_worker_that_died_idle_is_reported_when_next_given_work() -> None:
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
+    with Workers(designs, 2) as workers:
+        zygote = workers._pid
+        assert zygote is not None
+        w = workers._fork()
+        deadline = time.monotonic() + 30  # the zygote forks once it has imported Pulumi
+        while not (children := _children(zygote)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert children, "the zygote forked no worker"
+        os.kill(children[0], signal.SIGKILL)
+        with pytest.raises(
+            PlanRunError, match=r"exited before it was given a plan \(exit code -9\)"
+        ):
+            for _ in range(100):  # the first sends may still fill the socket's buffer
+                workers._send(w.conn, None, w)
+                time.sleep(0.01)
 
 
 def test_each_plan_runs_in_a_worker_forked_with_its_sdks(
