@@ -135,17 +135,40 @@ def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str
     import gpudr.app.offline.plan  # noqa: F401  # Pulumi itself, for every worker
     from gpudr.app.offline import preload
 
-    todo = list(preload.steps(clouds))
     workers: dict[int, int] = {}  # pid -> k
+    try:
+        _serve_forks(control, designs, list(preload.steps(clouds)), workers)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone
+    finally:
+        # A worker still running a plan has nothing to keep: the run is over or has failed.
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        while workers:
+            _reap(workers, control, block=True)
+    return 0
+
+
+def _serve_forks(
+    control: Connection,
+    designs: Sequence[Design],
+    todo: list[tuple[str, str | None]],
+    workers: dict[int, int],
+) -> None:
+    """The zygote's loop, until told to stop or the parent is gone: import the next module,
+    or fork the worker asked for."""
+    from gpudr.app.offline import preload
+
     while True:
         _reap(workers, control, block=False)
         if control.poll(0 if todo else _REAP_S):
             try:
                 message = control.recv()
             except EOFError:
-                break
+                return
             if message is None:
-                break
+                return
             conn = Connection(reduction.recv_handle(control))
             workers[_fork_worker(control, conn, designs)] = message[1]
         elif todo:
@@ -157,13 +180,6 @@ def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str
                 preload.load(module)
             except Exception as exc:  # a worker that needs it fails with the program's error
                 control.send(("skipped", module, f"{type(exc).__name__}: {exc}"))
-    # A worker still running a plan has nothing to keep: the run is over or has failed.
-    for pid in workers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    while workers:
-        _reap(workers, control, block=True)
-    return 0
 
 
 def _fork_worker(control: Connection, conn: Connection, designs: Sequence[Design]) -> int:
