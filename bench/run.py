@@ -53,7 +53,7 @@ from bench.synth import (
 )
 from bench.worker import custom_resources
 from gpudr.app.cache import CODE, PlanCache
-from gpudr.app.env import PROGRESS_ENV
+from gpudr.app.env import PROGRESS_ENV, PROGRESS_PREFIX
 from gpudr.app.prdiff import absolute_policy_config, extract, plan_command, side_env
 from gpudr.core.paths import PROJECT_DIR
 
@@ -614,7 +614,7 @@ def _diff(repo: Path, cache: Path | None) -> tuple[DiffRun, str]:
     if proc.returncode != 0:
         raise RuntimeError(f"gpudr diff in {repo} exited {proc.returncode}: {proc.stderr[-3000:]}")
     hits = sum(int(n) for n in _CACHE_LINE.findall(proc.stderr))
-    shown = sum(line.startswith("... ") for line in proc.stderr.splitlines())
+    shown = sum(line.startswith(PROGRESS_PREFIX) for line in proc.stderr.splitlines())
     progress(f"  {wall:.2f} s wall, {hits} side(s) from the cache, {shown} progress lines")
     return DiffRun(wall, proc.returncode, hits, shown), proc.stdout
 

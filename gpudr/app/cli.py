@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from gpudr.app.cache import DEFAULT_DIR as DEFAULT_CACHE_DIR
-from gpudr.app.env import CACHE_DIR_ENV, POLICY_CONFIG_ENV, PROGRESS_ENV
+from gpudr.app.env import (
+    CACHE_DIR_ENV,
+    POLICY_CONFIG_ENV,
+    PROGRESS_ENV,
+    PROGRESS_PREFIX,
+    WARNING_PREFIX,
+)
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
 from gpudr.app.outputs import escape_problem, output_file_problem, output_root_problem
 from gpudr.app.planrun import CachedRun, PlanReport, plan_source, run_designs
@@ -89,7 +95,7 @@ def _check_output(output: str | None) -> None:
 
 def _progress(message: str) -> None:
     if sys.stderr.isatty() or os.environ.get(PROGRESS_ENV, "") not in ("", "0"):
-        click.echo(f"... {message}", err=True)
+        click.echo(f"{PROGRESS_PREFIX}{message}", err=True)
 
 
 class _Path(click.Path):
@@ -265,7 +271,7 @@ def _stack_sites(plan_file: str, stack: str) -> list[str]:
 
 
 def _warn(line: str) -> None:
-    click.echo(f"gpudr: warning: {line}", err=True)
+    click.echo(f"{WARNING_PREFIX}{line}", err=True)
 
 
 def _open_cache(
@@ -432,7 +438,7 @@ def _write_generated(
 
     for _, _, secrets in prepared:
         for line in secrets:
-            click.echo(f"gpudr: warning: {line}", err=True)
+            _warn(line)
     everything = [o for _, outcomes, _ in prepared for o in outcomes]
     try:
         written = {o.path for o in write(everything, base, force=force)}
@@ -449,7 +455,7 @@ def _write_generated(
         elif o.status == "unchanged":
             click.echo(f"unchanged {base / o.path}")
         elif o.status == "stale":
-            click.echo(f"gpudr: warning: {base / o.path}: {o.detail}", err=True)
+            _warn(f"{base / o.path}: {o.detail}")
         elif o.status == "not-generated":
             refused.append(o)
     for o in refused:

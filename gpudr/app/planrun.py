@@ -158,15 +158,15 @@ def run_designs(
 
     runs: dict[int, list[dict[str, Any]]] = {}
     verdicts: dict[int, list[Future[dict[str, list[Violation]]]]] = {}
-    packs: list[PackSession] = []  # the one pack, once started
+    pack: PackSession | None = None  # started once the zygote is forked
 
     def stack_done(index: int, stack: dict[str, Any]) -> None:
         """Each stack goes to the pack as soon as it has run: the pack judges a plan's primary
         while its DR stack runs."""
-        if packs:
+        if pack is not None:
             if progress:
                 progress(f"policy pack: stack {stack['name']}")
-            verdicts.setdefault(index, []).append(packs[0].submit([stack]))
+            verdicts.setdefault(index, []).append(pack.submit([stack]))
 
     # The zygote, which forks the workers, is forked before the pack's thread starts.
     with Workers(
@@ -175,7 +175,6 @@ def run_designs(
         if not workers.in_process and progress:
             progress(f"running {len(designs)} plans in up to {workers.jobs} worker processes")
         with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
-            packs.extend([pack] if pack is not None else [])
             for index, stacks in workers.results():
                 runs[index] = stacks
             found = {

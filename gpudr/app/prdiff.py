@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpudr.app.env import POLICY_CONFIG_ENV, PROGRESS_ENV
+from gpudr.app.env import POLICY_CONFIG_ENV, PROGRESS_ENV, PROGRESS_PREFIX, WARNING_PREFIX
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_PROGRAM
 from gpudr.core.paths import PROJECT_DIR
 from gpudr.docs.diff import DEFAULT_LIMIT, diff_reports
@@ -187,9 +187,9 @@ class _Run:
         self.shown += done
         lines = data[:done].decode(errors="replace").splitlines()
         return [
-            "".join(c if c.isprintable() else "?" for c in line.removeprefix("... "))
+            "".join(c if c.isprintable() else "?" for c in line.removeprefix(PROGRESS_PREFIX))
             for line in lines
-            if line.startswith(("... ", "gpudr: warning: "))
+            if line.startswith((PROGRESS_PREFIX, WARNING_PREFIX))
         ]
 
 
@@ -287,7 +287,7 @@ def _tail(path: Path) -> list[str]:
     except OSError:
         return []
     # The failure, not the progress that led to it.
-    shown = [line for line in lines if line.strip() and not line.startswith("... ")]
+    shown = [line for line in lines if line.strip() and not line.startswith(PROGRESS_PREFIX)]
     return shown[-STDERR_TAIL:]
 
 

@@ -272,6 +272,7 @@ class Workers:
         self.clouds = [plan_clouds(d) for d in self.designs]
         self.order = load_order(self.clouds)
         self._pid: int | None = None  # the zygote's
+        self._zygote_code: int | None = None  # its exit code, once waited for
         self._control: Connection | None = None
         self._workers: list[_Worker] = []
         self._loaded: set[str] = set()
@@ -340,8 +341,6 @@ class Workers:
             if deadline is not None and time.monotonic() >= deadline:
                 return None
             time.sleep(0.01)
-
-    _zygote_code: int | None = None
 
     def results(self) -> Iterator[tuple[int, Stacks]]:
         """(plan index, its stacks as `run_design` returns them), as each plan finishes.

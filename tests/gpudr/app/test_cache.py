@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpudr.app import cache as cache_module
 from gpudr.app.cache import (
@@ -150,6 +151,12 @@ def test_bytecode_and_the_packs_virtualenv_are_not_code(project: Path, noise: st
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("anything\n")
     assert code_digest(project) == before
+
+
+def test_the_virtualenv_left_out_is_the_one_the_pack_names() -> None:
+    options = yaml.safe_load((PROJECT_DIR / "policies" / "PulumiPolicy.yaml").read_text())
+    virtualenv = options["runtime"]["options"]["virtualenv"]
+    assert f"policies/{virtualenv}" == cache_module.PACK_VIRTUALENV
 
 
 @pytest.mark.parametrize(
