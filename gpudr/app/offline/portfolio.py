@@ -132,6 +132,12 @@ def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str
     (("fork", k), then the worker's end of its pipe, passed as a file descriptor). Tells the
     parent ("loaded", cloud) as each cloud's SDK is in, and ("exited", k, exit code) as its
     workers exit. None, or the parent gone: stop the workers, wait for them, return."""
+    # The collector off for good. Importing the SDKs makes some 650,000 objects that live as
+    # long as the process; the collector, started every few hundred new ones, rescanned them
+    # again and again: the three clouds' imports took 3.1 s of CPU with it, 1.9 s without
+    # (docs/benchmarks.md). Imports leave almost no cyclic garbage (about 800 objects for all
+    # three), and the zygote makes nothing else.
+    gc.disable()
     import gpudr.app.offline.plan  # noqa: F401  # Pulumi itself, for every worker
     from gpudr.app.offline import preload
 
@@ -184,21 +190,16 @@ def _serve_forks(
 
 def _fork_worker(control: Connection, conn: Connection, designs: Sequence[Design]) -> int:
     """Fork a worker serving `conn`; its pid."""
-    pid = _fork()
+    # Frozen, what the zygote holds is left out of the worker's collections (run_stack's, one
+    # per stack), which would write to every object they visit and so copy the pages the two
+    # share. The zygote itself never collects.
+    gc.freeze()
+    pid = os.fork()
     if pid == 0:
         control.close()
         _run_child(_serve, conn, designs)
     conn.close()
     return pid
-
-
-def _fork() -> int:
-    # Frozen, what this process holds is left out of the child's collections, which would
-    # write to every object they visit and so copy the pages the two share. The zygote keeps
-    # it frozen too: its collections would copy the pages its workers share with it.
-    gc.collect()
-    gc.freeze()
-    return os.fork()
 
 
 def _run_child(target: Callable[..., int | None], *args: Any) -> NoReturn:
@@ -286,13 +287,12 @@ class Workers:
         if self.in_process:
             return self
         control, theirs = multiprocessing.Pipe()
-        pid = _fork()
+        pid = os.fork()
         if pid == 0:
             # Ctrl-C reaches the whole process group; the parent decides, and stops us.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             control.close()
             _run_child(_zygote, theirs, self.designs, self.order)
-        gc.unfreeze()  # this process goes on collecting what it holds
         theirs.close()
         self._pid, self._control = pid, control
         if self.progress:
