@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,6 +27,7 @@ from gpudr.app.env import (
     WARNING_PREFIX,
 )
 from gpudr.app.exitcodes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_NOT_MET, EXIT_PROGRAM
+from gpudr.app.offline.errors import PlanRunError, PolicyPackError
 from gpudr.app.outputs import escape_problem, output_file_problem, output_root_problem
 from gpudr.app.planrun import CachedRun, PlanReport, plan_source, run_designs
 from gpudr.build.stackconfig import stack_name
@@ -41,8 +42,9 @@ from gpudr.docs.report import (
     to_markdown,
 )
 
-if TYPE_CHECKING:  # imported where used: the other commands do not load jinja2
+if TYPE_CHECKING:  # imported where used: the other commands load neither jinja2 nor asyncio
     from gpudr.app.generate import Outcome
+    from gpudr.app.offline.portfolio import Workers
 
 DRILL_EXIT = {"passed": 0, "failed": EXIT_NOT_MET, "error": EXIT_PROGRAM}
 # `gpudr plan --format` -> how one plan's report and a portfolio's are rendered; json is
@@ -199,20 +201,17 @@ def plan(
     if cached and reports:
         _progress(f"plan cache: {len(reports)} of {len(plan_files)} plan(s) from {cache_dir}")
     misses = [i for i in range(len(plan_files)) if i not in reports]
-    # Every other plan is checked before anything runs: a typo in the tenth plan costs nothing.
-    suffix = "; nothing was run or written" if len(plan_files) == 1 else ""
-    keyed = cached.data if cached else {}
-    loaded = [_try_load(plan_files[i], suffix, keyed.get(i)) for i in misses]
-    bad = sum(item is None for item in loaded)
-    if bad:
-        if len(plan_files) == 1:
-            sys.exit(EXIT_BAD_INPUT)
-        _fail(f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT)
-    designs = [item[1] for item in loaded if item is not None]
-    _refuse_shared_stacks(
-        [_stacks_of(d) for d in designs] + [(r.source, list(r.stacks)) for r in reports.values()]
-    )
-    fresh = _run_designs(designs, sites, config, jobs) if designs else []
+    from gpudr.app.offline.portfolio import Workers, default_jobs
+
+    # The process that imports the SDKs and forks the workers starts first, and imports Pulumi
+    # while the plans load (none starts for one plan: it runs in this process).
+    with Workers(len(misses), jobs or default_jobs(), progress=_progress) as workers:
+        designs = _load_misses(plan_files, misses, cached)
+        _refuse_shared_stacks(
+            [_stacks_of(d) for d in designs]
+            + [(r.source, list(r.stacks)) for r in reports.values()]
+        )
+        fresh = _run_designs(designs, workers, sites, config) if designs else []
     global _programs_ran
     _programs_ran = bool(designs)
     for index, report in zip(misses, fresh, strict=True):
@@ -224,6 +223,22 @@ def plan(
     verdicts = [r.verdict for r in ordered]
     met = all(meets for meets, _ in verdicts) and all(ok is not False for _, ok in verdicts)
     sys.exit(0 if met else EXIT_NOT_MET)
+
+
+def _load_misses(
+    plan_files: Sequence[str], misses: Sequence[int], cached: CachedRun | None
+) -> list[Design]:
+    """The designs of the plans the cache did not answer, each from the bytes it keyed. Every
+    plan is checked before anything runs: a typo in the tenth plan costs nothing."""
+    suffix = "; nothing was run or written" if len(plan_files) == 1 else ""
+    keyed = cached.data if cached else {}
+    loaded = [_try_load(plan_files[i], suffix, keyed.get(i)) for i in misses]
+    bad = sum(item is None for item in loaded)
+    if bad:
+        if len(plan_files) == 1:
+            sys.exit(EXIT_BAD_INPUT)
+        _fail(f"{bad} of {len(plan_files)} plans have problems; nothing was run", EXIT_BAD_INPUT)
+    return [item[1] for item in loaded if item is not None]
 
 
 def _render(fmt: str, reports: list[PlanReport]) -> str:
@@ -241,15 +256,14 @@ def _render(fmt: str, reports: list[PlanReport]) -> str:
 
 
 def _run_designs(
-    designs: list[Design], sites: list[str] | None, config: dict[str, Any] | None, jobs: int | None
+    designs: list[Design],
+    workers: Workers,
+    sites: list[str] | None,
+    config: dict[str, Any] | None,
 ) -> list[PlanReport]:
     """`planrun.run_designs`, its failures as one line and an exit code."""
-    # Imports Pulumi and gRPC: only when a plan runs.
-    from gpudr.app.offline.policy import PolicyPackError
-    from gpudr.app.offline.portfolio import PlanRunError
-
     try:
-        return run_designs(designs, sites, config, jobs, progress=_progress)
+        return run_designs(designs, workers, sites, config, progress=_progress)
     except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
         _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
     except PlanRunError as exc:

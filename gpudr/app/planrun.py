@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudr.app.cache import (
     CacheError,
@@ -29,6 +29,9 @@ from gpudr.app.cache import (
 from gpudr.core import yamlsafe
 from gpudr.core.design import Design
 from gpudr.docs.report import build_report, plan_json, plan_verdict
+
+if TYPE_CHECKING:  # forks processes; imported only when a plan runs
+    from gpudr.app.offline.portfolio import Workers
 
 Progress = Callable[[str], None]
 
@@ -142,23 +145,19 @@ class CachedRun:
 
 def run_designs(
     designs: Sequence[Design],
+    workers: Workers,
     sites: Sequence[str] | None,
     policy_config: Mapping[str, Any] | None,
-    jobs: int | None,
     progress: Progress | None = None,
 ) -> list[PlanReport]:
-    """Each plan's report, in the plans' order: the programs under mocks (in worker processes
-    when there are several plans and cores), each stack sent to the one policy pack as soon as
-    it has run, while the next ones run (no pack when `policy_config` is None).
+    """Each plan's report, in the plans' order: the programs under mocks (on `workers`, entered
+    before the plans were loaded), each stack sent to the one policy pack as soon as it has
+    run, while the next ones run (no pack when `policy_config` is None).
 
     Raises PlanRunError (a program failed) and PolicyPackError (the pack did not run)."""
-    # Imports Pulumi: only when running.
-    from gpudr.app.offline.policy import PackSession, Violation, with_violations
-    from gpudr.app.offline.portfolio import Workers, default_jobs
-
     runs: dict[int, list[dict[str, Any]]] = {}
     verdicts: dict[int, list[Future[dict[str, list[Violation]]]]] = {}
-    pack: PackSession | None = None  # started once the zygote is forked
+    pack: PackSession | None = None
 
     def stack_done(index: int, stack: dict[str, Any]) -> None:
         """Each stack goes to the pack as soon as it has run: the pack judges a plan's primary
@@ -168,19 +167,21 @@ def run_designs(
                 progress(f"policy pack: stack {stack['name']}")
             verdicts.setdefault(index, []).append(pack.submit([stack]))
 
-    # The zygote, which forks the workers, is forked before the pack's thread starts.
-    with Workers(
-        designs, jobs or default_jobs(), progress=progress, sites=sites, on_stack=stack_done
-    ) as workers:
-        if not workers.in_process and progress:
-            progress(f"running {len(designs)} plans in up to {workers.jobs} worker processes")
-        with PackSession(policy_config) if policy_config is not None else nullcontext() as pack:
-            for index, stacks in workers.results():
-                runs[index] = stacks
-            found = {
-                index: {name: found for f in futures for name, found in f.result().items()}
-                for index, futures in verdicts.items()
-            }
+    if not workers.in_process and progress:
+        progress(f"running {len(designs)} plans in up to {workers.jobs} worker processes")
+    # The plans go to the zygote first: it imports their SDKs while this process imports gRPC
+    # and Pulumi for the pack's client, and starts the pack (a thread: after the fork).
+    results = workers.run(designs, sites, on_stack=stack_done)
+    from gpudr.app.offline.policy import PackSession, Violation, with_violations
+
+    pack = PackSession(policy_config) if policy_config is not None else None
+    with pack if pack is not None else nullcontext():
+        for index, stacks in results:
+            runs[index] = stacks
+        found = {
+            index: {name: found for f in futures for name, found in f.result().items()}
+            for index, futures in verdicts.items()
+        }
     return [
         PlanReport.fresh(
             build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])

@@ -163,13 +163,13 @@ def test_a_worker_that_dies_is_reported_and_the_others_stopped(
 ) -> None:
     monkeypatch.setattr(offline_plan, "run_design", _failing_for("vision-models", "die"))
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
-    with Workers(designs, 2) as workers:
+    with Workers(len(designs), 2) as workers:
         zygote = workers._pid
         assert zygote is not None
         with pytest.raises(
             PlanRunError, match=r"vision-models .*worker process .* exited \(exit code 7\)"
         ):
-            list(workers.results())
+            list(workers.run(designs))
         left = _children(zygote)  # the workers still there when the run fails
     # Closed, the zygote has stopped and reaped its workers, and exited.
     for pid in [zygote, *left]:
@@ -177,11 +177,22 @@ def test_a_worker_that_dies_is_reported_and_the_others_stopped(
             os.kill(pid, 0)
 
 
-def test_a_worker_that_died_idle_is_reported_when_next_given_work() -> None:
-    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
-    with Workers(designs, 2) as workers:
+def test_a_zygote_given_no_plans_is_stopped() -> None:
+    # Forked before the plans load; one fails to load, and the run ends before any is sent.
+    with Workers(3, 2) as workers:
         zygote = workers._pid
         assert zygote is not None
+        os.kill(zygote, 0)  # running
+    with pytest.raises(ProcessLookupError):
+        os.kill(zygote, 0)
+
+
+def test_a_worker_that_died_idle_is_reported_when_next_given_work() -> None:
+    designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
+    with Workers(len(designs), 2) as workers:
+        zygote = workers._pid
+        assert zygote is not None
+        workers.run(designs)  # sends the zygote the plans; nothing is given a plan yet
         w = workers._fork()
         deadline = time.monotonic() + 30  # the zygote forks once it has imported Pulumi
         while not (children := _children(zygote)) and time.monotonic() < deadline:
@@ -210,8 +221,8 @@ def test_each_plan_runs_in_a_worker_forked_with_its_sdks(
 
     monkeypatch.setattr(Workers, "_assign", record)
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP, AZURE)]
-    with Workers(designs, 2) as workers:
-        done = sorted(index for index, _ in workers.results())
+    with Workers(len(designs), 2) as workers:
+        done = sorted(index for index, _ in workers.run(designs))
         stopped = [w.k for w in workers._workers if w.stopping]
     assert done == [0, 1, 2]
     assert all(had for _, _, had in ran), ran
@@ -225,8 +236,8 @@ def test_a_module_the_zygote_cannot_import_is_said_and_left_to_the_workers(
     monkeypatch.setitem(preload.SDK_MODULES, Cloud.AWS, (*aws, "pulumi_aws.no_such_module"))
     said: list[str] = []
     designs = [design(load_plan(p)) for p in (EXAMPLE, GCP)]
-    with Workers(designs, 2, progress=said.append) as workers:
-        done = sorted(index for index, _ in workers.results())
+    with Workers(len(designs), 2, progress=said.append) as workers:
+        done = sorted(index for index, _ in workers.run(designs))
     assert done == [0, 1]
     assert any(
         line.startswith("could not import pulumi_aws.no_such_module ahead (ModuleNotFoundError")
@@ -241,9 +252,9 @@ def test_a_zygote_that_dies_is_reported(monkeypatch: pytest.MonkeyPatch) -> None
         pytest.raises(
             PlanRunError, match=r"the process that forks the plan workers exited \(exit code 5\)"
         ),
-        Workers(designs, 2) as workers,
+        Workers(len(designs), 2) as workers,
     ):
-        list(workers.results())
+        list(workers.run(designs))
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ import grpc  # type: ignore[import-untyped]
 from google.protobuf import empty_pb2, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from gpudr.app.offline.errors import PolicyPackError
 from gpudr.core.paths import PACK_DIR
 
 START_TIMEOUT_S = 60.0
@@ -38,10 +39,6 @@ LEVELS = {
     analyzer_pb2.DISABLED: "disabled",
 }
 _LEVEL_CODES = {v: k for k, v in LEVELS.items()}
-
-
-class PolicyPackError(RuntimeError):
-    """The pack did not start or answer; the message says what it printed."""
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,15 @@
 One process runs one stack at a time (the Pulumi SDK's state is global), and most of a plan's
 time is the SDK's own work per resource and importing each cloud's SDK (docs/benchmarks.md), so
 a portfolio of plans goes faster only on more cores, and only if the SDKs are not imported again
-in every process. `Workers` forks one process, the zygote, that imports the portfolio's SDKs
-(offline/preload.py) one cloud after another; the worker processes are forked from it, and so
-start with every SDK it had imported by then, shared with it page for page. A worker runs the
-plans it is given, one at a time, that need no SDK it lacks, and sends back each stack as it
-has run. While the zygote imports (on a core of its own: one worker fewer runs), the first
-workers already run the plans of the clouds it has: the cloud that lets the most plans run
-comes first. A worker with nothing left that its SDKs can run exits, and a new one is forked
-with more. Once stopped, the zygote stops its workers, and a worker or the zygote whose parent
-has gone sees its pipe close and exits.
+in every process. `Workers` forks one process, the zygote, that imports Pulumi while gpudr loads
+the plans, then the portfolio's SDKs (offline/preload.py) one cloud after another; the worker
+processes are forked from it, and so start with every SDK it had imported by then, shared with
+it page for page. A worker runs the plans it is given, one at a time, that need no SDK it lacks,
+and sends back each stack as it has run. While the zygote imports (on a core of its own: one
+worker fewer runs), the first workers already run the plans of the clouds it has: the cloud
+that lets the most plans run comes first. A worker with nothing left that its SDKs can run
+exits, and a new one is forked with more. Once stopped, the zygote stops its workers, and a
+worker or the zygote whose parent has gone sees its pipe close and exits.
 
 With one job, or one plan, or where processes cannot be forked (only Linux is assumed to fork
 safely), everything runs in gpudr's own process, as `gpudr plan PLAN` always has.
@@ -36,6 +36,7 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any, NoReturn
 
+from gpudr.app.offline.errors import PlanRunError
 from gpudr.core.design import Design
 
 Stacks = list[dict[str, Any]]
@@ -45,11 +46,6 @@ _REAP_S = 0.05
 # How long an exit code is waited for once a process's pipe has closed, and the zygote for once
 # asked to stop (it stops its workers first).
 _EXIT_WAIT_S = 5.0
-
-
-class PlanRunError(RuntimeError):
-    """A plan's program failed, or a process running plans died; the message names the plan
-    when there is one."""
 
 
 def default_jobs() -> int:
@@ -127,8 +123,9 @@ def _send_stack(conn: Connection, index: int, record: dict[str, Any]) -> None:
     conn.send(("stack", index, record))
 
 
-def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str]) -> int:
-    """Import the SDKs of `clouds`, one after another, and fork a worker whenever asked
+def _zygote(control: Connection) -> int:
+    """Import Pulumi, wait for the plans (("plans", designs, the clouds in load order)), then
+    import the SDKs of those clouds, one after another, and fork a worker whenever asked
     (("fork", k), then the worker's end of its pipe, passed as a file descriptor). Tells the
     parent ("loaded", cloud) as each cloud's SDK is in, and ("exited", k, exit code) as its
     workers exit. None, or the parent gone: stop the workers, wait for them, return."""
@@ -143,8 +140,12 @@ def _zygote(control: Connection, designs: Sequence[Design], clouds: Sequence[str
 
     workers: dict[int, int] = {}  # pid -> k
     try:
+        message = control.recv()  # while this process imported Pulumi, the parent loaded them
+        if message is None:
+            return 0
+        _, designs, clouds = message
         _serve_forks(control, designs, list(preload.steps(clouds)), workers)
-    except (BrokenPipeError, ConnectionResetError):
+    except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the parent is gone
     finally:
         # A worker still running a plan has nothing to keep: the run is over or has failed.
@@ -241,40 +242,36 @@ class _Worker:
     stacks: dict[str, dict[str, Any]] = field(default_factory=dict)  # the running plan's
 
 
+OnStack = Callable[[int, dict[str, Any]], None]
+
+
 class Workers:
     """The zygote and its worker processes for a portfolio; use as a context manager, then
-    `results()`.
+    `run(designs)`.
 
-    The zygote is forked on entry: enter before this process starts any thread (the policy
-    pack's, for one), as forking a process that has threads can deadlock the child."""
+    The zygote is forked on entry, before the plans are loaded: it imports Pulumi while this
+    process loads them. Enter before this process starts any thread (the policy pack's, for
+    one), as forking a process that has threads can deadlock the child."""
 
     def __init__(
-        self,
-        designs: Sequence[Design],
-        jobs: int,
-        progress: Callable[[str], None] | None = None,
-        sites: Sequence[str] | None = None,
-        on_stack: Callable[[int, dict[str, Any]], None] | None = None,
+        self, plans: int, jobs: int, progress: Callable[[str], None] | None = None
     ) -> None:
-        """`sites`: only these sites' stacks (`gpudr plan --stack`), for a single plan.
-        `on_stack(plan index, stack record)`: each stack as soon as it has run, in this process
-        or a worker; called in this process."""
-        if sites is not None and len(designs) != 1:
-            raise ValueError("sites are for a single plan")
-        self.designs = list(designs)
-        self.sites = list(sites) if sites is not None else None
-        self.jobs = max(1, min(jobs, len(self.designs)))
+        """`plans`: how many plans `run` will be given; with one, or one job, or off Linux,
+        they run in this process and no zygote is forked."""
+        self.jobs = max(1, min(jobs, plans))
         if self.jobs > 1 and sys.platform != "linux":
             if progress:
                 progress("--jobs: plans run in parallel on Linux only; here, one after another")
             self.jobs = 1
         self.progress = progress
-        self.on_stack = on_stack
-        self.clouds = [plan_clouds(d) for d in self.designs]
-        self.order = load_order(self.clouds)
+        self.designs: list[Design] = []
+        self.clouds: list[frozenset[str]] = []
+        self.order: list[str] = []
+        self.on_stack: OnStack | None = None
         self._pid: int | None = None  # the zygote's
         self._zygote_code: int | None = None  # its exit code, once waited for
         self._control: Connection | None = None
+        self._plans_sent = False
         self._workers: list[_Worker] = []
         self._loaded: set[str] = set()
         self._exit_codes: dict[int, int] = {}
@@ -292,14 +289,9 @@ class Workers:
             # Ctrl-C reaches the whole process group; the parent decides, and stops us.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             control.close()
-            _run_child(_zygote, theirs, self.designs, self.order)
+            _run_child(_zygote, theirs)
         theirs.close()
         self._pid, self._control = pid, control
-        if self.progress:
-            self.progress(
-                f"importing the SDKs of {', '.join(self.order)} once, in the process that forks"
-                f" the workers ({pid})"
-            )
         return self
 
     def __exit__(
@@ -312,7 +304,12 @@ class Workers:
 
     def close(self) -> None:
         """Stop the zygote, which stops its workers first, and wait for it."""
-        if self._control is not None:
+        if self._pid is not None and not self._plans_sent:
+            # No plan came (one failed to load): it has forked nothing, and need not finish
+            # importing Pulumi before it reads the stop.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGTERM)
+        elif self._control is not None:
             with contextlib.suppress(OSError):  # it has exited already
                 self._control.send(None)
         if self._pid is not None and self._wait_zygote(_EXIT_WAIT_S) is None:
@@ -342,14 +339,43 @@ class Workers:
                 return None
             time.sleep(0.01)
 
-    def results(self) -> Iterator[tuple[int, Stacks]]:
+    def run(
+        self,
+        designs: Sequence[Design],
+        sites: Sequence[str] | None = None,
+        on_stack: OnStack | None = None,
+    ) -> Iterator[tuple[int, Stacks]]:
         """(plan index, its stacks as `run_design` returns them), as each plan finishes.
 
-        Raises PlanRunError for the first plan whose program fails, or a process that exits;
-        the others stop with `close`."""
+        `sites`: only these sites' stacks (`gpudr plan --stack`), for a single plan.
+        `on_stack(plan index, stack record)`: each stack as soon as it has run, in this process
+        or a worker; called in this process. Raises PlanRunError for the first plan whose
+        program fails, or a process that exits; the others stop with `close`."""
+        if sites is not None and len(designs) != 1:
+            raise ValueError("sites are for a single plan")
+        self.designs, self.on_stack = list(designs), on_stack
+        self.clouds = [plan_clouds(d) for d in self.designs]
         if self.in_process:
-            yield from self._in_process()
-            return
+            return self._in_process(sites)
+        self._begin()
+        return self._results()
+
+    def _begin(self) -> None:
+        """Send the zygote the plans, and the order in which to import their clouds' SDKs."""
+        assert self._control is not None
+        self.order = load_order(self.clouds)
+        try:
+            self._control.send(("plans", self.designs, self.order))
+        except OSError:
+            raise self._zygote_gone() from None
+        self._plans_sent = True
+        if self.progress:
+            self.progress(
+                f"importing the SDKs of {', '.join(self.order)} once, in the process that forks"
+                f" the workers ({self._pid})"
+            )
+
+    def _results(self) -> Iterator[tuple[int, Stacks]]:
         assert self._control is not None
         pending = list(range(len(self.designs)))
         while pending or any(w.running is not None for w in self._workers):
@@ -385,13 +411,13 @@ class Workers:
         stacks, w.stacks = [w.stacks[name] for name in payload], {}
         return index, stacks
 
-    def _in_process(self) -> Iterator[tuple[int, Stacks]]:
+    def _in_process(self, sites: Sequence[str] | None) -> Iterator[tuple[int, Stacks]]:
         from gpudr.app.offline.plan import ProgramError, run_design
 
         for index, des in enumerate(self.designs):
             each = functools.partial(self.on_stack, index) if self.on_stack else None
             try:
-                stacks = run_design(des, self.sites, progress=self.progress, on_stack=each)
+                stacks = run_design(des, sites, progress=self.progress, on_stack=each)
             except ProgramError as exc:
                 raise PlanRunError(f"{_label(des)}: {exc}") from exc
             yield index, stacks
