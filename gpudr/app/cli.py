@@ -211,13 +211,12 @@ def plan(
             [_stacks_of(d) for d in designs]
             + [(r.source, list(r.stacks)) for r in reports.values()]
         )
-        fresh = _run_designs(designs, workers, sites, config) if designs else []
+        # Each report is stored as soon as it is made, while the other plans run.
+        store = (lambda i, report: cached.store(misses[i], report)) if cached else None
+        fresh = _run_designs(designs, workers, sites, config, store) if designs else []
     global _programs_ran
     _programs_ran = bool(designs)
-    for index, report in zip(misses, fresh, strict=True):
-        reports[index] = report
-        if cached:
-            cached.store(index, report)
+    reports.update(zip(misses, fresh, strict=True))
     ordered = [reports[i] for i in range(len(plan_files))]
     _emit(_render(fmt, ordered), output)
     verdicts = [r.verdict for r in ordered]
@@ -260,10 +259,11 @@ def _run_designs(
     workers: Workers,
     sites: list[str] | None,
     config: dict[str, Any] | None,
+    on_report: Callable[[int, PlanReport], None] | None,
 ) -> list[PlanReport]:
     """`planrun.run_designs`, its failures as one line and an exit code."""
     try:
-        return run_designs(designs, workers, sites, config, progress=_progress)
+        return run_designs(designs, workers, sites, config, _progress, on_report)
     except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
         _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
     except PlanRunError as exc:

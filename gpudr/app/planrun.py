@@ -91,7 +91,6 @@ class CachedRun:
     # index -> the bytes keyed: a plan that misses is validated and run from these very bytes.
     data: dict[int, bytes] = field(default_factory=dict)
     _store_failed: bool = False
-    _code_checked: bool = False
 
     def lookup(self, paths: Sequence[str]) -> dict[int, PlanReport]:
         """{plan index: its stored report} for every plan the cache holds."""
@@ -116,17 +115,15 @@ class CachedRun:
 
     def _code_unchanged(self) -> bool:
         """Whether the code is still what the key says (a checkout or an edit during the run
-        would store a report under the key of code that did not make it). Checked once."""
-        if self._code_checked:
-            return True
-        self._code_checked = True
+        would store a report under the key of code that did not make it). Checked before each
+        store: a report is stored as soon as it is made, while the other plans run."""
         try:
             now = code_digest()
         except UncacheableCode as exc:
             now = str(exc)
         if now != self.context.code:
             self._store_failed = True
-            self.warn("plan cache: the code changed during the run; the reports are not cached")
+            self.warn("plan cache: the code changed during the run; no report made since is cached")
             return False
         return True
 
@@ -149,10 +146,14 @@ def run_designs(
     sites: Sequence[str] | None,
     policy_config: Mapping[str, Any] | None,
     progress: Progress | None = None,
+    on_report: Callable[[int, PlanReport], None] | None = None,
 ) -> list[PlanReport]:
     """Each plan's report, in the plans' order: the programs under mocks (on `workers`, entered
     before the plans were loaded), each stack sent to the one policy pack as soon as it has
     run, while the next ones run (no pack when `policy_config` is None).
+
+    `on_report(plan index, report)`: each report as soon as it is made (to store it), which is
+    once the plan's stacks have run and the pack has judged them, while other plans still run.
 
     Raises PlanRunError (a program failed) and PolicyPackError (the pack did not run)."""
     runs: dict[int, list[dict[str, Any]]] = {}
@@ -174,20 +175,27 @@ def run_designs(
     results = workers.run(designs, sites, on_stack=stack_done)
     from gpudr.app.offline.policy import PackSession, Violation, with_violations
 
+    reports: dict[int, PlanReport] = {}
+
+    def report(index: int) -> None:
+        stacks = runs.pop(index)
+        futures = verdicts.pop(index, None)
+        if futures is not None:
+            stacks = with_violations(stacks, {n: v for f in futures for n, v in f.result().items()})
+        reports[index] = PlanReport.fresh(build_report(designs[index], stacks))
+        if on_report is not None:
+            on_report(index, reports[index])
+
     pack = PackSession(policy_config) if policy_config is not None else None
     with pack if pack is not None else nullcontext():
         for index, stacks in results:
             runs[index] = stacks
-        found = {
-            index: {name: found for f in futures for name, found in f.result().items()}
-            for index, futures in verdicts.items()
-        }
-    return [
-        PlanReport.fresh(
-            build_report(des, with_violations(runs[i], found[i]) if i in found else runs[i])
-        )
-        for i, des in enumerate(designs)
-    ]
+            # The plans the pack has judged are reported now, not after the last one.
+            for done in [i for i in runs if all(f.done() for f in verdicts.get(i, ()))]:
+                report(done)
+        for index in list(runs):
+            report(index)
+    return [reports[i] for i in range(len(designs))]
 
 
 __all__ = ["CachedRun", "PlanReport", "plan_source", "run_designs"]

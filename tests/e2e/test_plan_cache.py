@@ -16,6 +16,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from gpudr.app import cache as cache_module
+from gpudr.app import planrun
 from gpudr.app.cache import Entry, PlanCache
 from gpudr.app.cli import main
 from tests.conftest import EXAMPLE, PACK_CONFIG_PATH, ROOT, copy_code
@@ -212,6 +213,30 @@ def test_a_cache_that_cannot_be_written_is_said_once_and_the_run_goes_on(
     assert result.exit_code == 0
     assert result.stderr.count("gpudr: warning: cannot write the plan cache") == 1
     assert "the reports are not cached" in result.stderr
+    assert json.loads(result.stdout)["meets"] is True
+
+
+@pytest.mark.parametrize("unchanged", [0, 1], ids=["before any store", "after one store"])
+def test_code_changed_during_the_run_stores_no_report_made_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unchanged: int
+) -> None:
+    # Each store first checks the code is still what the keys were made from; here, the code
+    # is edited after `unchanged` stores.
+    checks: list[str] = []
+
+    def digest() -> str:
+        checks.append("checked")
+        real = cache_module.code_digest()
+        return real if len(checks) <= unchanged else real + "-edited"
+
+    monkeypatch.setattr(planrun, "code_digest", digest)
+    cache = tmp_path / "cache"
+    result = plan(EXAMPLE, GCP, "--format", "json", "--cache-dir", cache)
+    assert result.exit_code == 0
+    assert result.stderr.count("code changed during the run") == 1, result.stderr
+    assert "no report made since is cached" in result.stderr
+    assert len(entries(cache)) == unchanged
+    assert len(checks) == unchanged + 1  # once refused, no store is tried again
     assert json.loads(result.stdout)["meets"] is True
 
 
