@@ -14,6 +14,7 @@ from bench.results import (
     CliRun,
     ImportCost,
     Overhead,
+    PreloadCost,
     Results,
     Row,
 )
@@ -870,6 +871,36 @@ def _synth_section(results: Results) -> list[str]:
     ]
 
 
+def _preload_section(p: PreloadCost) -> list[str]:
+    """What the zygote's imports cost with the cyclic collector on and off."""
+    steps = ["pulumi", *p.clouds]
+    rows = [
+        [
+            f"+ {step}" if step != "pulumi" else "Pulumi (`gpudr.app.offline.plan`)",
+            _s(p.on[step]),
+            _s(p.off[step]),
+        ]
+        for step in steps
+    ]
+    rows.append(["collections during the imports", str(p.collections_on), str(p.collections_off)])
+    return [
+        "### The zygote's imports, collector on and off",
+        "",
+        "`python -m bench.worker` kind `preload`: in a fresh interpreter, what the zygote imports "
+        "for the calibrated portfolio (gpudr/app/offline/portfolio.py `_zygote`: Pulumi, then "
+        "each cloud's modules of offline/preload.py, in its load order), with the cyclic "
+        "collector on (the interpreter's default) and off (as the zygote imports); cumulative "
+        f"CPU seconds, the median of {p.repeats} runs of each, alternating. The imports make "
+        "hundreds of thousands of objects that live as long as the process; the collector, "
+        "on, rescans them again and again. Off, the zygote imports in "
+        f"{_s(p.off_s)} s instead of {_s(p.on_s)} s, and the plans of each cloud wait that "
+        "much less for its SDK.",
+        "",
+        _table(["imported", "collector on, CPU s", "collector off, CPU s"], rows),
+        "",
+    ]
+
+
 def render(results: Results) -> str:
     """docs/benchmarks.md for `results`."""
     one = results.row(CALIBRATED)
@@ -888,6 +919,7 @@ def render(results: Results) -> str:
             if results.cache is not None
             else []
         ),
+        *(_preload_section(results.preload) if results.preload is not None else []),
         *_budget_section(results, one, cal, cores),
         *_portfolios_section(results),
         *_one_process_section(results, one),

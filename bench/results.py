@@ -96,6 +96,27 @@ class ImportCost:
 
 
 @dataclass
+class PreloadCost:
+    """The zygote's imports for the calibrated portfolio's clouds, in its load order: the
+    median of `repeats` fresh-process runs with the cyclic collector on, and as many off."""
+
+    clouds: list[str]
+    repeats: int
+    on: dict[str, float]  # cumulative CPU s once Pulumi, then each cloud, is imported
+    off: dict[str, float]
+    collections_on: int  # the collector's runs during the imports
+    collections_off: int
+
+    @property
+    def on_s(self) -> float:
+        return self.on[self.clouds[-1]]
+
+    @property
+    def off_s(self) -> float:
+        return self.off[self.clouds[-1]]
+
+
+@dataclass
 class CliLoop:
     plans: int
     resources: int
@@ -212,6 +233,7 @@ class Results:
     pack_start_s: list[float]
     elapsed_s: float = 0.0
     cache: CacheBench | None = None  # issue 21's before/after figures
+    preload: PreloadCost | None = None  # the zygote's imports, collector on and off
 
     def cli_run(self, role: str, jobs: int | None = None) -> CliRun | None:
         for r in self.cli:

@@ -39,6 +39,7 @@ from bench.results import (
     ImportCost,
     Measured,
     Overhead,
+    PreloadCost,
     Results,
     Row,
     cli_label,
@@ -54,6 +55,7 @@ from bench.synth import (
 from bench.worker import custom_resources
 from gpudr.app.cache import CODE, PlanCache
 from gpudr.app.env import PROGRESS_ENV, PROGRESS_PREFIX
+from gpudr.app.offline.portfolio import load_order
 from gpudr.app.prdiff import absolute_policy_config, extract, plan_command, side_env
 from gpudr.core.paths import PROJECT_DIR
 
@@ -259,6 +261,33 @@ def import_cost(plans: Sequence[SynthPlan], work: Path, label: str) -> ImportCos
     spec = {"kind": "portfolio", "plans": [str(p.path) for p in plans], "policy": "none"}
     m = run_worker(spec, work, importtime=True)
     return ImportCost(label, pairs_of(plans), m, import_times(m.stderr))
+
+
+def preload_cost(plans: Sequence[SynthPlan], work: Path, repeats: int) -> PreloadCost:
+    """The zygote's imports for `plans`' clouds, in its load order (bench/worker.py kind
+    "preload"), with the cyclic collector on and off, runs alternating; each the median run."""
+    clouds = load_order([frozenset(p.pair) for p in plans])
+    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    for i in range(repeats):
+        for collector in runs:
+            progress(
+                f"the zygote's imports, collector {'on' if collector else 'off'}: "
+                f"run {i + 1}/{repeats}"
+            )
+            spec = {"kind": "preload", "clouds": clouds, "collector": collector}
+            runs[collector].append(run_worker(spec, work).result)
+    on, off = (
+        sorted(runs[c], key=lambda r: r["cumulative_cpu_s"][clouds[-1]])[repeats // 2]
+        for c in (True, False)
+    )
+    return PreloadCost(
+        clouds,
+        repeats,
+        on["cumulative_cpu_s"],
+        off["cumulative_cpu_s"],
+        on["collections"],
+        off["collections"],
+    )
 
 
 def cli_loop(plans: Sequence[SynthPlan], work: Path) -> CliLoop:
@@ -781,6 +810,7 @@ def run_all(config: Config, seed: int, quick: bool, work: Path, before: str = BE
     imports.append(import_cost(calibrated, work, f"first {len(calibrated)} plans"))
     loop = cli_loop(calibrated, work)
     results = Results(config, quick, seed, info, cli, rows, over, imports, loop, pack)
+    results.preload = preload_cost(calibrated, work, config.repeats)
     results.cache = cache_bench(config, plans, calibrated, work, before)
     results.elapsed_s = time.perf_counter() - started
     return results

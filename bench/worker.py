@@ -14,6 +14,9 @@ kind "portfolio": for each plan, the steps `gpudr plan PLAN` takes (gpudr/app/cl
   render   gpudr.docs.report.build_report + render_text (the default --format text)
   With `"policy": "none"` in the spec, no pack and no policy stage.
 kind "pack": the policy pack's start-up time, alone.
+kind "preload": the zygote's imports (gpudr/app/offline/portfolio.py `_zygote`): Pulumi, then
+  each cloud's SDK modules (offline/preload.py) in the spec's order, with the cyclic collector
+  on (the interpreter's default) or off (as the zygote imports); CPU seconds as each is in.
 kind "program": a warm-up pass of gpudr's program over the plans (imports every SDK module
   the portfolio uses, and records what each stack registered), then measured passes of gpudr's
   program and of the flat baseline (bench/flat.py) over the same stacks, alternating.
@@ -295,6 +298,27 @@ def run_pack(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"start_wall_s": walls}
 
 
+def run_preload(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What `preload` imports, as the zygote imports it, with the collector as the spec says:
+    cumulative CPU seconds once Pulumi is in, then once each cloud is."""
+    if not spec["collector"]:
+        gc.disable()
+    started = time.process_time()
+    import gpudr.app.offline.plan  # noqa: F401  # the zygote's first import: Pulumi
+    from gpudr.app.offline import preload
+
+    cumulative = {"pulumi": time.process_time() - started}
+    for cloud, module in preload.steps(spec["clouds"]):
+        if module is None:
+            cumulative[cloud] = time.process_time() - started
+        else:
+            preload.load(module)
+    return {
+        "cumulative_cpu_s": cumulative,
+        "collections": sum(generation["collections"] for generation in gc.get_stats()),
+    }
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     kind = spec["kind"]
@@ -304,6 +328,8 @@ def main(argv: list[str]) -> int:
         result = run_program(spec)
     elif kind == "pack":
         result = run_pack(spec)
+    elif kind == "preload":
+        result = run_preload(spec)
     else:
         raise SystemExit(f"bench.worker: unknown kind {kind!r}")
     result["sdk_modules"] = sdk_modules()

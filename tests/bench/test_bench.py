@@ -19,9 +19,19 @@ from bench.doc import (
     _cache_targets,
     _cli_growth,
     _floor,
+    _preload_section,
 )
 from bench.procs import TreePeak
-from bench.results import CALIBRATED, SIZE, CacheBench, ChangedPlan, CliRun, DiffRun
+from bench.results import (
+    CALIBRATED,
+    SIZE,
+    CacheBench,
+    ChangedPlan,
+    CliRun,
+    DiffRun,
+    PreloadCost,
+)
+from bench.run import run_worker
 from bench.synth import (
     PAIR_CYCLE,
     SynthPlan,
@@ -213,3 +223,29 @@ def test_the_floor_is_the_work_spread_over_the_cores() -> None:
     assert f"**missed** at 5.01 s) used {cache.cold_after.cpu_s:.2f} s of CPU" in text
     assert "imported once (2.00 s), by the process the workers are forked from" in text
     assert "(met at" in _floor(_cache([_changed("aws->aws", [1.0])], 5.0, 1), 8.0, 2.0, 2)
+
+
+def test_the_zygotes_imports_are_measured_with_the_collector_on_and_off(tmp_path: Path) -> None:
+    found = {
+        collector: run_worker(
+            {"kind": "preload", "clouds": ["aws"], "collector": collector}, tmp_path
+        ).result
+        for collector in (True, False)
+    }
+    for result in found.values():
+        cumulative = result["cumulative_cpu_s"]
+        assert list(cumulative) == ["pulumi", "aws"]
+        assert 0 < cumulative["pulumi"] < cumulative["aws"]
+    # Off from the start of the imports: only the interpreter's own start-up collected.
+    assert found[False]["collections"] < found[True]["collections"]
+    cost = PreloadCost(
+        ["aws"],
+        1,
+        found[True]["cumulative_cpu_s"],
+        found[False]["cumulative_cpu_s"],
+        found[True]["collections"],
+        found[False]["collections"],
+    )
+    table = "\n".join(_preload_section(cost))
+    assert f"| + aws | {cost.on_s:.2f} | {cost.off_s:.2f} |" in table
+    assert f"imports in {cost.off_s:.2f} s instead of {cost.on_s:.2f} s" in table

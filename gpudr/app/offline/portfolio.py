@@ -129,11 +129,11 @@ def _zygote(control: Connection) -> int:
     (("fork", k), then the worker's end of its pipe, passed as a file descriptor). Tells the
     parent ("loaded", cloud) as each cloud's SDK is in, and ("exited", k, exit code) as its
     workers exit. None, or the parent gone: stop the workers, wait for them, return."""
-    # The collector off for good. Importing the SDKs makes some 650,000 objects that live as
-    # long as the process; the collector, started every few hundred new ones, rescanned them
-    # again and again: the three clouds' imports took 3.1 s of CPU with it, 1.9 s without
-    # (docs/benchmarks.md). Imports leave almost no cyclic garbage (about 800 objects for all
-    # three), and the zygote makes nothing else.
+    # The collector off for good. Importing the SDKs makes hundreds of thousands of objects
+    # that live as long as the process; the collector, started every few hundred new ones,
+    # rescanned them again and again, and the plans waited on it (docs/benchmarks.md, "The
+    # zygote's imports, collector on and off"). Imports leave almost no cyclic garbage, and
+    # the zygote makes nothing else.
     gc.disable()
     import gpudr.app.offline.plan  # noqa: F401  # Pulumi itself, for every worker
     from gpudr.app.offline import preload
