@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,9 +16,9 @@ from click.testing import CliRunner
 
 from gpudr.app.cli import main
 from gpudr.app.offline import plan as offline_plan
-from gpudr.app.offline import preload
+from gpudr.app.offline import portfolio, preload
 from gpudr.app.offline.policy import PackSession, PolicyPackError, PolicyPackProcess
-from gpudr.app.offline.portfolio import PlanRunError, Workers, load_order
+from gpudr.app.offline.portfolio import PlanRunError, Workers, load_order, run_order
 from gpudr.core.design import design
 from gpudr.core.enums import Cloud
 from gpudr.core.spec import load_plan
@@ -300,3 +301,49 @@ def test_pack_session_reports_a_pack_that_cannot_start_and_stops_it() -> None:
         second.result()
     session.close()
     assert session.pack._proc is None
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        # Data flows + GPU pools: the largest first; ties in the order given.
+        ([(1, 2), (3, 3), (2, 4), (1, 1)], [1, 2, 0, 3]),
+        ([(2, 1), (1, 2), (3, 0)], [0, 1, 2]),
+        ([(0, 0)], [0]),
+    ],
+)
+def test_the_largest_plans_are_given_to_workers_first(
+    sizes: list[tuple[int, int]], expected: list[int]
+) -> None:
+    designs: Any = [SimpleNamespace(flows=(None,) * f, pools=(None,) * p) for f, p in sizes]
+    assert run_order(designs) == expected
+
+
+@pytest.mark.parametrize(("budget_mb", "collects"), [(0.0, True), (1e9, False)])
+def test_a_worker_collects_only_once_its_memory_has_grown_by_the_budget(
+    monkeypatch: pytest.MonkeyPatch, budget_mb: float, collects: bool
+) -> None:
+    monkeypatch.setattr(portfolio, "_GARBAGE_MB", budget_mb)
+    real = offline_plan.run_design
+
+    def run_design(
+        des: Any,
+        sites: Any = None,
+        progress: Any = None,
+        on_stack: Any = None,
+        collect: bool = True,
+    ) -> Any:
+        def each(record: dict[str, Any]) -> None:
+            on_stack({**record, "collected": collect})
+
+        return real(des, sites, progress, each, collect)
+
+    monkeypatch.setattr(offline_plan, "run_design", run_design)
+    # Three plans on two workers: one worker runs two, the second after its memory grew.
+    designs = [design(load_plan(EXAMPLE))] * 3
+    seen: list[bool] = []
+    with Workers(len(designs), 2) as workers:
+        done = list(workers.run(designs, on_stack=lambda _, r: seen.append(r["collected"])))
+    assert len(done) == 3 and len(seen) == 6
+    # The first plan of each worker has nothing to collect yet, whatever the budget.
+    assert (True in seen) is collects, seen

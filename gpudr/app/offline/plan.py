@@ -101,6 +101,7 @@ def run_design(
     sites: Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
     on_stack: Callable[[dict[str, Any]], None] | None = None,
+    collect: bool = True,
 ) -> list[dict[str, Any]]:
     """Run the wanted sites' stacks, as a user deploys them: primaries first, then each DR stack
     with what its primary exported for it (`transfer_credentials`) in its own config, secrets as
@@ -108,7 +109,7 @@ def run_design(
     it, so when only that DR stack is wanted its primary runs too, and is not listed.
 
     `on_stack` is given each wanted stack's record as soon as it has run (the policy pack can
-    judge the primary while the DR stack runs)."""
+    judge the primary while the DR stack runs). `collect`: as `run_stack` takes it."""
     plan = design.plan
     order = list(plan.sites)
     wanted = set(sites) if sites is not None else set(order)
@@ -146,7 +147,11 @@ def run_design(
                 secret_keys.append(config_key(ONPREM_S3_SECRET_KEY))
         try:
             run = run_stack(
-                stack, config, GpudrMocks(default_region=site.region), secret_keys=secret_keys
+                stack,
+                config,
+                GpudrMocks(default_region=site.region),
+                secret_keys=secret_keys,
+                collect=collect,
             )
         except Exception as exc:  # the program's own error, reported with its stack
             raise ProgramError(f"stack {stack}: {type(exc).__name__}: {exc}") from exc

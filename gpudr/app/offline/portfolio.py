@@ -46,6 +46,8 @@ _REAP_S = 0.05
 # How long an exit code is waited for once a process's pipe has closed, and the zygote for once
 # asked to stop (it stops its workers first).
 _EXIT_WAIT_S = 5.0
+# How much a worker's peak memory may grow before it collects the garbage of the stacks it ran.
+_GARBAGE_MB = 32.0
 
 
 def default_jobs() -> int:
@@ -59,6 +61,18 @@ def default_jobs() -> int:
 def plan_clouds(des: Design) -> frozenset[str]:
     """The clouds whose SDKs a plan's stacks import."""
     return frozenset(site.cloud for site in des.plan.sites.values())
+
+
+def run_order(designs: Sequence[Design]) -> list[int]:
+    """The order in which plans are given to workers, among those their SDKs can run: the
+    largest first, so that the last plans to finish are short ones and no core waits long on
+    the last. A plan's size, before it has run, is its data flows and GPU pools: each is what
+    its stacks register buckets, replication, clusters and node groups for. Ties: as given."""
+    return sorted(range(len(designs)), key=lambda i: (-_size(designs[i]), i))
+
+
+def _size(des: Design) -> int:
+    return len(des.flows) + len(des.pools)
 
 
 def load_order(clouds: Sequence[frozenset[str]]) -> list[str]:
@@ -96,11 +110,17 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
     # default executor whose threads were not forked: the SDK's calls into it would wait
     # forever. Each worker runs its stacks on a loop of its own.
     asyncio.set_event_loop(asyncio.new_event_loop())
-    # run_stack collects once before each stack and keeps the collector off while it runs;
-    # off between stacks too, a worker does not scan one stack's objects twice. It exits
-    # without tearing anything down.
+    # The collector off, and run_stack's collection before each stack only once the worker's
+    # memory has grown by _GARBAGE_MB since it last collected. A collection takes time in
+    # proportion to the garbage, the stacks' own objects (the SDK's Outputs and futures): an
+    # eighth of the program's time (docs/benchmarks.md, the overhead table's "in GC"), spent
+    # on memory that a worker running a few plans frees at once when it exits, without
+    # tearing anything down. A worker that runs many plans still collects, so its memory
+    # stays bounded.
     gc.disable()
     from gpudr.app.offline.plan import ProgramError, run_design
+
+    limit = _peak_mb() + _GARBAGE_MB
 
     while True:
         try:
@@ -111,12 +131,22 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
             return
         try:
             each = functools.partial(_send_stack, conn, index)
-            stacks = run_design(designs[index], on_stack=each)
+            collect = _peak_mb() > limit
+            stacks = run_design(designs[index], on_stack=each, collect=collect)
+            if collect:
+                limit = _peak_mb() + _GARBAGE_MB
             conn.send(("ok", index, [s["name"] for s in stacks]))
         except ProgramError as exc:
             conn.send(("error", index, str(exc)))
         except Exception as exc:  # anything else the program raised, or an unpicklable value
             conn.send(("error", index, f"{type(exc).__name__}: {exc}"))
+
+
+def _peak_mb() -> float:
+    """This worker's peak resident memory (workers run on Linux, where it is in kilobytes)."""
+    import resource  # not on Windows, where no worker is forked
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _send_stack(conn: Connection, index: int, record: dict[str, Any]) -> None:
@@ -377,7 +407,7 @@ class Workers:
 
     def _results(self) -> Iterator[tuple[int, Stacks]]:
         assert self._control is not None
-        pending = list(range(len(self.designs)))
+        pending = run_order(self.designs)
         while pending or any(w.running is not None for w in self._workers):
             self._schedule(pending)
             busy = {w.conn: w for w in self._workers if w.running is not None}
@@ -450,9 +480,9 @@ class Workers:
         return self._exit_codes.get(w.k)
 
     def _schedule(self, pending: list[int]) -> None:
-        """Give each idle worker the first pending plan its SDKs can run, and stop those that
-        can run none (a worker forked later has the SDKs imported since); fork workers for
-        the plans the zygote's SDKs can run, one per free core."""
+        """Give each idle worker the first pending plan (in run_order) its SDKs can run, and
+        stop those that can run none (a worker forked later has the SDKs imported since); fork
+        workers for the plans the zygote's SDKs can run, one per free core."""
         for w in self._workers:
             if w.running is not None or w.stopping:
                 continue
@@ -506,4 +536,4 @@ class Workers:
             self.progress(f"running {_label(self.designs[index])} under mocks in worker {w.k + 1}")
 
 
-__all__ = ["PlanRunError", "Workers", "default_jobs", "load_order", "plan_clouds"]
+__all__ = ["PlanRunError", "Workers", "default_jobs", "load_order", "plan_clouds", "run_order"]

@@ -43,11 +43,14 @@ def run_stack(
     mocks: GpudrMocks | None = None,
     program: Path | None = None,
     secret_keys: Sequence[str] = (),
+    collect: bool = True,
 ) -> StackRun:
     """Run the Pulumi program for `stack` with `config` (the `config:` of its stack file).
 
     Structured values are passed as JSON strings, as the CLI passes them to the language host;
-    `secret_keys` are the full keys set with `pulumi config set --secret`.
+    `secret_keys` are the full keys set with `pulumi config set --secret`. `collect`: collect
+    the garbage of the stacks run before in this process first (False: a plan worker that
+    will exit soon keeps it, offline/portfolio.py).
     """
     mocks = mocks or GpudrMocks(default_region=str(config.get("aws:region", "us-east-1")))
     monitor = RecordingMonitor(mocks)
@@ -62,8 +65,9 @@ def run_stack(
     # plan), then run this stack with the collector off; its garbage goes before the next one.
     # The freeze comes before set_mocks: this stack's own root objects must stay collectable,
     # or memory grows with every stack run in one process.
-    gc.collect()
-    gc.freeze()
+    if collect:
+        gc.collect()
+        gc.freeze()
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT_NAME, stack=stack, preview=True, monitor=monitor
     )
