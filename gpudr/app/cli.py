@@ -265,7 +265,7 @@ def _run_designs(
     try:
         return run_designs(designs, workers, sites, config, _progress, on_report)
     except KeyboardInterrupt:  # the workers and the pack are stopped on the way out
-        _fail("interrupted; nothing was written", EXIT_INTERRUPTED)
+        _fail("interrupted; no output was written", EXIT_INTERRUPTED)
     except PlanRunError as exc:
         _fail(str(exc), EXIT_PROGRAM)
     except PolicyPackError as exc:
