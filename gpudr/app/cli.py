@@ -211,7 +211,7 @@ def plan(
             [_stacks_of(d) for d in designs]
             + [(r.source, list(r.stacks)) for r in reports.values()]
         )
-        # Each report is stored as soon as it is made, while the other plans run.
+        # Reports are stored as they are made, most while the other plans still run.
         store = (lambda i, report: cached.store(misses[i], report)) if cached else None
         fresh = _run_designs(designs, workers, sites, config, store) if designs else []
     global _programs_ran

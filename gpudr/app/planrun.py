@@ -2,7 +2,8 @@
 the policy pack for what it does not.
 
 The CLI checks its inputs, asks `lookup` which plans the cache answers, loads and validates the
-others, runs them (`run_designs`) and stores their reports (`store`). A hit is not loaded or
+others, and runs them (`run_designs`), storing each report (`store`) while the others still
+run. A hit is not loaded or
 validated again: its key covers the plan's bytes and every line of code that validates it.
 """
 
@@ -116,14 +117,14 @@ class CachedRun:
     def _code_unchanged(self) -> bool:
         """Whether the code is still what the key says (a checkout or an edit during the run
         would store a report under the key of code that did not make it). Checked before each
-        store: a report is stored as soon as it is made, while the other plans run."""
+        store: reports are stored while the other plans still run."""
         try:
             now = code_digest()
         except UncacheableCode as exc:
             now = str(exc)
         if now != self.context.code:
             self._store_failed = True
-            self.warn("plan cache: the code changed during the run; no report made since is cached")
+            self.warn("plan cache: the code changed during the run; no further report is cached")
             return False
         return True
 
@@ -152,8 +153,9 @@ def run_designs(
     before the plans were loaded), each stack sent to the one policy pack as soon as it has
     run, while the next ones run (no pack when `policy_config` is None).
 
-    `on_report(plan index, report)`: each report as soon as it is made (to store it), which is
-    once the plan's stacks have run and the pack has judged them, while other plans still run.
+    `on_report(plan index, report)`: each report once it is made (to store it): when a plan
+    finishes, for every finished plan whose stacks the pack has judged by then, and at the
+    end for the rest.
 
     Raises PlanRunError (a program failed) and PolicyPackError (the pack did not run)."""
     runs: dict[int, list[dict[str, Any]]] = {}

@@ -234,7 +234,7 @@ def test_code_changed_during_the_run_stores_no_report_made_since(
     result = plan(EXAMPLE, GCP, "--format", "json", "--cache-dir", cache)
     assert result.exit_code == 0
     assert result.stderr.count("code changed during the run") == 1, result.stderr
-    assert "no report made since is cached" in result.stderr
+    assert "no further report is cached" in result.stderr
     assert len(entries(cache)) == unchanged
     assert len(checks) == unchanged + 1  # once refused, no store is tried again
     assert json.loads(result.stdout)["meets"] is True

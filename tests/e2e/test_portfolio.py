@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -186,6 +187,8 @@ def test_a_zygote_given_no_plans_is_stopped() -> None:
         os.kill(zygote, 0)  # running
     with pytest.raises(ProcessLookupError):
         os.kill(zygote, 0)
+    # Stopped by a signal, not left to finish importing Pulumi before it reads a stop.
+    assert workers._zygote_code == -signal.SIGTERM
 
 
 def test_a_worker_that_died_idle_is_reported_when_next_given_work() -> None:
@@ -319,31 +322,46 @@ def test_the_largest_plans_are_given_to_workers_first(
     assert run_order(designs) == expected
 
 
-@pytest.mark.parametrize(("budget_mb", "collects"), [(0.0, True), (1e9, False)])
-def test_a_worker_collects_only_once_its_memory_has_grown_by_the_budget(
-    monkeypatch: pytest.MonkeyPatch, budget_mb: float, collects: bool
+@pytest.mark.parametrize(("limit", "collects"), [(0, True), (10**9, False)])
+def test_a_worker_collects_only_once_its_stacks_left_enough_objects(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, limit: int, collects: bool
 ) -> None:
-    monkeypatch.setattr(portfolio, "_GARBAGE_MB", budget_mb)
-    real = offline_plan.run_design
+    monkeypatch.setattr(portfolio, "_GARBAGE_OBJECTS", limit)
+    real = offline_plan.run_stack
+    log = tmp_path / "collections"
 
-    def run_design(
-        des: Any,
-        sites: Any = None,
-        progress: Any = None,
-        on_stack: Any = None,
-        collect: bool = True,
-    ) -> Any:
-        def each(record: dict[str, Any]) -> None:
-            on_stack({**record, "collected": collect})
+    def run_stack(*args: Any, **kwargs: Any) -> Any:
+        # Whether run_stack collected: the full collections the interpreter counts.
+        before = gc.get_stats()[2]["collections"]
+        run = real(*args, **kwargs)
+        with log.open("a") as out:
+            out.write(f"{gc.get_stats()[2]['collections'] > before}\n")
+        return run
 
-        return real(des, sites, progress, each, collect)
-
-    monkeypatch.setattr(offline_plan, "run_design", run_design)
-    # Three plans on two workers: one worker runs two, the second after its memory grew.
+    monkeypatch.setattr(offline_plan, "run_stack", run_stack)
+    # Three plans on two workers, six stacks: with no limit every one collects first, with a
+    # limit no stack reaches, none does.
     designs = [design(load_plan(EXAMPLE))] * 3
-    seen: list[bool] = []
     with Workers(len(designs), 2) as workers:
-        done = list(workers.run(designs, on_stack=lambda _, r: seen.append(r["collected"])))
-    assert len(done) == 3 and len(seen) == 6
-    # The first plan of each worker has nothing to collect yet, whatever the budget.
-    assert (True in seen) is collects, seen
+        assert len(list(workers.run(designs))) == 3
+    seen = log.read_text().split()
+    assert len(seen) == 6
+    assert set(seen) == {str(collects)}, seen
+
+
+def test_workers_are_given_the_largest_plan_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[int] = []
+    assign = Workers._assign
+
+    def record(self: Workers, w: Any, index: int, pending: list[int]) -> None:
+        given.append(index)
+        assign(self, w, index, pending)
+
+    monkeypatch.setattr(Workers, "_assign", record)
+    # Both on AWS: the smaller (4 flows and pools) named first, the larger (5) second.
+    onprem = ROOT / "examples" / "onprem-to-aws.yaml"
+    designs = [design(load_plan(onprem)), design(load_plan(EXAMPLE))]
+    assert run_order(designs) == [1, 0]
+    with Workers(len(designs), 2) as workers:
+        assert sorted(index for index, _ in workers.run(designs)) == [0, 1]
+    assert given == [1, 0]

@@ -101,7 +101,7 @@ def run_design(
     sites: Iterable[str] | None = None,
     progress: Callable[[str], None] | None = None,
     on_stack: Callable[[dict[str, Any]], None] | None = None,
-    collect: bool = True,
+    garbage_limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run the wanted sites' stacks, as a user deploys them: primaries first, then each DR stack
     with what its primary exported for it (`transfer_credentials`) in its own config, secrets as
@@ -109,7 +109,7 @@ def run_design(
     it, so when only that DR stack is wanted its primary runs too, and is not listed.
 
     `on_stack` is given each wanted stack's record as soon as it has run (the policy pack can
-    judge the primary while the DR stack runs). `collect`: as `run_stack` takes it."""
+    judge the primary while the DR stack runs). `garbage_limit`: as `run_stack` takes it."""
     plan = design.plan
     order = list(plan.sites)
     wanted = set(sites) if sites is not None else set(order)
@@ -151,7 +151,7 @@ def run_design(
                 config,
                 GpudrMocks(default_region=site.region),
                 secret_keys=secret_keys,
-                collect=collect,
+                garbage_limit=garbage_limit,
             )
         except Exception as exc:  # the program's own error, reported with its stack
             raise ProgramError(f"stack {stack}: {type(exc).__name__}: {exc}") from exc

@@ -46,8 +46,9 @@ _REAP_S = 0.05
 # How long an exit code is waited for once a process's pipe has closed, and the zygote for once
 # asked to stop (it stops its workers first).
 _EXIT_WAIT_S = 5.0
-# How much a worker's peak memory may grow before it collects the garbage of the stacks it ran.
-_GARBAGE_MB = 32.0
+# How many objects the stacks a worker ran may leave before it collects them: some 30 MB of
+# the SDK's Outputs and futures (about 10,000 objects a MB, in the bench portfolio's plans).
+_GARBAGE_OBJECTS = 250_000
 
 
 def default_jobs() -> int:
@@ -110,17 +111,14 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
     # default executor whose threads were not forked: the SDK's calls into it would wait
     # forever. Each worker runs its stacks on a loop of its own.
     asyncio.set_event_loop(asyncio.new_event_loop())
-    # The collector off, and run_stack's collection before each stack only once the worker's
-    # memory has grown by _GARBAGE_MB since it last collected. A collection takes time in
-    # proportion to the garbage, the stacks' own objects (the SDK's Outputs and futures): an
-    # eighth of the program's time (docs/benchmarks.md, the overhead table's "in GC"), spent
-    # on memory that a worker running a few plans frees at once when it exits, without
-    # tearing anything down. A worker that runs many plans still collects, so its memory
-    # stays bounded.
+    # The collector off, and run_stack's collection before a stack only once the objects made
+    # since the last number _GARBAGE_OBJECTS. A collection takes time in proportion to the
+    # garbage, the stacks' own objects (the SDK's Outputs and futures): an eighth of the
+    # program's time (docs/benchmarks.md, the overhead table's "in GC"), spent on memory that
+    # a worker running a few plans frees at once when it exits, without tearing anything
+    # down. A worker that runs many plans still collects, so its memory stays bounded.
     gc.disable()
     from gpudr.app.offline.plan import ProgramError, run_design
-
-    limit = _peak_mb() + _GARBAGE_MB
 
     while True:
         try:
@@ -131,22 +129,12 @@ def _serve(conn: Connection, designs: Sequence[Design]) -> None:
             return
         try:
             each = functools.partial(_send_stack, conn, index)
-            collect = _peak_mb() > limit
-            stacks = run_design(designs[index], on_stack=each, collect=collect)
-            if collect:
-                limit = _peak_mb() + _GARBAGE_MB
+            stacks = run_design(designs[index], on_stack=each, garbage_limit=_GARBAGE_OBJECTS)
             conn.send(("ok", index, [s["name"] for s in stacks]))
         except ProgramError as exc:
             conn.send(("error", index, str(exc)))
         except Exception as exc:  # anything else the program raised, or an unpicklable value
             conn.send(("error", index, f"{type(exc).__name__}: {exc}"))
-
-
-def _peak_mb() -> float:
-    """This worker's peak resident memory (workers run on Linux, where it is in kilobytes)."""
-    import resource  # not on Windows, where no worker is forked
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _send_stack(conn: Connection, index: int, record: dict[str, Any]) -> None:
@@ -221,9 +209,9 @@ def _serve_forks(
 
 def _fork_worker(control: Connection, conn: Connection, designs: Sequence[Design]) -> int:
     """Fork a worker serving `conn`; its pid."""
-    # Frozen, what the zygote holds is left out of the worker's collections (run_stack's, one
-    # per stack), which would write to every object they visit and so copy the pages the two
-    # share. The zygote itself never collects.
+    # Frozen, what the zygote holds is left out of the worker's collections (run_stack's),
+    # which would write to every object they visit and so copy the pages the two share. The
+    # zygote itself never collects.
     gc.freeze()
     pid = os.fork()
     if pid == 0:
@@ -334,7 +322,7 @@ class Workers:
 
     def close(self) -> None:
         """Stop the zygote, which stops its workers first, and wait for it."""
-        if self._pid is not None and not self._plans_sent:
+        if self._pid is not None and self._zygote_code is None and not self._plans_sent:
             # No plan came (one failed to load): it has forked nothing, and need not finish
             # importing Pulumi before it reads the stop.
             with contextlib.suppress(ProcessLookupError):
@@ -417,6 +405,9 @@ class Workers:
                     continue
                 w = busy[conn]  # type: ignore[index]
                 if (done := self._from_worker(w)) is not None:
+                    # The worker that finished gets its next plan before this one's report
+                    # is made and stored.
+                    self._schedule(pending)
                     yield done
 
     def _from_worker(self, w: _Worker) -> tuple[int, Stacks] | None:

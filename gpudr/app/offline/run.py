@@ -43,14 +43,15 @@ def run_stack(
     mocks: GpudrMocks | None = None,
     program: Path | None = None,
     secret_keys: Sequence[str] = (),
-    collect: bool = True,
+    garbage_limit: int | None = None,
 ) -> StackRun:
     """Run the Pulumi program for `stack` with `config` (the `config:` of its stack file).
 
     Structured values are passed as JSON strings, as the CLI passes them to the language host;
-    `secret_keys` are the full keys set with `pulumi config set --secret`. `collect`: collect
-    the garbage of the stacks run before in this process first (False: a plan worker that
-    will exit soon keeps it, offline/portfolio.py).
+    `secret_keys` are the full keys set with `pulumi config set --secret`. `garbage_limit`:
+    collect the garbage of the stacks run before only once the objects made since the last
+    collection are more than this many (a plan worker, which frees the rest when it exits:
+    offline/portfolio.py); None, before every stack.
     """
     mocks = mocks or GpudrMocks(default_region=str(config.get("aws:region", "us-east-1")))
     monitor = RecordingMonitor(mocks)
@@ -62,10 +63,11 @@ def run_stack(
     # futures, protobuf structs): the cyclic collector rescanning them, and every imported SDK
     # module, took over half of the program's time (docs/benchmarks.md). With the previous
     # stack's state released above, collect it once and freeze what survives (modules, the
-    # plan), then run this stack with the collector off; its garbage goes before the next one.
-    # The freeze comes before set_mocks: this stack's own root objects must stay collectable,
-    # or memory grows with every stack run in one process.
-    if collect:
+    # plan), then run this stack with the collector off; its garbage goes before the next one
+    # (or, in a worker, once there is enough of it). The freeze comes before set_mocks: this
+    # stack's own root objects must stay collectable, or memory grows with every stack run in
+    # one process.
+    if garbage_limit is None or gc.get_count()[0] > garbage_limit:
         gc.collect()
         gc.freeze()
     pulumi.runtime.set_mocks(
