@@ -3,8 +3,8 @@ the policy pack for what it does not.
 
 The CLI checks its inputs, asks `lookup` which plans the cache answers, loads and validates the
 others, and runs them (`run_designs`), storing each report (`store`) while the others still
-run. A hit is not loaded or
-validated again: its key covers the plan's bytes and every line of code that validates it.
+run. A hit is not loaded or validated again: its key covers the plan's bytes and every line of
+code that validates it.
 """
 
 from __future__ import annotations
